@@ -1,0 +1,81 @@
+"""The workers' exception family: transient (retried), refusals (recorded, never retried), config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class WorkerError(Exception):
+    """Base of every error the worker side raises on purpose."""
+
+    code = "worker_error"
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details: dict[str, Any] = details
+
+
+class Transient(WorkerError):
+    """Worth another try later: 5xx, timeouts, rate limits, a store or target briefly away."""
+
+    code = "transient"
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, code: str | None = None, **details: Any
+    ) -> None:
+        super().__init__(message, code=code, **details)
+        self.retry_after = retry_after
+
+
+class GitHubUnavailable(Transient):
+    code = "github_unavailable"
+
+
+class DispatchUnavailable(Transient):
+    code = "dispatch_failed"
+
+
+class StoreUnavailable(Transient):
+    code = "store_unavailable"
+
+
+class Refusal(WorkerError):
+    """A definitive 'no' for one spawn: recorded as its outcome and never retried."""
+
+    code = "refused"
+
+
+class AccessRevoked(Refusal):
+    """GitHub definitively refused a token (SPEC §7): the grant must be pruned.
+
+    `kind` is `installation_deleted`, `installation_suspended` or `repository_inaccessible`.
+    """
+
+    code = "repository_access_revoked"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        installation_id: int,
+        repository_ids: tuple[int, ...] = (),
+        **details: Any,
+    ) -> None:
+        super().__init__(message, kind=kind, installation_id=installation_id, **details)
+        self.kind = kind
+        self.installation_id = installation_id
+        self.repository_ids = repository_ids
+
+
+class PermissionNotGranted(Refusal):
+    code = "permission_not_granted"
+
+
+class ConfigurationError(WorkerError):
+    """The deployment is misconfigured (bad App credentials, 401): loud, never a prune."""
+
+    code = "configuration_error"

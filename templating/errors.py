@@ -39,7 +39,8 @@ class TemplateSyntaxError(TemplateError):
     code: ClassVar[str] = "template_syntax"
 
     def __init__(self, token: str, line: int, column: int, reason: str) -> None:
-        super().__init__(f"{line}:{column}: {token}: {reason}")
+        shown = token if len(token) <= 80 else token[:79] + "…"
+        super().__init__(f"{line}:{column}: {shown}: {reason}")
         self.token = token
         self.line = line
         self.column = column

@@ -1,4 +1,4 @@
-"""The workers' exception family: transient (retried), refusals (recorded, never retried), config."""
+"""The workers' exception family: transient (retried), refusals (recorded), configuration."""
 
 from __future__ import annotations
 
@@ -24,7 +24,12 @@ class Transient(WorkerError):
     code = "transient"
 
     def __init__(
-        self, message: str, *, retry_after: float | None = None, code: str | None = None, **details: Any
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        code: str | None = None,
+        **details: Any,
     ) -> None:
         super().__init__(message, code=code, **details)
         self.retry_after = retry_after

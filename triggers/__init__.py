@@ -1,0 +1,1 @@
+"""HTTP side: webhook intake, signature, envelope, trigger matching."""

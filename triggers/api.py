@@ -1,0 +1,22 @@
+"""The HTTP application: intake, admin API and health, with one error table."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from triggers import http_errors, receiver, routes_deliveries, routes_health
+from workers.runtime import Runtime
+
+
+def create_app(rt: Runtime) -> FastAPI:
+    app = FastAPI(
+        title="hookspawn",
+        version="0.1.0",
+        description="GitHub webhooks in, agent sessions out.",
+    )
+    app.state.runtime = rt
+    http_errors.install(app)
+    app.include_router(receiver.router)
+    app.include_router(routes_deliveries.router)
+    app.include_router(routes_health.router)
+    return app

@@ -1,0 +1,55 @@
+"""The trigger payload envelope (SPEC §4): the webhook body in lowerCamelCase under `github`."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+
+@lru_cache(maxsize=8192)
+def camel(key: str) -> str:
+    """`pull_request` → `pullRequest`, `html_url` → `htmlUrl`; leading underscores kept."""
+    stripped = key.lstrip("_")
+    lead = key[: len(key) - len(stripped)]
+    if "_" not in stripped:
+        return key
+    head, *rest = stripped.split("_")
+    return lead + head + "".join(part[:1].upper() + part[1:] for part in rest if part)
+
+
+def camelize(value: Any) -> Any:
+    """Every key at every depth through `camel`; values untouched.
+
+    Iterative, so a deeply nested body (JSON parsers allow ~1,000 levels) cannot
+    exhaust the interpreter's stack.
+    """
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        node, parent, slot = stack.pop()
+        if isinstance(node, dict):
+            out: dict[str, Any] = {}
+            parent[slot] = out
+            for k, v in node.items():
+                out[camel(k)] = None
+                stack.append((v, out, camel(k)))
+        elif isinstance(node, list):
+            items: list[Any] = [None] * len(node)
+            parent[slot] = items
+            stack.extend((v, items, i) for i, v in enumerate(node))
+        else:
+            parent[slot] = node
+    return root[0]
+
+
+def build_envelope(event: str, delivery_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """`{"github": {"event", "deliveryId", ...body in lowerCamelCase}}`."""
+    github: dict[str, Any] = camelize(body)
+    github["event"] = event
+    github["deliveryId"] = delivery_id
+    return {"github": github}
+
+
+def session_input(delivery_id: str, envelope: dict[str, Any]) -> dict[str, Any]:
+    """The stored input of a trigger-spawned session (what ref templates render against)."""
+    return {"triggerEventId": delivery_id, "payload": envelope}

@@ -1,0 +1,74 @@
+"""POST /webhooks/github: verify, record durably (dedup on X-GitHub-Delivery), enqueue, answer."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from triggers.deps import runtime
+from triggers.errors import PayloadTooLarge
+from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
+from workers.deliveries import NewDelivery
+from workers.errors import StoreUnavailable
+from workers.runtime import Runtime
+
+router = APIRouter()
+
+
+async def read_capped(request: Request) -> bytes:
+    """The raw body, refusing (413) as soon as it passes 25 MB without reading the rest."""
+    check_size(request.headers.get("content-length"))
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise PayloadTooLarge("body is over the 25 MB limit", limit=MAX_BODY)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def record_and_enqueue(rt: Runtime, parsed: ParsedDelivery) -> bool:
+    """True when new (recorded, then enqueued); False for a duplicate delivery id."""
+    new = NewDelivery(
+        delivery_id=parsed.delivery_id,
+        event=parsed.event,
+        action=parsed.action,
+        repository=parsed.repository,
+        installation_id=parsed.installation_id,
+        hook_id=parsed.hook_id,
+        body=parsed.json,
+    )
+    if not rt.store.record(new):
+        return False
+    try:
+        rt.enqueue(parsed.delivery_id)
+    except Exception as exc:
+        # recorded and pending: the sweep enqueues it once its lease runs out
+        raise StoreUnavailable(f"the delivery was recorded but could not be queued: {exc}") from exc
+    return True
+
+
+@router.post(
+    "/webhooks/github",
+    status_code=202,
+    responses={
+        200: {"description": "duplicate delivery (already recorded)"},
+        400: {"description": "malformed headers or body"},
+        401: {"description": "missing or bad signature"},
+        413: {"description": "body over 25 MB"},
+        415: {"description": "unsupported content type"},
+        503: {"description": "the delivery could not be recorded durably"},
+    },
+)
+async def receive(request: Request) -> JSONResponse:
+    rt = runtime(request)
+    raw = await read_capped(request)
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    parsed = parse_delivery(headers, raw, rt.settings.webhook_secret)
+    created = await run_in_threadpool(record_and_enqueue, rt, parsed)
+    if not created:
+        return JSONResponse({"deliveryId": parsed.delivery_id, "status": "duplicate"}, 200)
+    status = 200 if parsed.event == "ping" else 202
+    return JSONResponse({"deliveryId": parsed.delivery_id, "status": "queued"}, status)

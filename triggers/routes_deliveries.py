@@ -1,0 +1,61 @@
+"""Delivery inspection and replay: GET /deliveries, GET /deliveries/{id}, POST …/replay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from triggers.deps import require_admin, runtime
+from triggers.http_errors import ApiError
+from workers.runtime import Runtime
+
+router = APIRouter(dependencies=[Depends(require_admin)])
+
+
+def delivery_view(rt: Runtime, delivery_id: str) -> dict[str, Any]:
+    delivery = rt.store.get(delivery_id)
+    if delivery is None:
+        raise ApiError(404, "delivery_not_found", f"no delivery {delivery_id!r} is recorded")
+    runs = rt.store.runs(delivery_id)
+    latest = runs[-1] if runs else {}
+    view = delivery.to_json()
+    view["outcomes"] = latest.get("outcomes", [])
+    view["decisions"] = latest.get("decisions", [])
+    view["runs"] = runs
+    return view
+
+
+@router.get("/deliveries")
+async def list_deliveries(
+    request: Request,
+    event: str | None = None,
+    status: str | None = None,
+    repository: str | None = None,
+    limit: int = Query(50, ge=1, le=1000),
+) -> dict[str, Any]:
+    rt = runtime(request)
+    found = await run_in_threadpool(
+        rt.store.recent, event=event, status=status, repository=repository, limit=limit
+    )
+    return {"items": [d.to_json() for d in found]}
+
+
+@router.get("/deliveries/{delivery_id}")
+async def get_delivery(request: Request, delivery_id: str) -> dict[str, Any]:
+    return await run_in_threadpool(delivery_view, runtime(request), delivery_id)
+
+
+@router.post("/deliveries/{delivery_id}/replay", status_code=202)
+async def replay(request: Request, delivery_id: str) -> JSONResponse:
+    rt = runtime(request)
+
+    def go() -> None:
+        if not rt.store.requeue(delivery_id):
+            raise ApiError(404, "delivery_not_found", f"no delivery {delivery_id!r} is recorded")
+        rt.enqueue(delivery_id)
+
+    await run_in_threadpool(go)
+    return JSONResponse({"deliveryId": delivery_id, "status": "queued"}, status_code=202)

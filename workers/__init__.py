@@ -1,0 +1,1 @@
+"""Worker side: Celery app, spawn pipeline, stores, GitHub client, dispatchers, settings."""

@@ -1,0 +1,76 @@
+"""The `hookspawn` command line (SPEC §11)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from workers import commands
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hookspawn", description="GitHub webhooks in, agent sessions out."
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(
+        name: str, func: Callable[[argparse.Namespace], int], help_: str
+    ) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=help_, description=help_)
+        cmd.set_defaults(func=func)
+        return cmd
+
+    def server_url(cmd: argparse.ArgumentParser) -> None:
+        cmd.add_argument(
+            "--url", default=None, help="the running server (default http://127.0.0.1:8000)"
+        )
+
+    serve = add(
+        "serve",
+        commands.serve,
+        "run web + worker (+ embedded Redis when HOOKSPAWN_REDIS_URL is unset)",
+    )
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--concurrency", type=int, default=2)
+
+    web = add("web", commands.web, "run the HTTP server (intake and API)")
+    web.add_argument("--host", default="127.0.0.1")
+    web.add_argument("--port", type=int, default=8000)
+
+    worker = add("worker", commands.worker, "run a Celery worker that processes deliveries")
+    worker.add_argument("--concurrency", type=int, default=2)
+    worker.add_argument("--pool", default="prefork", choices=["prefork", "threads", "solo"])
+
+    check = add("check", commands.check, "compile the agent files and report every error")
+    check.add_argument(
+        "dir", nargs="?", default=None, help="the .auto directory (default $HOOKSPAWN_AGENTS_DIR)"
+    )
+    check.add_argument("--json", action="store_true", help="machine-readable output")
+
+    send = add("send", commands.send, "sign and post a webhook payload file to a running server")
+    send.add_argument("file")
+    send.add_argument("--event", required=True, help="the X-GitHub-Event name")
+    send.add_argument("--delivery", default=None, help="X-GitHub-Delivery (default: a new UUID)")
+    send.add_argument(
+        "--secret", default=None, help="default: HOOKSPAWN_WEBHOOK_SECRET or the data dir's"
+    )
+    send.add_argument("--url", default=None, help="default http://127.0.0.1:8000/webhooks/github")
+
+    deliveries = add("deliveries", commands.deliveries, "show or replay recorded deliveries")
+    deliveries.add_argument("action", choices=["list", "show", "replay"])
+    deliveries.add_argument("id", nargs="?")
+    server_url(deliveries)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    return func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

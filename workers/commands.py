@@ -1,0 +1,130 @@
+"""What each `hookspawn` subcommand does; the argument parsing lives in workers.cli."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from triggers.signature import sign
+from workers.serve import data_dir_secret
+from workers.settings import Settings
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+def _settings() -> Settings:
+    return Settings()
+
+
+def _logging() -> None:
+    logging.basicConfig(
+        level=os.environ.get("HOOKSPAWN_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def serve(args: argparse.Namespace) -> int:
+    from workers.serve import serve as run
+
+    return run(_settings(), host=args.host, port=args.port, concurrency=args.concurrency)
+
+
+def web(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from triggers.api import create_app
+    from workers.runtime import build_runtime
+
+    _logging()
+    rt = build_runtime(_settings())
+    uvicorn.run(create_app(rt), host=args.host, port=args.port, log_level="info")
+    return 0
+
+
+def worker(args: argparse.Namespace) -> int:
+    from workers.runtime import build_runtime
+    from workers.sweep import Sweeper
+
+    _logging()
+    rt = build_runtime(_settings())
+    sweeper = Sweeper(rt.store, rt.enqueue).start()
+    try:
+        w = rt.celery.Worker(
+            concurrency=args.concurrency, pool=args.pool, loglevel="INFO", without_heartbeat=True
+        )
+        w.start()
+        return int(w.exitcode or 0)
+    finally:
+        sweeper.stop()
+
+
+def check(args: argparse.Namespace) -> int:
+    from agents.report import run_check
+
+    settings = _settings()
+    auto_dir = Path(args.dir) if args.dir else settings.agents_dir
+    return run_check(
+        auto_dir, as_json=args.json, secret_names=settings.secret_names, out=sys.stdout
+    )
+
+
+def _secret(settings: Settings, given: str | None) -> str:
+    if given:
+        return given
+    if settings.webhook_secret:
+        return settings.webhook_secret[0]
+    kept = data_dir_secret(settings.data_dir, create=False)
+    if kept:
+        return kept
+    raise SystemExit("hookspawn send: no secret: pass --secret or set HOOKSPAWN_WEBHOOK_SECRET")
+
+
+def send(args: argparse.Namespace) -> int:
+    settings = _settings()
+    body = Path(args.file).read_bytes()
+    delivery = args.delivery or str(uuid.uuid4())
+    url = args.url or f"{DEFAULT_URL}/webhooks/github"
+    headers = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": args.event,
+        "X-GitHub-Delivery": delivery,
+        "X-Hub-Signature-256": sign(body, _secret(settings, args.secret)),
+        "User-Agent": "GitHub-Hookshot/hookspawn-send",
+    }
+    response = httpx.post(url, content=body, headers=headers, timeout=30)
+    print(f"{response.status_code} {response.text}")
+    return 0 if response.is_success else 1
+
+
+def _admin(settings: Settings) -> dict[str, str]:
+    return {"Authorization": f"Bearer {settings.admin_token}"} if settings.admin_token else {}
+
+
+def api_call(method: str, path: str, *, url: str | None, body: Any = None) -> int:
+    """Call the running server's API and print the JSON answer; exit 0 on 2xx."""
+    settings = _settings()
+    base = (url or DEFAULT_URL).rstrip("/")
+    response = httpx.request(method, base + path, json=body, headers=_admin(settings), timeout=30)
+    try:
+        print(json.dumps(response.json(), indent=2))
+    except ValueError:
+        print(response.text)
+    return 0 if response.is_success else 1
+
+
+def deliveries(args: argparse.Namespace) -> int:
+    if args.action == "list":
+        return api_call("GET", "/deliveries", url=args.url)
+    if not args.id:
+        raise SystemExit(f"hookspawn deliveries {args.action}: a delivery ID is required")
+    if args.action == "show":
+        return api_call("GET", f"/deliveries/{args.id}", url=args.url)
+    return api_call("POST", f"/deliveries/{args.id}/replay", url=args.url)

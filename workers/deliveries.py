@@ -1,0 +1,280 @@
+"""The delivery store in Redis: durable records, dedup, the pending-work index, runs."""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import orjson
+import redis
+
+from workers import keys
+
+# Record a new delivery, or report a duplicate, in one atomic round trip.
+_RECORD = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3] - ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+return 1
+"""
+
+# Claim up to ARGV[3] deliveries whose lease ran out: push their deadline to ARGV[2].
+_CLAIM_DUE = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+for _, id in ipairs(due) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
+return due
+"""
+
+# Extend a lock only while we still own it.
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+QUEUED, PROCESSED, FAILED = "queued", "processed", "failed"
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class NewDelivery:
+    delivery_id: str
+    event: str
+    action: str | None
+    repository: str | None
+    installation_id: int | None
+    hook_id: str | None
+    body: bytes
+    received_at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    delivery_id: str
+    event: str
+    action: str | None
+    repository: str | None
+    installation_id: int | None
+    hook_id: str | None
+    status: str
+    received_at: float
+    processed_at: float | None
+    error: str | None
+    runs: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "deliveryId": self.delivery_id,
+            "event": self.event,
+            "action": self.action,
+            "repository": self.repository,
+            "installationId": self.installation_id,
+            "hookId": self.hook_id,
+            "status": self.status,
+            "receivedAt": iso(self.received_at),
+            "processedAt": iso(self.processed_at),
+            "error": self.error,
+        }
+
+
+def _text(raw: Mapping[bytes, bytes], name: str) -> str | None:
+    value = raw.get(name.encode())
+    return value.decode() if value else None
+
+
+def _parse(delivery_id: str, raw: Mapping[bytes, bytes]) -> Delivery:
+    installation = _text(raw, "installationId")
+    processed = _text(raw, "processedAt")
+    return Delivery(
+        delivery_id=delivery_id,
+        event=_text(raw, "event") or "",
+        action=_text(raw, "action"),
+        repository=_text(raw, "repository"),
+        installation_id=int(installation) if installation else None,
+        hook_id=_text(raw, "hookId"),
+        status=_text(raw, "status") or QUEUED,
+        received_at=float(_text(raw, "receivedAt") or 0),
+        processed_at=float(processed) if processed else None,
+        error=_text(raw, "error"),
+        runs=int(_text(raw, "runs") or 0),
+    )
+
+
+class DeliveryStore:
+    """Delivery records keyed by X-GitHub-Delivery, kept for `retention`."""
+
+    def __init__(self, client: redis.Redis, *, retention: timedelta, lease: float = 30.0) -> None:
+        self.client = client
+        self.retention_seconds = max(1, int(retention.total_seconds()))
+        self.lease = lease
+        self._record = client.register_script(_RECORD)
+        self._claim_due = client.register_script(_CLAIM_DUE)
+        self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
+
+    # intake -------------------------------------------------------------------
+    def record(self, new: NewDelivery) -> bool:
+        """Store `new` and mark it pending; False when the delivery id is already known."""
+        fields: dict[str, str | bytes] = {
+            "event": new.event,
+            "status": QUEUED,
+            "receivedAt": repr(new.received_at),
+            "body": zlib.compress(new.body, 1),
+            "runs": "0",
+        }
+        if new.action:
+            fields["action"] = new.action
+        if new.repository:
+            fields["repository"] = new.repository
+        if new.installation_id is not None:
+            fields["installationId"] = str(new.installation_id)
+        if new.hook_id:
+            fields["hookId"] = new.hook_id
+        args: list[str | bytes | float | int] = [
+            new.delivery_id,
+            self.retention_seconds,
+            new.received_at,
+            new.received_at + self.lease,
+        ]
+        for name, value in fields.items():
+            args += [name, value]
+        keys_ = [keys.delivery(new.delivery_id), keys.DELIVERIES, keys.PENDING]
+        return bool(self._record(keys=keys_, args=args))
+
+    # reading ------------------------------------------------------------------
+    def get(self, delivery_id: str) -> Delivery | None:
+        raw = cast(dict[bytes, bytes], self.client.hgetall(keys.delivery(delivery_id)))
+        if not raw:
+            return None
+        raw.pop(b"body", None)
+        return _parse(delivery_id, raw)
+
+    def body(self, delivery_id: str) -> bytes | None:
+        packed = cast(bytes | None, self.client.hget(keys.delivery(delivery_id), "body"))
+        return zlib.decompress(packed) if packed else None
+
+    def runs(self, delivery_id: str) -> list[dict[str, Any]]:
+        raw = cast(list[bytes], self.client.lrange(keys.delivery_runs(delivery_id), 0, -1))
+        return [orjson.loads(r) for r in raw]
+
+    def recent(
+        self,
+        *,
+        event: str | None = None,
+        status: str | None = None,
+        repository: str | None = None,
+        limit: int = 50,
+    ) -> list[Delivery]:
+        """Newest first, filtered; scans the index in pages so filters stay bounded."""
+        found: list[Delivery] = []
+        for delivery in self._newest_first():
+            if event and delivery.event != event:
+                continue
+            if status and delivery.status != status:
+                continue
+            if repository and (delivery.repository or "").lower() != repository.lower():
+                continue
+            found.append(delivery)
+            if len(found) >= limit:
+                break
+        return found
+
+    def _newest_first(self, page: int = 200) -> Iterator[Delivery]:
+        start = 0
+        while True:
+            ids = cast(list[bytes], self.client.zrevrange(keys.DELIVERIES, start, start + page - 1))
+            if not ids:
+                return
+            pipe = self.client.pipeline(transaction=False)
+            for raw_id in ids:
+                pipe.hgetall(keys.delivery(raw_id.decode()))
+            for raw_id, raw in zip(ids, pipe.execute(), strict=True):
+                if raw:
+                    raw.pop(b"body", None)
+                    yield _parse(raw_id.decode(), raw)
+            start += page
+
+    # processing ---------------------------------------------------------------
+    def is_pending(self, delivery_id: str) -> bool:
+        return self.client.zscore(keys.PENDING, delivery_id) is not None
+
+    def forget_pending(self, delivery_id: str) -> None:
+        self.client.zrem(keys.PENDING, delivery_id)
+
+    def extend_lease(self, delivery_id: str, seconds: float) -> None:
+        """Push the pending deadline out (only for deliveries still pending)."""
+        self.client.zadd(keys.PENDING, {delivery_id: time.time() + seconds}, xx=True)
+
+    def claim_due(self, limit: int = 100) -> list[str]:
+        """Deliveries whose lease ran out, each claimed for one more lease."""
+        now = time.time()
+        ids = cast(
+            list[bytes], self._claim_due(keys=[keys.PENDING], args=[now, now + self.lease, limit])
+        )
+        return [i.decode() for i in ids]
+
+    def lock(self, delivery_id: str, owner: str) -> bool:
+        return bool(
+            self.client.set(
+                keys.delivery_lock(delivery_id), owner, nx=True, px=int(self.lease * 1000)
+            )
+        )
+
+    def renew(self, delivery_id: str, owner: str) -> bool:
+        key = keys.delivery_lock(delivery_id)
+        return bool(self._renew(keys=[key], args=[owner, int(self.lease * 1000)]))
+
+    def unlock(self, delivery_id: str, owner: str) -> None:
+        self._release(keys=[keys.delivery_lock(delivery_id)], args=[owner])
+
+    def finish(
+        self, delivery_id: str, run: dict[str, Any], *, status: str, error: str | None
+    ) -> None:
+        """Store a run and the delivery's new status, and take it off the pending index."""
+        now = time.time()
+        record_key = keys.delivery(delivery_id)
+        runs_key = keys.delivery_runs(delivery_id)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(record_key, mapping={"status": status, "processedAt": repr(now)})
+        if error:
+            pipe.hset(record_key, "error", error)
+        else:
+            pipe.hdel(record_key, "error")
+        pipe.hincrby(record_key, "runs", 1)
+        pipe.rpush(runs_key, orjson.dumps({**run, "finishedAt": iso(now), "status": status}))
+        pipe.expire(runs_key, self.retention_seconds)
+        pipe.zrem(keys.PENDING, delivery_id)
+        if status == FAILED:
+            pipe.zadd(keys.DEAD, {delivery_id: now})
+        else:
+            pipe.zrem(keys.DEAD, delivery_id)
+        pipe.execute()
+
+    def requeue(self, delivery_id: str) -> bool:
+        """Mark a recorded delivery for another run (replay); False when it is unknown."""
+        record_key = keys.delivery(delivery_id)
+        if not self.client.exists(record_key):
+            return False
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(record_key, "status", QUEUED)
+        pipe.zadd(keys.PENDING, {delivery_id: time.time() + self.lease})
+        pipe.execute()
+        return True

@@ -1,0 +1,380 @@
+"""The GitHub edge: App JWT calls and installation tokens through githubkit, answers classified.
+
+Every failure leaves this module as a `workers.errors` class (SPEC §7): definitive refusals as
+`AccessRevoked` / `PermissionNotGranted`, transient trouble as `GitHubUnavailable` (with
+`retry_after` when GitHub says how long), bad App credentials as `ConfigurationError`.
+Installation tokens never appear in an exception, a log line or a repr.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import httpx
+import jwt
+from githubkit import AppAuthStrategy, GitHub, TokenAuthStrategy
+from githubkit.cache import MemCacheStrategy
+from githubkit.exception import (
+    GitHubException,
+    PrimaryRateLimitExceeded,
+    RateLimitExceeded,
+    RequestError,
+    RequestFailed,
+    RequestTimeout,
+)
+
+from workers.errors import (
+    AccessRevoked,
+    ConfigurationError,
+    GitHubUnavailable,
+    PermissionNotGranted,
+    WorkerError,
+)
+
+if TYPE_CHECKING:
+    from githubkit.response import Response
+    from githubkit_schemas.latest.types import (
+        AppInstallationsInstallationIdAccessTokensPostBodyType,
+    )
+
+    from workers.settings import Settings
+
+__all__ = ["GitHubApp", "MintedToken", "RemoteInstallation", "RemoteRepository"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# GitHub's own wording for the definitive mint refusals (SPEC §7).
+# https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app
+_SUSPENDED = "suspended"  # "This installation has been suspended"
+_NOT_ACCESSIBLE = "not accessible to the parent installation"
+_PERMISSIONS = "permission"  # "The permissions requested are not granted to this installation."
+# Without a usable header GitHub asks for at least a minute before retrying a rate-limited call.
+# https://docs.github.com/rest/using-the-rest-api/best-practices-for-using-the-rest-api
+_DEFAULT_RATE_LIMIT_WAIT = 60.0
+_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True)
+class MintedToken:
+    """An installation token; `token` stays out of the repr."""
+
+    token: str = field(repr=False)
+    expires_at: datetime
+    permissions: dict[str, str]
+    repository_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RemoteRepository:
+    id: int
+    full_name: str
+
+
+@dataclass(frozen=True)
+class RemoteInstallation:
+    id: int
+    account: str
+    suspended: bool
+    repository_selection: str
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What a request was for, so a failure can say so and be classified."""
+
+    what: str
+    installation_id: int | None = None
+    repository_ids: tuple[int, ...] = ()
+    permissions: Mapping[str, str] | None = None
+
+
+class GitHubApp:
+    """One GitHub App against one API URL; sync, safe to share between threads."""
+
+    def __init__(
+        self, *, app_id: str, private_key: str, api_url: str, timeout: float = 10.0
+    ) -> None:
+        self.app_id = str(app_id)
+        self.api_url = api_url
+        _check_private_key(self.app_id, private_key)
+        # A cache strategy of its own: githubkit's default one is process-wide and keys the
+        # App JWT by app id only, so two clients (or two API URLs) would share JWTs.
+        # auto_retry off: retries and backoff belong to the Celery task, not to a sleeping client.
+        # Bodies go out as given (no schema validation), so a request is exactly what we built.
+        self._github = GitHub(
+            AppAuthStrategy(self.app_id, private_key),
+            base_url=api_url,
+            timeout=httpx.Timeout(timeout),
+            cache_strategy=MemCacheStrategy(),
+            http_cache=False,
+            auto_retry=False,
+            rest_api_validate_body=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"GitHubApp(app_id={self.app_id!r}, api_url={self.api_url!r})"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GitHubApp | None:
+        """The configured App, or None when the deployment has no App credentials (SPEC §12)."""
+        if not settings.github_app_id or settings.github_private_key_path is None:
+            return None
+        path = settings.github_private_key_path
+        try:
+            private_key = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot read the GitHub App private key at {path} "
+                f"(HOOKSPAWN_GITHUB_PRIVATE_KEY_PATH): {exc.strerror or exc}",
+                path=str(path),
+            ) from exc
+        return cls(
+            app_id=settings.github_app_id, private_key=private_key, api_url=settings.github_api_url
+        )
+
+    def mint_token(
+        self, installation_id: int, repository_ids: Sequence[int], permissions: Mapping[str, str]
+    ) -> MintedToken:
+        """An installation token for exactly these repositories and permissions.
+
+        An empty `repository_ids` asks for every repository of the installation.
+        """
+        if not permissions:
+            raise ValueError("a token is always scoped: permissions must not be empty")
+        repos = tuple(int(r) for r in repository_ids)
+        body: dict[str, Any] = {}
+        if repos:
+            body["repository_ids"] = list(repos)
+        body["permissions"] = dict(permissions)
+        call = _Call(
+            what=f"minting a token for installation {installation_id}",
+            installation_id=installation_id,
+            repository_ids=repos,
+            permissions=dict(permissions),
+        )
+        response = self._send(
+            call,
+            lambda: self._github.rest.apps.create_installation_access_token(
+                installation_id,
+                data=cast("AppInstallationsInstallationIdAccessTokensPostBodyType", body),
+            ),
+        )
+        try:
+            data = response.json()
+            minted = MintedToken(
+                token=str(data["token"]),
+                expires_at=_parse_time(str(data["expires_at"])),
+                permissions={
+                    str(k): str(v) for k, v in dict(data.get("permissions") or {}).items()
+                },
+                repository_ids=tuple(int(r["id"]) for r in data.get("repositories") or ()) or repos,
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise GitHubUnavailable(
+                f"GitHub answered {call.what} with an unreadable token document "
+                f"({type(exc).__name__})",
+                installation_id=installation_id,
+            ) from None
+        log.info(
+            "minted installation token: installation=%s repositories=%s permissions=%s expires=%s",
+            installation_id,
+            list(minted.repository_ids) or "all",
+            minted.permissions,
+            minted.expires_at.isoformat(),
+        )
+        return minted
+
+    def list_installations(self) -> list[RemoteInstallation]:
+        """Every installation of the App (App JWT, all pages)."""
+        call = _Call(what=f"listing the installations of GitHub App {self.app_id}")
+        pages = self._github.rest.paginate(
+            self._github.rest.apps.list_installations,
+            map_func=lambda r: r.json(),
+            per_page=_PAGE_SIZE,
+        )
+        found: list[RemoteInstallation] = []
+        for item in self._iterate(call, pages):
+            account = item.get("account") or {}
+            found.append(
+                RemoteInstallation(
+                    id=int(item["id"]),
+                    account=str(account.get("login") or account.get("slug") or ""),
+                    suspended=item.get("suspended_at") is not None,
+                    repository_selection=str(item.get("repository_selection", "")),
+                )
+            )
+        return found
+
+    def list_installation_repositories(self, installation_id: int) -> list[RemoteRepository]:
+        """Every repository an installation covers (a `metadata: read` token, all pages)."""
+        minted = self.mint_token(installation_id, (), {"metadata": "read"})
+        as_installation = self._github.with_auth(TokenAuthStrategy(minted.token))
+        call = _Call(
+            what=f"listing the repositories of installation {installation_id}",
+            installation_id=installation_id,
+        )
+        pages = as_installation.rest.paginate(
+            as_installation.rest.apps.list_repos_accessible_to_installation,
+            map_func=lambda r: list(r.json()["repositories"]),
+            per_page=_PAGE_SIZE,
+        )
+        return [
+            RemoteRepository(id=int(repo["id"]), full_name=str(repo["full_name"]))
+            for repo in self._iterate(call, pages)
+        ]
+
+    def close(self) -> None:
+        """Nothing is held between calls: githubkit opens a client per request."""
+
+    def _send(self, call: _Call, request: Callable[[], Response[Any, T]]) -> Response[Any, T]:
+        started = time.monotonic()
+        try:
+            return request()
+        except GitHubException as exc:
+            raise _classify(exc, call, waited=time.monotonic() - started) from exc
+
+    def _iterate(self, call: _Call, items: Iterator[T]) -> Iterator[T]:
+        started = time.monotonic()
+        try:
+            yield from items
+        except GitHubException as exc:
+            raise _classify(exc, call, waited=time.monotonic() - started) from exc
+
+
+def _check_private_key(app_id: str, private_key: str) -> None:
+    """Fail at start-up, not at the first spawn, when the key cannot sign an App JWT."""
+    try:
+        jwt.encode({"iss": app_id}, private_key, algorithm="RS256")
+    except (jwt.PyJWTError, ValueError, TypeError) as exc:
+        raise ConfigurationError(
+            f"the GitHub App private key for app {app_id} cannot sign an RS256 JWT "
+            f"({type(exc).__name__}); expected a PEM RSA private key",
+            app_id=app_id,
+        ) from None
+
+
+def _parse_time(text: str) -> datetime:
+    """GitHub's `2016-07-11T22:14:10Z` → an aware UTC datetime."""
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def _classify(exc: GitHubException, call: _Call, *, waited: float) -> WorkerError:
+    """One githubkit failure → the worker error SPEC §7 asks for."""
+    if isinstance(exc, RateLimitExceeded):
+        kind = "primary" if isinstance(exc, PrimaryRateLimitExceeded) else "secondary"
+        retry_after = max(exc.retry_after.total_seconds(), 0.0)
+        return GitHubUnavailable(
+            f"GitHub {kind} rate limit exceeded while {call.what} "
+            f"(HTTP {exc.response.status_code}); retry after {retry_after:.0f}s",
+            retry_after=retry_after,
+            status=exc.response.status_code,
+            rate_limit=kind,
+        )
+    if isinstance(exc, RequestFailed):
+        return _classify_answer(exc.response.raw_response, call)
+    if isinstance(exc, RequestTimeout):
+        return GitHubUnavailable(
+            f"GitHub did not answer within the timeout while {call.what} "
+            f"(gave up after {waited:.1f}s)"
+        )
+    if isinstance(exc, RequestError):
+        inner = exc.exc
+        if isinstance(inner, httpx.TransportError):
+            return GitHubUnavailable(
+                f"could not reach GitHub while {call.what}: {type(inner).__name__}: {inner}"
+            )
+        return ConfigurationError(
+            f"the request to GitHub could not be made while {call.what}: {type(inner).__name__}"
+        )
+    return ConfigurationError(f"githubkit refused the call while {call.what}: {type(exc).__name__}")
+
+
+def _classify_answer(response: httpx.Response, call: _Call) -> WorkerError:
+    status = response.status_code
+    message, errors = _error_text(response)
+    said = f"GitHub answered {status} while {call.what}: {message or '(no message)'}"
+    lowered = message.lower()
+    if status == 401:
+        return ConfigurationError(
+            f"{said}; the App credentials were refused "
+            "(check HOOKSPAWN_GITHUB_APP_ID and the private key)",
+            status=status,
+        )
+    if status == 429 or (status == 403 and "rate limit" in lowered):
+        # A rate limit githubkit did not recognise (no headers it knows): wait GitHub's minimum.
+        return GitHubUnavailable(said, retry_after=_retry_after(response), status=status)
+    if status >= 500:
+        return GitHubUnavailable(said, status=status)
+    if call.installation_id is not None:
+        refusal = _refusal(status, lowered, said, errors, call, call.installation_id)
+        if refusal is not None:
+            return refusal
+    return ConfigurationError(said, status=status)
+
+
+def _refusal(
+    status: int, lowered: str, said: str, errors: list[str], call: _Call, installation_id: int
+) -> WorkerError | None:
+    if status == 404:
+        return AccessRevoked(said, kind="installation_deleted", installation_id=installation_id)
+    if status == 403 and _SUSPENDED in lowered:
+        return AccessRevoked(said, kind="installation_suspended", installation_id=installation_id)
+    if status == 422 and _NOT_ACCESSIBLE in lowered:
+        return AccessRevoked(
+            f"{said} (repository ids asked for: {list(call.repository_ids)})",
+            kind="repository_inaccessible",
+            installation_id=installation_id,
+            repository_ids=call.repository_ids,
+        )
+    if status == 422 and _PERMISSIONS in lowered and call.permissions is not None:
+        asked = ", ".join(f"{name}: {level}" for name, level in sorted(call.permissions.items()))
+        detail = f"; GitHub names: {', '.join(errors)}" if errors else ""
+        return PermissionNotGranted(
+            f"installation {installation_id} does not grant the permissions asked for "
+            f"({asked}){detail}",
+            installation_id=installation_id,
+            permissions=dict(call.permissions),
+            github_message=said,
+        )
+    return None
+
+
+def _error_text(response: httpx.Response) -> tuple[str, list[str]]:
+    """GitHub's `message` and any `errors[]` entries of an error body."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200].strip(), []
+    if not isinstance(body, dict):
+        return "", []
+    errors: list[str] = []
+    for entry in body.get("errors") or ():
+        if isinstance(entry, dict):
+            named = entry.get("field") or entry.get("message") or entry.get("code")
+            if named:
+                errors.append(str(named))
+        elif isinstance(entry, str):
+            errors.append(entry)
+    return str(body.get("message") or ""), errors
+
+
+def _retry_after(response: httpx.Response) -> float:
+    headers = response.headers
+    try:
+        if "retry-after" in headers:
+            return max(float(headers["retry-after"]), 0.0)
+        if headers.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in headers:
+            return max(float(headers["x-ratelimit-reset"]) - time.time(), 0.0)
+    except ValueError:
+        pass
+    return _DEFAULT_RATE_LIMIT_WAIT

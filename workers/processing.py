@@ -1,0 +1,135 @@
+"""Running one delivery: lock and lease it, build its envelope, run the pipeline, record the run."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+
+from triggers.envelope import build_envelope
+from workers.deliveries import FAILED, PROCESSED, Delivery, DeliveryStore, iso
+from workers.errors import Transient
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunResult:
+    """What one pass of the pipeline decided for a delivery."""
+
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Pipeline(Protocol):
+    def run(
+        self, delivery: Delivery, envelope: dict[str, Any], *, final_attempt: bool
+    ) -> RunResult:
+        """Decide and carry out every spawn of the delivery; raise Transient to be retried."""
+
+
+class RecordOnly:
+    """The pipeline of a deployment with no agents: the delivery is processed, nothing fires."""
+
+    def run(
+        self, delivery: Delivery, envelope: dict[str, Any], *, final_attempt: bool
+    ) -> RunResult:
+        return RunResult()
+
+
+def backoff(retries: int, retry_after: float | None, *, cap: float) -> float:
+    """Exponential backoff with full jitter, or the server's own `retry_after`; never above cap."""
+    if retry_after is not None:
+        return float(min(cap, max(1.0, retry_after)))
+    return float(min(cap, random.uniform(1.0, 2.0 ** min(retries + 1, 10))))
+
+
+class LeaseKeeper:
+    """Renews a delivery's lock and pending lease while it is being worked on."""
+
+    def __init__(self, store: DeliveryStore, delivery_id: str, owner: str) -> None:
+        self.store, self.delivery_id, self.owner = store, delivery_id, owner
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
+
+    def _run(self) -> None:
+        interval = self.store.lease / 3
+        while not self._stop.wait(interval):
+            try:
+                self.store.renew(self.delivery_id, self.owner)
+                self.store.extend_lease(self.delivery_id, self.store.lease)
+            except Exception as exc:  # a missed renewal only shortens the lease
+                log.warning("lease renewal for %s failed: %s", self.delivery_id, exc)
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class DeliveryProcessor:
+    """One delivery, at least once; a delivery already processed (not pending) is skipped."""
+
+    def __init__(self, store: DeliveryStore, pipeline: Pipeline) -> None:
+        self.store = store
+        self.pipeline = pipeline
+        self._owner_prefix = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+    def process(self, delivery_id: str, *, final_attempt: bool = False) -> str:
+        """`processed`, `failed`, `skipped` (not pending) or `busy` (held by another worker).
+
+        Raises Transient when the pipeline asks to be retried; the delivery stays pending.
+        """
+        owner = f"{self._owner_prefix}:{uuid.uuid4().hex[:8]}"
+        if not self.store.lock(delivery_id, owner):
+            return "busy"
+        try:
+            if not self.store.is_pending(delivery_id):
+                return "skipped"
+            self.store.extend_lease(delivery_id, self.store.lease)
+            with LeaseKeeper(self.store, delivery_id, owner):
+                return self._run(delivery_id, final_attempt=final_attempt)
+        finally:
+            self.store.unlock(delivery_id, owner)
+
+    def _run(self, delivery_id: str, *, final_attempt: bool) -> str:
+        started = time.time()
+        delivery = self.store.get(delivery_id)
+        body = self.store.body(delivery_id)
+        if delivery is None or body is None:
+            # expired between enqueue and now: nothing left to do
+            self.store.forget_pending(delivery_id)
+            return "skipped"
+        envelope = build_envelope(delivery.event, delivery_id, orjson.loads(body))
+        result = self.pipeline.run(delivery, envelope, final_attempt=final_attempt)
+        run = {
+            "run": delivery.runs + 1,
+            "startedAt": iso(started),
+            "outcomes": result.outcomes,
+            "decisions": result.decisions,
+        }
+        self.store.finish(delivery_id, run, status=PROCESSED, error=None)
+        return PROCESSED
+
+    def give_up(self, delivery_id: str, error: Transient | BaseException) -> None:
+        """Retries exhausted: the delivery is `failed` with the reason, and replayable."""
+        reason = getattr(error, "message", None) or str(error) or type(error).__name__
+        code = getattr(error, "code", "processing_failed")
+        run: dict[str, Any] = {
+            "run": None,
+            "startedAt": None,
+            "outcomes": [],
+            "decisions": [],
+            "error": code,
+        }
+        self.store.finish(delivery_id, run, status=FAILED, error=f"{code}: {reason}")

@@ -21,6 +21,7 @@ path read by the grammar above, and when it is not, the AST says what is wrong
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -78,6 +79,7 @@ def scan(source: str, dialect: Dialect) -> tuple[tuple[str, ...], tuple[Token, .
     tokens: list[Token] = []
     pending: list[str] = []  # literal pieces since the last token
     pos = 0
+    line, line_start, counted = 1, 0, 0  # position bookkeeping, advanced token by token
     for match in _MARK.finditer(source):
         start = match.start()
         if start < pos:  # inside a token already consumed
@@ -94,8 +96,15 @@ def scan(source: str, dialect: Dialect) -> tuple[tuple[str, ...], tuple[Token, .
         if close < 0:
             _fail(source, start, _quote(source[start:]), "unterminated '{{' (no closing '}}')")
         text = source[start : close + 2]
-        line, column = _position(source, start)
-        path = _parse_path(text, source[match.end() : close], line, column)
+        newlines = source.count("\n", counted, start)
+        if newlines:
+            line += newlines
+            line_start = source.rfind("\n", counted, start) + 1
+        counted = start
+        column = start - line_start + 1
+        path = _path_or_reason(source[match.end() : close])
+        if isinstance(path, str):
+            raise TemplateSyntaxError(text, line, column, path)
         _check_root(text, path, line, column, dialect)
         chunks.append("".join(pending))
         pending.clear()
@@ -106,25 +115,25 @@ def scan(source: str, dialect: Dialect) -> tuple[tuple[str, ...], tuple[Token, .
     return tuple(chunks), tuple(tokens)
 
 
-def _parse_path(text: str, inner: str, line: int, column: int) -> tuple[str | int, ...]:
+@functools.lru_cache(maxsize=4096)
+def _path_or_reason(inner: str) -> tuple[str | int, ...] | str:
+    """The path of a token's inner text, or why it is refused (cached: agents repeat tokens)."""
     match = _PATH.fullmatch(inner)
     if match is None:
-        raise TemplateSyntaxError(text, line, column, _why_refused(inner))
+        return _why_refused(inner)
     path: tuple[str | int, ...] = tuple(
         int(seg) if seg[0].isdigit() else seg for seg in match.group(1).split(".")
     )
     for seg in path:
         if isinstance(seg, str) and seg.startswith("__"):
-            raise TemplateSyntaxError(
-                text, line, column, f"dunder segments are not allowed ({seg!r})"
-            )
+            return f"dunder segments are not allowed ({seg!r})"
     # The grammar accepted it; jinja's parser must read the same lookup chain.
     try:
         expr = _parse_expression(inner)
     except jinja2.TemplateSyntaxError as exc:
-        raise TemplateSyntaxError(text, line, column, _jinja_reason(exc)) from None
+        return _jinja_reason(exc)
     if _lookup_chain(expr) != path:
-        raise TemplateSyntaxError(text, line, column, _classify(expr, inner))
+        return _classify(expr, inner)
     return path
 
 
@@ -205,11 +214,8 @@ def _lookup_chain(expr: nodes.Node) -> tuple[str | int, ...] | None:
             return tuple(reversed(reversed_path))
         if isinstance(node, nodes.Getattr):
             reversed_path.append(node.attr)
-        elif (
-            isinstance(node, nodes.Getitem)
-            and isinstance(node.arg, nodes.Const)
-            and type(node.arg.value) is int
-        ):
+        elif isinstance(node, nodes.Getitem) and _is_int_const(node.arg):
+            assert isinstance(node.arg, nodes.Const)
             reversed_path.append(node.arg.value)
         else:
             return None
@@ -219,6 +225,8 @@ def _lookup_chain(expr: nodes.Node) -> tuple[str | int, ...] | None:
 def _why_refused(inner: str) -> str:
     if not inner.strip():
         return "empty token"
+    if inner[:1] in ("-", "+") or inner.endswith("-"):
+        return "whitespace control ('{{-', '-}}') is not allowed"
     if len(inner) > _CLASSIFY_LIMIT:
         return "only dotted lookups are allowed"
     try:
@@ -247,10 +255,17 @@ def _classify(expr: nodes.Node, inner: str) -> str:
 
 
 def _walk(expr: nodes.Node) -> list[nodes.Node]:
-    """``expr`` and its descendants, outermost first."""
+    """``expr`` and its descendants, outermost first, minus the index of ``a.0``."""
     found = [expr]
-    found.extend(expr.find_all(nodes.Node))
+    for child in expr.iter_child_nodes():
+        if isinstance(expr, nodes.Getitem) and child is expr.arg and _is_int_const(child):
+            continue
+        found.extend(_walk(child))
     return found
+
+
+def _is_int_const(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Const) and type(node.value) is int
 
 
 def _jinja_reason(exc: jinja2.TemplateSyntaxError) -> str:

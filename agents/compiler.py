@@ -1,0 +1,417 @@
+"""compile_dir: a .auto directory → imports resolved and merged → validated compiled agents."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, cast
+
+from agents.environments import SecretUse, compile_env_map, compile_environment
+from agents.errors import Loc, SourceError
+from agents.merge import apply_remove, merge_documents
+from agents.model import CompiledAgent, CompileResult, Harness, Mount, Trigger
+from agents.mounts import compile_mount, resolve_working_directory
+from agents.schema import NAME_RE, Sink, opt_enum, opt_str, opt_str_list, strict_map
+from agents.source import YMap, YNode, YScalar, YSeq, describe, join, load_document
+from agents.triggerdefs import compile_trigger
+
+__all__ = ["MAX_IMPORT_DEPTH", "compile_dir"]
+
+MAX_IMPORT_DEPTH = 64
+FILE_PATH = "(file)"
+_DIRECTIVES = ("imports", "remove")
+_AGENT_KEYS = (
+    "name",
+    "harness",
+    "environment",
+    "mounts",
+    "triggers",
+    "workingDirectory",
+    "systemPrompt",
+    "tools",
+    "env",
+    *_DIRECTIVES,
+)
+_NAME_RULE = "1-128 characters of [A-Za-z0-9_.-]"
+
+
+def compile_dir(auto_dir: Path, *, secret_names: Collection[str] = ()) -> CompileResult:
+    """Compile every ``agents/*.yaml`` of a ``.auto`` directory; all problems are reported."""
+    sink = Sink()
+    given = Path(auto_dir)
+    if not given.is_dir():
+        sink.error(Loc(str(given), 1), FILE_PATH, "not a directory (expected the .auto directory)")
+        return _result(sink, [], {})
+    root = given.resolve()
+    files = _Files(root, given.name or root.name)
+    environments_dir = root / "environments"
+    if environments_dir.exists():
+        sink.error(
+            Loc(files.display(environments_dir), 1),
+            "environments",
+            "a .auto/environments/ directory is not supported: declare environments inline in "
+            ".auto/agents/*.yaml, and share them as fragment imports under "
+            ".auto/fragments/environments/",
+        )
+    agents_dir = root / "agents"
+    paths = sorted(agents_dir.glob("*.yaml")) if agents_dir.is_dir() else []
+    if agents_dir.is_dir():
+        for stray in sorted(agents_dir.glob("*.yml")):
+            sink.warning(
+                Loc(files.display(stray), 1), FILE_PATH, "ignored: agent files end in .yaml"
+            )
+    resolver = _Resolver(root, files, sink)
+    pending = []
+    for path in paths:
+        doc = resolver.resolve(path.resolve(), ())
+        if doc is not None:
+            agent = _compile_agent(sink, doc, files.display(path))
+            if agent is not None:
+                pending.append(agent)
+    return _finish(sink, pending, set(secret_names))
+
+
+@dataclass
+class _Files:
+    root: Path
+    prefix: str
+
+    def display(self, path: Path) -> str:
+        try:
+            relative = path.relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+        return f"{self.prefix}/{relative}"
+
+
+class _Resolver:
+    """Loads each file once and resolves its imports (cached, cycle- and depth-checked)."""
+
+    def __init__(self, root: Path, files: _Files, sink: Sink) -> None:
+        self.root = root
+        self.files = files
+        self.sink = sink
+        self.resolved: dict[Path, YMap | None] = {}
+
+    def _load(self, path: Path) -> YMap | None:
+        display = self.files.display(path)
+        try:
+            doc, problems = load_document(path, display)
+        except SourceError as exc:
+            self.sink.error(exc.loc, FILE_PATH, exc.message)
+            return None
+        for loc, where, message in problems:
+            self.sink.error(loc, where, message)
+        return doc
+
+    def resolve(self, path: Path, chain: tuple[Path, ...]) -> YMap | None:
+        if path in self.resolved:
+            return self.resolved[path]
+        self.resolved[path] = None  # while resolving: a re-entry is a cycle, reported below
+        doc = self._load(path)
+        if doc is None:
+            return None
+        merged: YMap | None = None
+        here = (*chain, path)
+        for loc, where, target in self._imports(doc, path):
+            if target in here:
+                cycle = (*here[here.index(target) :], target)
+                shown = " → ".join(self.files.display(p) for p in cycle)
+                self.sink.error(loc, where, f"import cycle: {shown}")
+                continue
+            if len(here) >= MAX_IMPORT_DEPTH:
+                self.sink.error(loc, where, f"import chain deeper than {MAX_IMPORT_DEPTH} files")
+                continue
+            imported = self.resolve(target, here)
+            if imported is not None:
+                merged = merge_documents(merged, imported)
+        remove = doc.get("remove")
+        if remove is not None:
+            merged = apply_remove(self.sink, merged, remove, doc.loc)
+        body = YMap(doc.loc, {k: v for k, v in doc.entries.items() if k not in _DIRECTIVES})
+        result = merge_documents(merged, body)
+        self.resolved[path] = result
+        return result
+
+    def _imports(self, doc: YMap, path: Path) -> list[tuple[Loc, str, Path]]:
+        node = doc.get("imports")
+        if node is None:
+            return []
+        if not isinstance(node, YSeq):
+            self.sink.error(node.loc, "imports", f"must be a list of paths, got {describe(node)}")
+            return []
+        out = []
+        for index, item in enumerate(node.items):
+            where = join("imports", index)
+            value = opt_str(self.sink, item, where)
+            if value is None:
+                continue
+            if value.startswith("/"):
+                self.sink.error(
+                    item.loc, where, f"{value!r}: imports are paths relative to this file"
+                )
+                continue
+            target = (path.parent / value).resolve()
+            if not target.is_relative_to(self.root):
+                self.sink.error(item.loc, where, f"{value!r} is outside the .auto directory")
+                continue
+            if not target.is_file():
+                shown = self.files.display(target)
+                self.sink.error(item.loc, where, f"{value!r}: no such file ({shown})")
+                continue
+            out.append((item.loc, where, target))
+        return out
+
+
+@dataclass
+class _Pending:
+    """An agent whose own fields compiled; its environment is resolved across the set."""
+
+    name: str
+    harness: Harness
+    file: str
+    env_name: str
+    env_loc: Loc
+    env_resource: dict[str, Any] | None
+    mounts: list[Mount]
+    triggers: list[Trigger]
+    working_directory: str | None
+    system_prompt: str | None
+    tools: list[dict[str, Any]]
+    env: dict[str, Any]
+    secrets: list[SecretUse] = field(default_factory=list)
+
+
+def _compile_agent(sink: Sink, doc: YMap, file: str) -> _Pending | None:
+    before = sink.error_count
+    strict_map(
+        sink,
+        doc,
+        "",
+        allowed=_AGENT_KEYS,
+        required=("name", "harness", "environment"),
+        what="the agent (after imports)",
+    )
+    name = opt_str(sink, doc.get("name"), "name", pattern=NAME_RE, rule=_NAME_RULE)
+    harness = opt_enum(sink, doc.get("harness"), "harness", ("claude-code", "codex"))
+    secrets: list[SecretUse] = []
+    env_node = doc.get("environment")
+    env_name, env_resource = _environment(sink, env_node, secrets)
+    mounts_ok, mounts = _mounts(sink, doc.get("mounts"))
+    triggers = _triggers(sink, doc.get("triggers"))
+    working_directory = None
+    if mounts_ok:
+        working_directory = resolve_working_directory(
+            sink, doc.get("workingDirectory"), "workingDirectory", mounts
+        )
+    system_prompt = opt_str(sink, doc.get("systemPrompt"), "systemPrompt", non_empty=False)
+    tools = _tools(sink, doc.get("tools"), mounts)
+    env = compile_env_map(sink, doc.get("env"), "env", secrets)
+    if (
+        env_resource is not None
+        and harness == "claude-code"
+        and env_resource["spec"]["approval"] == "prompt"
+        and env_node is not None
+    ):
+        sink.warning(
+            env_node.loc,
+            "environment.approval",
+            "approval: prompt has no effect with harness claude-code (it always bypasses)",
+        )
+    if sink.error_count > before or name is None or harness is None or env_name is None:
+        return None
+    assert env_node is not None
+    return _Pending(
+        name=name,
+        harness=cast(Harness, harness),
+        file=file,
+        env_name=env_name,
+        env_loc=env_node.loc,
+        env_resource=env_resource,
+        mounts=mounts,
+        triggers=triggers,
+        working_directory=working_directory,
+        system_prompt=system_prompt,
+        tools=tools,
+        env=env,
+        secrets=secrets,
+    )
+
+
+def _environment(
+    sink: Sink, node: YNode | None, secrets: list[SecretUse]
+) -> tuple[str | None, dict[str, Any] | None]:
+    if node is None:
+        return None, None
+    if isinstance(node, YMap):
+        resource = compile_environment(sink, node, "environment", secrets)
+        return (resource["name"], resource) if resource is not None else (None, None)
+    if isinstance(node, YScalar) and isinstance(node.value, str):
+        name = opt_str(sink, node, "environment", pattern=NAME_RE, rule=_NAME_RULE, strip=True)
+        return name, None
+    sink.error(
+        node.loc,
+        "environment",
+        f"must be an inline environment or the name of one, got {describe(node)}",
+    )
+    return None, None
+
+
+def _mounts(sink: Sink, node: YNode | None) -> tuple[bool, list[Mount]]:
+    if node is None:
+        return True, []
+    if not isinstance(node, YSeq):
+        sink.error(node.loc, "mounts", f"must be a list of mounts, got {describe(node)}")
+        return False, []
+    out: list[Mount] = []
+    ok = True
+    seen: dict[str, int] = {}
+    for index, item in enumerate(node.items):
+        mount = compile_mount(sink, item, join("mounts", index))
+        if mount is None:
+            ok = False
+            continue
+        if mount.mount_path in seen:
+            sink.error(
+                item.loc,
+                join(join("mounts", index), "mountPath"),
+                f"{mount.mount_path} is already the mountPath of mounts.{seen[mount.mount_path]}",
+            )
+            ok = False
+            continue
+        seen[mount.mount_path] = index
+        out.append(mount)
+    return ok, out
+
+
+def _triggers(sink: Sink, node: YNode | None) -> list[Trigger]:
+    if node is None:
+        return []
+    if not isinstance(node, YSeq):
+        sink.error(node.loc, "triggers", f"must be a list of triggers, got {describe(node)}")
+        return []
+    out: list[Trigger] = []
+    keys: dict[str, int] = {}
+    for index, item in enumerate(node.items):
+        path = join("triggers", index)
+        trigger = compile_trigger(sink, item, path, len(out))
+        if trigger is None:
+            continue
+        if trigger.key in keys:
+            what = f"name {trigger.name!r}" if trigger.name else "definition"
+            sink.error(item.loc, path, f"same {what} as triggers.{keys[trigger.key]}")
+            continue
+        keys[trigger.key] = index
+        out.append(trigger)
+    return out
+
+
+def _tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[dict[str, Any]]:
+    if node is None:
+        return []
+    if not isinstance(node, YSeq):
+        sink.error(
+            node.loc, "tools", f"must be a list of {{kind: ...}} entries, got {describe(node)}"
+        )
+        return []
+    out: list[dict[str, Any]] = []
+    for index, item in enumerate(node.items):
+        path = join("tools", index)
+        if not isinstance(item, YMap):
+            sink.error(item.loc, path, f"must be a {{kind: ...}} entry, got {describe(item)}")
+            continue
+        kind = opt_enum(sink, item.get("kind"), join(path, "kind"), ("github",))
+        if "kind" not in item.entries:
+            sink.error(item.loc, join(path, "kind"), "required field 'kind' is missing")
+        if kind != "github":
+            continue
+        strict_map(sink, item, path, allowed=("kind", "allow"), what="a github tool entry")
+        tool: dict[str, Any] = {"kind": "github"}
+        allow = opt_str_list(sink, item.get("allow"), join(path, "allow"))
+        if allow is not None:
+            tool["allow"] = allow
+        if not any(mount.auth.kind == "githubApp" for mount in mounts):
+            sink.warning(
+                item.loc,
+                path,
+                "the github tool needs a githubApp mount; without one it does nothing",
+            )
+        out.append(tool)
+    return out
+
+
+def _finish(sink: Sink, pending: list[_Pending], secret_names: set[str]) -> CompileResult:
+    generated: dict[str, tuple[dict[str, Any], _Pending]] = {}
+    for agent in pending:
+        if agent.env_resource is None:
+            continue
+        first = generated.get(agent.env_name)
+        if first is None:
+            generated[agent.env_name] = (agent.env_resource, agent)
+        elif first[0] != agent.env_resource:
+            sink.error(
+                agent.env_loc,
+                "environment",
+                f"Conflicting generated resource: environment {agent.env_name!r} generated by "
+                f"{agent.file} differs from the one generated by {first[1].file}",
+            )
+    compiled: list[CompiledAgent] = []
+    names: dict[str, str] = {}
+    for agent in pending:
+        before = sink.error_count
+        if agent.name in names:
+            sink.error(
+                Loc(agent.file, 1),
+                "name",
+                f"agent name {agent.name!r} is already used by {names[agent.name]}",
+            )
+        names.setdefault(agent.name, agent.file)
+        entry = generated.get(agent.env_name)
+        if entry is None:
+            sink.error(
+                agent.env_loc,
+                "environment",
+                f"no environment named {agent.env_name!r} is generated in this set: declare it "
+                "inline (a fragment under fragments/environments/ is the way to share one)",
+            )
+        if secret_names:
+            for use in agent.secrets:
+                if use.name not in secret_names:
+                    sink.error(
+                        use.loc,
+                        use.path,
+                        f"secret {use.name!r} is not declared (HOOKSPAWN_SECRET_NAMES); "
+                        "mark it optional: true if it may be absent",
+                    )
+        if sink.error_count > before or entry is None:
+            continue
+        compiled.append(
+            CompiledAgent(
+                name=agent.name,
+                harness=agent.harness,
+                environment=agent.env_name,
+                environment_resource=entry[0],
+                source_file=agent.file,
+                mounts=tuple(agent.mounts),
+                triggers=tuple(agent.triggers),
+                working_directory=agent.working_directory,
+                system_prompt=agent.system_prompt,
+                tools=tuple(agent.tools),
+                env=agent.env,
+            )
+        )
+    environments = {name: resource for name, (resource, _) in generated.items()}
+    return _result(sink, compiled, environments)
+
+
+def _result(
+    sink: Sink, agents: list[CompiledAgent], environments: dict[str, dict[str, Any]]
+) -> CompileResult:
+    return CompileResult(
+        agents=tuple(agents),
+        environments=MappingProxyType(environments),
+        errors=tuple(sink.errors),
+        warnings=tuple(sink.warnings),
+    )

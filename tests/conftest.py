@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import redis
+from celery.contrib.testing.worker import start_worker
 
 from workers.redis_server import RedisServer
+from workers.runtime import Runtime
+from workers.settings import Settings
 
 WEBHOOKS = Path(__file__).resolve().parents[1].parent / "shared" / "github-webhooks"
 
@@ -23,12 +29,12 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 
 
 @pytest.fixture
-def redis_url(redis_server: RedisServer) -> Iterator[str]:
+def redis_url(redis_server: RedisServer) -> str:
     """A flushed database on the session's server."""
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
     client.close()
-    yield redis_server.url
+    return redis_server.url
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +42,45 @@ def webhooks_dir() -> Path:
     if not WEBHOOKS.is_dir():
         pytest.fail(f"webhook examples not found at {WEBHOOKS}")
     return WEBHOOKS
+
+
+SECRET = "It's a Secret to Everybody"
+
+
+def make_settings(**overrides: object) -> Settings:
+    values: dict[str, object] = {"webhook_secret": [SECRET], "retention": timedelta(days=3)}
+    values.update(overrides)
+    return Settings.model_validate(values)
+
+
+@pytest.fixture
+def settings(redis_url: str, tmp_path: Path) -> Settings:
+    return make_settings(
+        redis_url=redis_url, data_dir=tmp_path / "data", agents_dir=tmp_path / ".auto"
+    )
+
+
+def wait_for(
+    predicate: Callable[[], object], timeout: float = 20.0, interval: float = 0.05
+) -> None:
+    """Poll until `predicate()` is truthy; fail the test with a clear message otherwise."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    pytest.fail(f"condition not met within {timeout}s: {getattr(predicate, '__name__', predicate)}")
+
+
+@contextmanager
+def running_worker(rt: Runtime, *, concurrency: int = 2) -> Iterator[None]:
+    """A real Celery worker (threads pool) consuming the runtime's queue."""
+    with start_worker(
+        rt.celery,
+        pool="threads",
+        concurrency=concurrency,
+        perform_ping_check=False,
+        shutdown_timeout=30,
+        loglevel="WARNING",
+    ):
+        yield

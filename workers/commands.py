@@ -55,7 +55,7 @@ def worker(args: argparse.Namespace) -> int:
 
     _logging()
     rt = build_runtime(_settings())
-    sweeper = Sweeper(rt.store, rt.enqueue).start()
+    sweeper = Sweeper(rt.store, rt.enqueue, interval=min(5.0, rt.store.lease / 3)).start()
     try:
         w = rt.celery.Worker(
             concurrency=args.concurrency, pool=args.pool, loglevel="INFO", without_heartbeat=True

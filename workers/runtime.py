@@ -58,7 +58,9 @@ class _PerProcess:
         with self._lock:
             if self._proc is None or self._pid != os.getpid():
                 store = DeliveryStore(
-                    redis_client(self.redis_url), retention=self.settings.retention
+                    redis_client(self.redis_url),
+                    retention=self.settings.retention,
+                    lease=self.settings.lease_seconds,
                 )
                 self._proc = DeliveryProcessor(store, self.pipeline or RecordOnly())
                 self._pid = os.getpid()
@@ -73,6 +75,8 @@ def build_runtime(
         raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
     client = redis_client(url)
     celery = make_celery(url)
-    task = register_tasks(celery, _PerProcess(settings, url, pipeline))
-    store = DeliveryStore(client, retention=settings.retention)
+    task = register_tasks(
+        celery, _PerProcess(settings, url, pipeline), max_retries=settings.max_retries
+    )
+    store = DeliveryStore(client, retention=settings.retention, lease=settings.lease_seconds)
     return Runtime(settings, url, client, store, celery, task)

@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".hookspawn")
     retention: Duration = timedelta(days=3)
     secret_names: Csv = Field(default_factory=list)
+    #: how long a worker holds a delivery without renewing before it counts as lost
+    lease_seconds: float = Field(default=30.0, gt=0, le=50)
+    #: retries of one delivery (transient errors) before it is dead-lettered
+    max_retries: int = Field(default=8, ge=0, le=50)
 
     @property
     def github_app_configured(self) -> bool:

@@ -17,22 +17,24 @@ from workers.processing import DeliveryProcessor, backoff
 log = logging.getLogger(__name__)
 
 
-def register_tasks(app: Celery, processor: Callable[[], DeliveryProcessor]) -> Any:
+def register_tasks(
+    app: Celery, processor: Callable[[], DeliveryProcessor], *, max_retries: int = MAX_RETRIES
+) -> Any:
     """Bind `process_delivery` to `app`; `processor()` gives this process's processor."""
 
     @app.task(  # type: ignore[untyped-decorator]
-        bind=True, name=PROCESS_DELIVERY, max_retries=MAX_RETRIES, acks_late=True
+        bind=True, name=PROCESS_DELIVERY, max_retries=max_retries, acks_late=True, shared=False
     )
     def process_delivery(self: Task, delivery_id: str) -> str:
         proc = processor()
         retries = int(self.request.retries or 0)
         try:
-            return proc.process(delivery_id, final_attempt=retries >= MAX_RETRIES)
+            return proc.process(delivery_id, final_attempt=retries >= max_retries)
         except redis.RedisError as exc:
             error: Transient = StoreUnavailable(f"store unavailable: {exc}")
         except Transient as exc:
             error = exc
-        if retries >= MAX_RETRIES:
+        if retries >= max_retries:
             log.error("delivery %s failed after %d retries: %s", delivery_id, retries, error)
             proc.give_up(delivery_id, error)
             return "failed"

@@ -1,0 +1,185 @@
+"""process_delivery on a real Celery worker over a real Redis: at least once, never lost."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import SECRET, make_settings, running_worker, wait_for
+from tests.live_server import live_client
+from triggers.api import create_app
+from triggers.signature import sign
+from workers import keys
+from workers.deliveries import Delivery, NewDelivery
+from workers.errors import GitHubUnavailable
+from workers.processing import RunResult
+from workers.runtime import Runtime, build_runtime
+from workers.sweep import Sweeper
+
+
+class Recording:
+    """A pipeline that remembers every envelope it saw (and can fail transiently first)."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.seen: dict[str, list[dict[str, Any]]] = {}
+        self.failures = failures
+        self.lock = threading.Lock()
+
+    def run(
+        self, delivery: Delivery, envelope: dict[str, Any], *, final_attempt: bool
+    ) -> RunResult:
+        with self.lock:
+            self.seen.setdefault(delivery.delivery_id, []).append(envelope)
+            if self.failures > 0:
+                self.failures -= 1
+                raise GitHubUnavailable("stand-in outage", retry_after=0.5)
+        return RunResult(outcomes=[], decisions=[{"seen": True}])
+
+
+def post(client: httpx.Client, path: Path, event: str, delivery: str) -> httpx.Response:
+    body = path.read_bytes()
+    return client.post(
+        "/webhooks/github",
+        content=body,
+        headers={
+            "Content-Type": "application/json",
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery,
+            "X-Hub-Signature-256": sign(body, SECRET),
+        },
+    )
+
+
+@pytest.fixture
+def recording() -> Recording:
+    return Recording()
+
+
+@pytest.fixture
+def rt(redis_url: str, tmp_path: Path, recording: Recording) -> Iterator[Runtime]:
+    settings = make_settings(redis_url=redis_url, data_dir=tmp_path, max_retries=2)
+    runtime = build_runtime(settings, pipeline=recording)
+    yield runtime
+    runtime.close()
+
+
+@pytest.mark.slow
+def test_every_example_payload_is_accepted_and_processed(
+    rt: Runtime, recording: Recording, webhooks_dir: Path
+) -> None:
+    payloads = sorted(webhooks_dir.glob("*/*.json"))
+    assert len(payloads) > 250
+    expected: dict[str, tuple[str, Path]] = {}
+    with running_worker(rt, concurrency=4), live_client(create_app(rt)) as client:
+        for n, path in enumerate(payloads):
+            event = path.parent.name
+            delivery = f"ex-{n}"
+            response = post(client, path, event, delivery)
+            assert response.status_code == (200 if event == "ping" else 202), (path, response.text)
+            expected[delivery] = (event, path)
+        wait_for(lambda: len(recording.seen) == len(expected), timeout=90)
+        wait_for(lambda: rt.client.zcard(keys.PENDING) == 0, timeout=30)
+    for delivery, (event, path) in expected.items():
+        assert len(recording.seen[delivery]) == 1, delivery
+        github = recording.seen[delivery][0]["github"]
+        assert github["event"] == event
+        assert github["deliveryId"] == delivery
+        assert all("_" not in k.strip("_") for k in github), (path, sorted(github))
+        record = rt.store.get(delivery)
+        assert record is not None and record.status == "processed", path
+    pr = recording.seen[
+        next(
+            d
+            for d, (e, p) in expected.items()
+            if p.name == "opened.payload.json" and e == "pull_request"
+        )
+    ][0]
+    assert pr["github"]["pullRequest"]["number"] == 2
+    assert pr["github"]["pullRequest"]["head"]["ref"] == "changes"
+    assert "htmlUrl" in pr["github"]["pullRequest"]
+
+
+def test_transient_failure_is_retried_then_processed(rt: Runtime, recording: Recording) -> None:
+    recording.failures = 2
+    rt.store.record(
+        NewDelivery("t-1", "push", None, "o/r", None, None, b'{"ref": "refs/heads/main"}')
+    )
+    with running_worker(rt):
+        rt.enqueue("t-1")
+        wait_for(
+            lambda: (d := rt.store.get("t-1")) is not None and d.status == "processed", timeout=30
+        )
+    assert len(recording.seen["t-1"]) == 3
+    assert not rt.store.is_pending("t-1")
+
+
+def test_retries_exhausted_leave_it_failed_and_replayable(
+    rt: Runtime, recording: Recording
+) -> None:
+    recording.failures = 3  # max_retries=2: three attempts, all failing
+    rt.store.record(NewDelivery("f-1", "push", None, "o/r", None, None, b"{}"))
+    with running_worker(rt), live_client(create_app(rt)) as client:
+        rt.enqueue("f-1")
+        wait_for(
+            lambda: (d := rt.store.get("f-1")) is not None and d.status == "failed", timeout=30
+        )
+        view = client.get("/deliveries/f-1").json()
+        assert view["status"] == "failed"
+        assert "github_unavailable" in view["error"]
+        assert rt.client.zscore(keys.DEAD, "f-1") is not None
+        assert client.post("/deliveries/f-1/replay").status_code == 202
+        wait_for(
+            lambda: (d := rt.store.get("f-1")) is not None and d.status == "processed", timeout=30
+        )
+        view = client.get("/deliveries/f-1").json()
+    assert view["error"] is None
+    assert [r["status"] for r in view["runs"]] == ["failed", "processed"]
+    assert rt.client.zscore(keys.DEAD, "f-1") is None
+
+
+def test_lost_message_is_taken_up_by_the_sweep(rt: Runtime, recording: Recording) -> None:
+    # recorded but never enqueued, as when a worker dies between BRPOP and the unacked record
+    rt.store.record(NewDelivery("l-1", "push", None, "o/r", None, None, b"{}"))
+    sweeper = Sweeper(rt.store, rt.enqueue, interval=0.2)
+    assert sweeper.sweep_once() == []  # lease still running: not lost yet
+    rt.client.zadd(keys.PENDING, {"l-1": time.time() - 1})  # the lease ran out
+    with running_worker(rt):
+        sweeper.start()
+        try:
+            wait_for(lambda: "l-1" in recording.seen, timeout=20)
+        finally:
+            sweeper.stop()
+    assert len(recording.seen["l-1"]) == 1
+    record = rt.store.get("l-1")
+    assert record is not None and record.status == "processed"
+
+
+def test_processed_delivery_is_not_run_again(rt: Runtime, recording: Recording) -> None:
+    rt.store.record(NewDelivery("p-1", "push", None, "o/r", None, None, b"{}"))
+    with running_worker(rt):
+        rt.enqueue("p-1")
+        wait_for(lambda: (d := rt.store.get("p-1")) is not None and d.status == "processed")
+        rt.enqueue("p-1")  # a redelivered message
+        rt.enqueue("p-1")
+        wait_for(lambda: rt.client.llen("hookspawn") == 0)
+        time.sleep(0.5)
+    assert len(recording.seen["p-1"]) == 1
+
+
+def test_waiting_retry_is_not_mistaken_for_lost_work(rt: Runtime, recording: Recording) -> None:
+    recording.failures = 1
+    rt.store.record(NewDelivery("w-1", "push", None, "o/r", None, None, b"{}"))
+    with running_worker(rt):
+        rt.enqueue("w-1")
+        wait_for(lambda: "w-1" in recording.seen)
+        # the retry is waiting on its countdown: its lease covers the wait
+        score = rt.client.zscore(keys.PENDING, "w-1")
+        assert score is not None and score > time.time()
+        assert Sweeper(rt.store, rt.enqueue).sweep_once() == []
+        wait_for(lambda: (d := rt.store.get("w-1")) is not None and d.status == "processed")

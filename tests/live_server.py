@@ -1,0 +1,40 @@
+"""Serve an ASGI app over real HTTP (uvicorn on 127.0.0.1) for the duration of a test."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import uvicorn
+
+from workers.redis_server import free_port
+
+
+@contextmanager
+def live_server(app: Any) -> Iterator[str]:
+    """Yields the base URL (http://127.0.0.1:PORT) while uvicorn serves `app` in a thread."""
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@contextmanager
+def live_client(app: Any) -> Iterator[httpx.Client]:
+    with live_server(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        yield client

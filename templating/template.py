@@ -52,10 +52,20 @@ class Template:
         if not self.tokens:
             out = literals[0]
         else:
-            root = "the session input" if self.dialect is Dialect.REF else "the payload"
             parts = [literals[0]]
             for index, token in enumerate(self.tokens, 1):
-                parts.append(_format(token, _lookup(context, token, root)))
+                # Fast path for plain JSON (dict keys, list indexes); anything else, and
+                # every error, goes through _lookup, which knows what to report.
+                node: Any = context
+                for segment in token.path:
+                    if type(node) is dict and type(segment) is str and segment in node:  # noqa: SIM114
+                        node = node[segment]
+                    elif type(node) is list and type(segment) is int and segment < len(node):
+                        node = node[segment]
+                    else:
+                        node = _lookup(context, token, self.dialect)
+                        break
+                parts.append(node if type(node) is str else _format(token, node))
                 parts.append(literals[index])
             out = "".join(parts)
         if self.dialect is Dialect.TEXT and len(out) * 4 > MAX_TEXT_OUTPUT:
@@ -75,8 +85,9 @@ def compile_template(source: str, dialect: Dialect) -> Template:
     return Template(source, dialect, tokens, literals)
 
 
-def _lookup(context: Mapping[str, Any], token: Token, root: str) -> Any:
+def _lookup(context: Mapping[str, Any], token: Token, dialect: Dialect) -> Any:
     """Follow ``token.path`` through JSON objects (keys) and arrays (indexes), never attributes."""
+    root = "the session input" if dialect is Dialect.REF else "the payload"
     node: Any = context
     for depth, segment in enumerate(token.path):
         if isinstance(node, Mapping):

@@ -215,3 +215,10 @@ def test_errors_pickle_with_their_fields(error: TemplateError) -> None:
     assert type(copy) is type(error)
     assert vars(copy) == vars(error)
     assert str(copy) == str(error)
+
+
+def test_other_json_like_containers_render_through_the_general_path() -> None:
+    from types import MappingProxyType
+
+    context = MappingProxyType({"a": MappingProxyType({"b": ("x", "y")})})
+    assert compile_template("{{ a.b.1 }}", Dialect.TEXT).render(context) == "y"

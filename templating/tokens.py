@@ -58,7 +58,7 @@ _ENV = jinja2.Environment(autoescape=False)  # noqa: S701 - parses only; never r
 
 _REF_ROOTS = ("payload", "triggerEventId")
 
-# jinja2 AST node → why it is refused (first match in the class's MRO wins).
+# jinja2 AST node → why it is refused (the first entry the node is an instance of wins).
 _REFUSED: tuple[tuple[type[nodes.Node], str], ...] = (
     (nodes.Filter, "filters are not allowed"),
     (nodes.Test, "tests are not allowed"),

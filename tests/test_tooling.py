@@ -1,0 +1,47 @@
+"""The project's own lint and type gates run as part of `pytest`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_lint() -> None:
+    result = run(str(BIN / "ruff"), "check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format() -> None:
+    result = run(str(BIN / "ruff"), "format", "--check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.timeout(600)
+def test_mypy_strict() -> None:
+    result = run(str(BIN / "mypy"))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_pure_core_imports_no_io() -> None:
+    """templating, agents and the trigger core never pull in celery, redis or githubkit."""
+    code = (
+        "import sys\n"
+        "import templating, agents, triggers.envelope, triggers.signature, triggers.intake\n"
+        "bad = sorted(m for m in ('celery', 'redis', 'githubkit', 'kombu') if m in sys.modules)\n"
+        "print(','.join(bad))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""

@@ -274,8 +274,9 @@ def _mounts(sink: Sink, node: YNode | None) -> tuple[bool, list[Mount]]:
             ok = False
             continue
         if mount.mount_path in seen:
+            where = item.get("mountPath") if isinstance(item, YMap) else None
             sink.error(
-                item.loc,
+                (where or item).loc,
                 join(join("mounts", index), "mountPath"),
                 f"{mount.mount_path} is already the mountPath of mounts.{seen[mount.mount_path]}",
             )

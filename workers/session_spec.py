@@ -1,0 +1,74 @@
+"""The dispatched session spec (SPEC §9): what a session is created from. Never holds a token."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class CommitAuthor(_Model):
+    name: str
+    email: str
+
+
+class SessionMount(_Model):
+    repository: str
+    mount_path: str
+    ref: str | None
+    depth: int
+    auth: Literal["none", "githubApp"]
+    capabilities: dict[str, str] | None = None
+    commit_author: CommitAuthor | None = None
+    installation_id: int | None = None
+
+
+class SessionEnvironment(_Model):
+    name: str
+    resource: dict[str, Any]
+
+
+class Origin(_Model):
+    kind: Literal["trigger", "manual", "agent"]
+    delivery_id: str | None = None
+    parent_session_id: str | None = None
+    depth: int = 0
+    trigger: int | None = None
+    trigger_key: str | None = None
+
+
+class SessionSpec(_Model):
+    """One session to create; `id` is the spawn id, so creating it twice is a no-op."""
+
+    id: str
+    agent: str
+    harness: str
+    environment: SessionEnvironment
+    system_prompt: str | None = None
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    env: dict[str, Any] = Field(default_factory=dict)
+    mounts: list[SessionMount] = Field(default_factory=list)
+    working_directory: str | None = None
+    display_title: str | None = None
+    initial_prompt: str | None = None
+    message: str | None = None
+    input: dict[str, Any] | None = None
+    requester: str | None = None
+    origin: Origin
+    depth: int = 0
+    created_at: str
+
+
+def session_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a session spec, as served at /schemas/session.json."""
+    return SessionSpec.model_json_schema(by_alias=True)

@@ -141,6 +141,7 @@ class _Failure:
     retry_after: int
     reset_in: int
     message: str | None
+    after: int = 0
 
 
 @dataclass
@@ -200,7 +201,7 @@ class GitHubStandin:
         server = _Server(("127.0.0.1", 0), handler)
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
         self._thread.start()
         return self
@@ -328,10 +329,12 @@ class GitHubStandin:
         retry_after: int = 30,
         reset_in: int = 120,
         message: str | None = None,
+        after: int = 0,
     ) -> None:
         """Answer the next `times` requests of `route` (a key of ROUTES) the way `kind` says.
 
-        `kind` is one of FAILURE_KINDS, or an HTTP status answered with `message`.
+        `kind` is one of FAILURE_KINDS, or an HTTP status answered with `message`; `after`
+        lets that many requests of the route through first (a failure on page 2, say).
         """
         if route not in ROUTES:
             raise ValueError(f"unknown route {route!r}; one of {sorted(ROUTES)}")
@@ -339,7 +342,7 @@ class GitHubStandin:
             status, kind = kind, "status"
         elif kind not in FAILURE_KINDS:
             raise ValueError(f"unknown failure kind {kind!r}; one of {FAILURE_KINDS}")
-        failure = _Failure(kind, times, status, delay, retry_after, reset_in, message)
+        failure = _Failure(kind, times, status, delay, retry_after, reset_in, message, after)
         with self._lock:
             self._failures.setdefault(route, []).append(failure)
 
@@ -400,6 +403,9 @@ class GitHubStandin:
         if not queue:
             return None
         failure = queue[0]
+        if failure.after > 0:
+            failure.after -= 1
+            return None
         failure.remaining -= 1
         if failure.remaining <= 0:
             queue.pop(0)

@@ -194,6 +194,11 @@ class TestInjectedFailures:
             )
         assert time.monotonic() - started < 1.0
 
+    def test_a_failure_can_wait_its_turn(self, gh: GitHubStandin) -> None:
+        gh.fail_next("access_tokens", "not_found", after=1)
+        statuses = [mint(gh, 7, {"permissions": {"metadata": "read"}}).status_code for _ in "abc"]
+        assert statuses == [201, 404, 201]
+
     def test_failures_are_per_route(self, gh: GitHubStandin) -> None:
         gh.fail_next("installations", "server_error")
         assert mint(gh, 7, {"permissions": {"metadata": "read"}}).status_code == 201

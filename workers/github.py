@@ -93,6 +93,7 @@ class _Call:
     installation_id: int | None = None
     repository_ids: tuple[int, ...] = ()
     permissions: Mapping[str, str] | None = None
+    with_installation_token: bool = False
 
 
 class GitHubApp:
@@ -219,6 +220,7 @@ class GitHubApp:
         call = _Call(
             what=f"listing the repositories of installation {installation_id}",
             installation_id=installation_id,
+            with_installation_token=True,
         )
         pages = as_installation.rest.paginate(
             as_installation.rest.apps.list_repos_accessible_to_installation,
@@ -304,6 +306,10 @@ def _classify_answer(response: httpx.Response, call: _Call) -> WorkerError:
     message, errors = _error_text(response)
     said = f"GitHub answered {status} while {call.what}: {message or '(no message)'}"
     lowered = message.lower()
+    if status == 401 and call.with_installation_token:
+        # The token died under us (revoked, installation gone): the next try mints afresh and
+        # gets GitHub's definitive answer from the mint endpoint.
+        return GitHubUnavailable(f"{said}; the installation token was refused", status=status)
     if status == 401:
         return ConfigurationError(
             f"{said}; the App credentials were refused "

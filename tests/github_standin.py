@@ -138,7 +138,7 @@ class _Failure:
     remaining: int
     status: int | None
     delay: float
-    retry_after: int
+    retry_after: int | str
     reset_in: int
     message: str | None
     after: int = 0
@@ -326,7 +326,7 @@ class GitHubStandin:
         times: int = 1,
         status: int | None = None,
         delay: float = 5.0,
-        retry_after: int = 30,
+        retry_after: int | str = 30,
         reset_in: int = 120,
         message: str | None = None,
         after: int = 0,

@@ -213,6 +213,15 @@ class TestTransientFailures:
             app.mint_token(7, [101], WRITE)
         assert caught.value.retry_after == 60
 
+    def test_a_retry_after_date_is_still_unavailable(
+        self, gh: GitHubStandin, app: GitHubApp
+    ) -> None:
+        gh.fail_next(
+            "access_tokens", "secondary_rate_limit", retry_after="Wed, 21 Oct 2015 07:28:00 GMT"
+        )
+        with pytest.raises(GitHubUnavailable, match="could not be read"):
+            app.mint_token(7, [101], WRITE)
+
     def test_a_slow_github_times_out_quickly(self, gh: GitHubStandin) -> None:
         app = GitHubApp(app_id=APP_ID, private_key=gh.private_key_pem, api_url=gh.url, timeout=0.3)
         gh.fail_next("access_tokens", "timeout", delay=3.0)

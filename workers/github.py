@@ -241,6 +241,8 @@ class GitHubApp:
             return request()
         except GitHubException as exc:
             raise _classify(exc, call, waited=time.monotonic() - started) from exc
+        except ValueError as exc:  # githubkit reads `retry-after` with int(); a date breaks it
+            raise _unreadable(exc, call) from exc
 
     def _iterate(self, call: _Call, items: Iterator[T]) -> Iterator[T]:
         started = time.monotonic()
@@ -248,6 +250,8 @@ class GitHubApp:
             yield from items
         except GitHubException as exc:
             raise _classify(exc, call, waited=time.monotonic() - started) from exc
+        except (ValueError, KeyError, TypeError) as exc:  # a page that is not what GitHub sends
+            raise _unreadable(exc, call) from exc
 
 
 def _check_private_key(app_id: str, private_key: str) -> None:
@@ -260,6 +264,12 @@ def _check_private_key(app_id: str, private_key: str) -> None:
             f"({type(exc).__name__}); expected a PEM RSA private key",
             app_id=app_id,
         ) from None
+
+
+def _unreadable(exc: Exception, call: _Call) -> GitHubUnavailable:
+    return GitHubUnavailable(
+        f"GitHub's answer could not be read while {call.what}: {type(exc).__name__}: {exc}"
+    )
 
 
 def _parse_time(text: str) -> datetime:

@@ -121,7 +121,7 @@ def load_document(path: Path, display: str) -> tuple[YMap, list[tuple[Loc, str, 
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
-        problem = exc.problem or exc.context or "invalid YAML"
+        problem = " ".join(part for part in (exc.context, exc.problem) if part) or "syntax error"
         raise SourceError(Loc(display, line), f"invalid YAML: {problem}") from exc
     except yaml.YAMLError as exc:
         raise SourceError(Loc(display, 1), f"invalid YAML: {exc}") from exc
@@ -147,9 +147,12 @@ class _Builder:
     def build(self, node: yaml.Node, depth: int, loc: Loc | None, path: str = "") -> YNode:
         here = Loc(self.display, node.start_mark.line + 1)
         if id(node) in self.seen:
-            # The composer shares one node object between an anchor and its aliases.
+            # The composer shares one node object between an anchor and its aliases, so the
+            # node knows only where it was anchored; a mapping value also knows its key's line.
             raise SourceError(
-                here, "YAML aliases (*name) are not allowed in agent files; write the value out"
+                loc or here,
+                f"YAML aliases (*name) are not allowed in agent files (the value anchored at "
+                f"line {here.line} is reused); write the value out",
             )
         self.seen.add(id(node))
         if depth > MAX_NESTING:

@@ -264,7 +264,8 @@ def test_identical_inline_environments_dedupe_regardless_of_key_order(tree: Tree
     )
     tree.write(
         "agents/b.yaml",
-        "name: b\nharness: codex\nenvironment: {steps: [RUN x], image: {name: node24, kind: preset}, name: e}\n",
+        "name: b\nharness: codex\n"
+        "environment: {steps: [RUN x], image: {name: node24, kind: preset}, name: e}\n",
     )
     result = tree.compile()
     assert result.ok

@@ -1,0 +1,155 @@
+"""Agent-level rules: name, harness, tools, env, secrets, uniqueness, strictness, directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agents import compile_dir
+from tests.agents.conftest import BASE, ENV, Tree, find
+
+MOUNT = (
+    "mounts:\n"
+    "  - {kind: git, repository: acme/w, mountPath: /w, ref: main, auth: {kind: githubApp}}\n"
+)
+
+
+def test_minimal_agent(tree: Tree) -> None:
+    agent = tree.agent("")
+    assert agent.name == "a"
+    assert agent.harness == "claude-code"
+    assert agent.environment == "runtime"
+    assert agent.mounts == () and agent.triggers == () and agent.tools == ()
+    assert agent.env == {} and agent.system_prompt is None and agent.working_directory is None
+    assert agent.source_file == ".auto/agents/a.yaml"
+    assert not agent.event_dependent
+
+
+def test_agent_to_json_is_camel_case_and_serialisable(tree: Tree) -> None:
+    agent = tree.agent(
+        MOUNT
+        + "systemPrompt: hi\nenv: {A: x, S: {$secret: s}}\n"
+        + "triggers:\n  - {kind: github, event: push}\n"
+    )
+    body = json.loads(json.dumps(agent.to_json()))
+    assert set(body) >= {
+        "name",
+        "harness",
+        "environment",
+        "environmentResource",
+        "mounts",
+        "triggers",
+        "workingDirectory",
+        "systemPrompt",
+        "tools",
+        "env",
+        "eventDependent",
+        "sourceFile",
+    }
+    assert body["env"] == {"A": "x", "S": {"$secret": "s", "optional": False}}
+    assert body["workingDirectory"] == "/w"
+
+
+@pytest.mark.parametrize("name", ["a", "A.b_c-1", "x" * 128])
+def test_valid_names(tree: Tree, name: str) -> None:
+    assert tree.agent("", name="a").name == "a"
+    tree.write("agents/a.yaml", BASE.replace("name: a", f"name: '{name}'"))
+    assert tree.compile().agents[0].name == name
+
+
+@pytest.mark.parametrize(("harness"), ["claude-code", "codex"])
+def test_harnesses(tree: Tree, harness: str) -> None:
+    tree.write("agents/a.yaml", BASE.replace("claude-code", harness))
+    assert tree.compile().agents[0].harness == harness
+
+
+NEGATIVE = [
+    (BASE.replace("name: a", "name: 'a b'"), "name", "is not valid"),
+    (BASE.replace("name: a", "name: '" + "x" * 129 + "'"), "name", "is not valid"),
+    (BASE.replace("name: a", "name: 5"), "name", "must be a string"),
+    (BASE.replace("claude-code", "gpt"), "harness", "claude-code | codex"),
+    (BASE + "descripton: x\n", "descripton", "unknown key 'descripton'"),
+    (BASE + "systemPrompt: [a]\n", "systemPrompt", "must be a string"),
+    (BASE + "tools: github\n", "tools", "must be a list"),
+    (BASE + "tools: [github]\n", "tools.0", "{kind: ...}"),
+    (BASE + "tools: [{kind: slack}]\n", "tools.0.kind", "must be one of github"),
+    (BASE + "tools: [{allow: [x]}]\n", "tools.0.kind", "required field"),
+    (BASE + "tools: [{kind: github, allow: get_issue}]\n", "tools.0.allow", "list of strings"),
+    (BASE + "tools: [{kind: github, deny: [x]}]\n", "tools.0.deny", "unknown key"),
+    (BASE + "env: [A]\n", "env", "map of variables"),
+    (BASE + "env: {A-B: x}\n", "env.A-B", "not a valid variable name"),
+    (BASE + "env: {A: true}\n", "env.A", "must be a string"),
+    (BASE + "env: {A: {$secret: ''}}\n", "env.A.$secret", "must not be empty"),
+    (BASE + "env: {A: {secret: x}}\n", "env.A.secret", "unknown key"),
+]
+
+
+@pytest.mark.parametrize(("text", "path", "fragment"), NEGATIVE)
+def test_agent_rule_violations(tree: Tree, text: str, path: str, fragment: str) -> None:
+    find(tree.errors(text, base=""), path, fragment)
+
+
+def test_github_tool_without_a_github_app_mount_warns(tree: Tree) -> None:
+    tree.write("agents/a.yaml", BASE + "tools: [{kind: github, allow: [get_issue]}]\n")
+    result = tree.compile()
+    assert result.ok
+    find(result.warnings, "tools.0", "needs a githubApp mount")
+    tree.write("agents/a.yaml", BASE + MOUNT + "tools: [{kind: github}]\n")
+    assert tree.compile().warnings == ()
+
+
+def test_agent_names_are_unique_across_the_project(tree: Tree) -> None:
+    tree.write("agents/a.yaml", BASE)
+    tree.write("agents/b.yaml", BASE)
+    error = find(tree.compile().errors, "name", "already used by .auto/agents/a.yaml")
+    assert error.file == ".auto/agents/b.yaml"
+
+
+def test_required_secrets_must_be_declared(tree: Tree) -> None:
+    tree.write(
+        "agents/a.yaml",
+        "name: a\nharness: codex\n"
+        "environment:\n  name: e\n  image: {kind: preset, name: node24}\n"
+        "  env: {ENV_SECRET: {$secret: env-secret}}\n"
+        "env:\n  TOKEN: {$secret: token}\n  OPT: {$secret: maybe, optional: true}\n",
+    )
+    assert tree.compile().ok  # no declared names: nothing to check against
+    assert tree.compile(secret_names={"token", "env-secret"}).ok
+    result = tree.compile(secret_names={"other"})
+    token = find(result.errors, "env.TOKEN.$secret", "secret 'token' is not declared")
+    assert token.line == 8
+    find(result.errors, "environment.env.ENV_SECRET.$secret", "'env-secret' is not declared")
+    assert not any("maybe" in e.message for e in result.errors)
+
+
+def test_stray_files_and_missing_directories(tree: Tree, tmp_path: Path) -> None:
+    tree.write("agents/a.yaml", BASE)
+    tree.write("agents/b.yml", BASE)
+    tree.write("agents/notes.txt", "not yaml")
+    tree.write("fragments/unused.yaml", "this: [is, not, imported")
+    result = tree.compile()
+    assert result.ok
+    assert [a.name for a in result.agents] == ["a"]
+    find(result.warnings, "(file)", "agent files end in .yaml")
+    missing = compile_dir(tmp_path / "nope")
+    assert not missing.ok
+    assert "not a directory" in missing.errors[0].message
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert compile_dir(empty).agents == ()
+
+
+def test_agents_are_sorted_by_file(tree: Tree) -> None:
+    for name in ("zeta", "alpha", "mid"):
+        tree.write(f"agents/{name}.yaml", f"name: {name}\nharness: codex\n" + ENV)
+    assert [a.name for a in tree.compile().agents] == ["alpha", "mid", "zeta"]
+
+
+def test_diagnostic_format() -> None:
+    from agents import Diagnostic
+
+    d = Diagnostic(".auto/agents/a.yaml", 3, "mounts.0.ref", "bad")
+    assert str(d) == ".auto/agents/a.yaml:3: mounts.0.ref: bad"
+    assert d.severity == "error"

@@ -170,6 +170,7 @@ class _Pending:
     """An agent whose own fields compiled; its environment is resolved across the set."""
 
     name: str
+    name_loc: Loc
     harness: Harness
     file: str
     env_name: str
@@ -222,9 +223,11 @@ def _compile_agent(sink: Sink, doc: YMap, file: str) -> _Pending | None:
         )
     if sink.error_count > before or name is None or harness is None or env_name is None:
         return None
-    assert env_node is not None
+    name_node = doc.get("name")
+    assert env_node is not None and name_node is not None
     return _Pending(
         name=name,
+        name_loc=name_node.loc,
         harness=cast(Harness, harness),
         file=file,
         env_name=env_name,
@@ -364,7 +367,7 @@ def _finish(sink: Sink, pending: list[_Pending], secret_names: set[str]) -> Comp
         before = sink.error_count
         if agent.name in names:
             sink.error(
-                Loc(agent.file, 1),
+                agent.name_loc,
                 "name",
                 f"agent name {agent.name!r} is already used by {names[agent.name]}",
             )

@@ -54,28 +54,27 @@ def _scalar_key(item: YNode, key: str) -> str | None:
     return None
 
 
-def mount_key(item: YNode) -> tuple[str, str] | None:
-    """A mount's merge key: its authoring ``name``, else its ``mountPath``."""
-    name = _scalar_key(item, "name")
-    if name is not None:
-        return ("name", name)
-    path = _scalar_key(item, "mountPath")
-    return ("mountPath", path) if path is not None else None
-
-
 def _merge_mounts(old: YNode, new: YNode) -> YNode:
+    """Match by authoring ``name`` when the later item has one, else by ``mountPath``."""
     if not (isinstance(old, YSeq) and isinstance(new, YSeq)):
         return new
     items = list(old.items)
-    index = {key: i for i, item in enumerate(items) if (key := mount_key(item)) is not None}
     for item in new.items:
-        key = mount_key(item)
-        if key is not None and key in index:
-            items[index[key]] = deep_merge(items[index[key]], item)
-        else:
-            if key is not None:
-                index[key] = len(items)
+        name = _scalar_key(item, "name")
+        path = _scalar_key(item, "mountPath")
+        match = None
+        for index, earlier in enumerate(items):
+            if name is not None:
+                if _scalar_key(earlier, "name") == name:
+                    match = index
+                    break
+            elif path is not None and _scalar_key(earlier, "mountPath") == path:
+                match = index
+                break
+        if match is None:
             items.append(item)
+        else:
+            items[match] = deep_merge(items[match], item)
     return YSeq(new.loc, items)
 
 

@@ -67,6 +67,7 @@ def compile_trigger(sink: Sink, node: YNode, path: str, index: int) -> Trigger |
         sink,
         entry.get("actions"),
         join(path, "actions"),
+        non_empty_list=True,
         pattern=EVENT_RE,
         rule="an action name such as opened",
     )
@@ -115,7 +116,7 @@ def _text(sink: Sink, node: YNode | None, path: str) -> Template | None:
 
 
 def _globs(sink: Sink, node: YNode | None, path: str, check: Any) -> list[str] | None:
-    values = opt_str_list(sink, node, path)
+    values = opt_str_list(sink, node, path, non_empty_list=True)
     if values is None or not isinstance(node, YSeq):
         return values
     good = []

@@ -102,9 +102,9 @@ def test_github_tool_without_a_github_app_mount_warns(tree: Tree) -> None:
 
 def test_agent_names_are_unique_across_the_project(tree: Tree) -> None:
     tree.write("agents/a.yaml", BASE)
-    tree.write("agents/b.yaml", BASE)
+    tree.write("agents/b.yaml", "harness: codex\n" + BASE)
     error = find(tree.compile().errors, "name", "already used by .auto/agents/a.yaml")
-    assert error.file == ".auto/agents/b.yaml"
+    assert (error.file, error.line) == (".auto/agents/b.yaml", 2)
 
 
 def test_required_secrets_must_be_declared(tree: Tree) -> None:

@@ -97,6 +97,21 @@ env:
     assert all("name" not in m.to_json() for m in agent.mounts)
 
 
+def test_unnamed_mount_matches_a_named_one_by_mount_path(tree: Tree) -> None:
+    tree.write("fragments/base.yaml", FRAGMENT)
+    tree.write(
+        "agents/a.yaml",
+        "name: a\nimports: [../fragments/base.yaml]\n"
+        "mounts:\n  - {mountPath: /workspace/widgets, depth: 3}\n"
+        "  - {name: other, kind: git, repository: acme/o, mountPath: /o, ref: main}\n",
+    )
+    result = tree.compile()
+    assert result.errors == ()
+    widgets, docs, other = result.agents[0].mounts
+    assert (widgets.repository, widgets.depth) == ("acme/widgets", 3)
+    assert docs.mount_path == "/workspace/docs" and other.mount_path == "/o"
+
+
 def test_imports_apply_in_order_later_wins(tree: Tree) -> None:
     tree.write("fragments/one.yaml", "systemPrompt: one\nenv: {X: one, Y: one}\n")
     tree.write("fragments/two.yaml", "systemPrompt: two\nenv: {X: two}\n")

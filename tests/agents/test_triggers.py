@@ -82,6 +82,13 @@ def test_unnamed_trigger_key_survives_edits_to_other_triggers(tree: Tree) -> Non
 NEGATIVE = [
     ("  - {kind: gitlab, event: push}\n", "triggers.0.kind", "must be one of github"),
     ("  - {kind: github}\n", "triggers.0.event", "required field"),
+    ("  - {kind: github, event: push, actions: []}\n", "triggers.0.actions", "at least one"),
+    ("  - {kind: github, event: push, branches: []}\n", "triggers.0.branches", "at least one"),
+    (
+        "  - {kind: github, event: push, repositories: []}\n",
+        "triggers.0.repositories",
+        "at least one",
+    ),
     ("  - {event: push}\n", "triggers.0.kind", "required field"),
     ("  - {kind: github, event: Pull Request}\n", "triggers.0.event", "is not valid"),
     ("  - {kind: github, event: push, actions: opened}\n", "triggers.0.actions", "list of strings"),

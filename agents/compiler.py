@@ -64,13 +64,23 @@ def compile_dir(auto_dir: Path, *, secret_names: Collection[str] = ()) -> Compil
             )
     resolver = _Resolver(root, files, sink)
     pending = []
+    declared: set[str] = set()  # inline environment names, even of agents that failed
     for path in paths:
         doc = resolver.resolve(path.resolve(), ())
         if doc is not None:
+            declared.update(_declared_environment(doc))
             agent = _compile_agent(sink, doc, files.display(path))
             if agent is not None:
                 pending.append(agent)
-    return _finish(sink, pending, set(secret_names))
+    return _finish(sink, pending, set(secret_names), declared)
+
+
+def _declared_environment(doc: YMap) -> list[str]:
+    env = doc.get("environment")
+    name = env.get("name") if isinstance(env, YMap) else None
+    if isinstance(name, YScalar) and isinstance(name.value, str):
+        return [name.value.strip()]
+    return []
 
 
 @dataclass
@@ -346,7 +356,9 @@ def _tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[dict[str
     return out
 
 
-def _finish(sink: Sink, pending: list[_Pending], secret_names: set[str]) -> CompileResult:
+def _finish(
+    sink: Sink, pending: list[_Pending], secret_names: set[str], declared: set[str]
+) -> CompileResult:
     generated: dict[str, tuple[dict[str, Any], _Pending]] = {}
     for agent in pending:
         if agent.env_resource is None:
@@ -373,7 +385,8 @@ def _finish(sink: Sink, pending: list[_Pending], secret_names: set[str]) -> Comp
             )
         names.setdefault(agent.name, agent.file)
         entry = generated.get(agent.env_name)
-        if entry is None:
+        if entry is None and agent.env_name not in declared:
+            # (A declared one that failed to compile has its own errors already.)
             sink.error(
                 agent.env_loc,
                 "environment",

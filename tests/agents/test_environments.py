@@ -306,6 +306,13 @@ def test_string_environment_that_nothing_generates(tree: Tree) -> None:
     assert (error.file, error.line) == (".auto/agents/b.yaml", 3)
 
 
+def test_a_broken_inline_environment_does_not_cascade_to_its_references(tree: Tree) -> None:
+    tree.write("agents/a.yaml", HEAD + "environment: {name: shared, image: {kind: preset}}\n")
+    tree.write("agents/b.yaml", "name: b\nharness: codex\nenvironment: shared\n")
+    errors = tree.compile().errors
+    assert [(e.file, e.path) for e in errors] == [(".auto/agents/a.yaml", "environment.image.name")]
+
+
 def test_environments_directory_is_rejected(tree: Tree) -> None:
     tree.write(
         "agents/a.yaml", HEAD + "environment: {name: e, image: {kind: preset, name: node24}}\n"

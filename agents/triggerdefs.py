@@ -13,14 +13,16 @@ from agents.schema import NAME_RE, Sink, join, opt_bool, opt_enum, opt_str, opt_
 from agents.source import YNode, YScalar, YSeq, describe, to_plain
 from agents.templates import compile_field
 from templating import Dialect, Template
+from triggers.globs import validate_glob
+from triggers.regex_bound import PatternError, compile_bounded
 
 __all__ = ["MAX_PATTERN", "compile_trigger", "trigger_key"]
 
 MAX_PATTERN = 1000
 EVENT_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 FILTER_PATH_RE = re.compile(r"github(\.[A-Za-z0-9_-]+)*")
-_REPO_SEGMENT = re.compile(r"[A-Za-z0-9._*-]+")
-_BRANCH_BAD = re.compile(r"[\s~^:?\[\\\x00-\x1f\x7f]")
+_REPO_SEGMENT = re.compile(r"[A-Za-z0-9._*?-]+")
+_BRANCH_BAD = re.compile(r"[\s~^:\[\\\x00-\x1f\x7f]")
 _OPS: tuple[FilterOp, ...] = ("equals", "in", "matches", "exists")
 _TEXTS = (
     ("displayTitle", "display_title"),
@@ -133,18 +135,8 @@ def _globs(sink: Sink, node: YNode | None, path: str, check: Any) -> list[str] |
     return good
 
 
-def _segments_problem(glob: str) -> str | None:
-    segments = glob.split("/")
-    if any(not segment for segment in segments):
-        return "empty path segment"
-    for segment in segments:
-        if "**" in segment and segment != "**":
-            return "** must be a whole path segment"
-    return None
-
-
 def _repository_glob(glob: str) -> str | None:
-    problem = _segments_problem(glob)
+    problem = validate_glob(glob)
     if problem:
         return problem
     segments = glob.split("/")
@@ -160,8 +152,8 @@ def _branch_glob(glob: str) -> str | None:
     if glob.startswith("refs/"):
         return "write the branch name without refs/heads/"
     if _BRANCH_BAD.search(glob):
-        return "branch names cannot contain whitespace, control characters or ~^:?[\\"
-    return _segments_problem(glob)
+        return "branch names cannot contain whitespace, control characters or ~^:[\\"
+    return validate_glob(glob)
 
 
 def _filters(sink: Sink, node: YNode | None, path: str) -> list[Filter]:
@@ -212,25 +204,30 @@ def _filter(sink: Sink, node: YNode, path: str) -> Filter | None:
     if op == "exists" and opt_bool(sink, value_node, here) is None:
         return None
     if op == "matches":
-        pattern = _pattern(sink, value_node, here)
-        if pattern is None:
+        valid, pattern = _pattern(sink, value_node, here)
+        if not valid:
             return None
     if where is None:
         return None
     return Filter(path=where, op=op, value=value, pattern=pattern)
 
 
-def _pattern(sink: Sink, node: YNode, path: str) -> re.Pattern[str] | None:
+def _pattern(sink: Sink, node: YNode, path: str) -> tuple[bool, re.Pattern[str] | None]:
+    """(valid, Python twin or None): validity is RE2's verdict, as the matcher runs RE2."""
     source = opt_str(sink, node, path)
     if source is None:
-        return None
+        return False, None
     if len(source) > MAX_PATTERN:
         sink.error(node.loc, path, f"pattern is longer than {MAX_PATTERN} characters")
-        return None
+        return False, None
+    # The matcher runs patterns on RE2 (triggers.regex_bound): that engine decides validity.
     try:
-        return re.compile(source)
-    except re.error as exc:
-        sink.error(node.loc, path, f"invalid regular expression: {exc}")
-    except (RecursionError, OverflowError):
-        sink.error(node.loc, path, "invalid regular expression: too complex")
-    return None
+        compile_bounded(source)
+    except PatternError as exc:
+        sink.error(node.loc, path, f"invalid regular expression: {exc.reason}")
+        return False, None
+    # A Python twin for readers of Filter.pattern; RE2-only syntax (\pL, \z) has none.
+    try:
+        return True, re.compile(source)
+    except (re.error, RecursionError, OverflowError):
+        return True, None

@@ -242,3 +242,34 @@ triggers:
     # BASE has 5 lines; the bad token is on the 11th line of the file.
     assert (error.file, error.line) == (".auto/agents/a.yaml", 11)
     assert "{{ github.comment.body | trim }}" in error.message
+
+
+@pytest.mark.parametrize(
+    ("pattern", "fragment"),
+    [
+        ("(a)\\1", "backreferences"),
+        ("a(?=b)", "lookaround"),
+        ("[z-a]", "invalid regular expression"),
+    ],
+)
+def test_patterns_are_judged_by_the_matchers_engine(
+    tree: Tree, pattern: str, fragment: str
+) -> None:
+    errors = tree.errors(
+        "triggers:\n  - kind: github\n    event: push\n"
+        f"    filters: [{{path: github.x, matches: '{pattern}'}}]\n"
+    )
+    find(errors, "triggers.0.filters.0.matches", fragment)
+
+
+def test_re2_only_syntax_is_accepted_and_globs_take_question_marks(tree: Tree) -> None:
+    (trigger,) = tree.agent(
+        "triggers:\n  - kind: github\n    event: push\n"
+        "    repositories: ['acme/w?dget']\n    branches: ['v?/**']\n"
+        "    filters: [{path: github.x, matches: '^\\pL+\\z'}]\n"
+    ).triggers
+    (only,) = trigger.filters
+    assert only.value == "^\\pL+\\z"
+    assert only.pattern is None  # Python's re has no \pL; the matcher compiles RE2 itself
+    assert trigger.repositories == ("acme/w?dget",)
+    assert trigger.branches == ("v?/**",)

@@ -1,0 +1,28 @@
+"""Connections: GET /connections (installations and what they cover), POST /connections/sync."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from triggers.deps import require_admin, runtime
+from workers.connections import ConnectionStore, run_sync
+
+router = APIRouter(dependencies=[Depends(require_admin)])
+
+
+@router.get("/connections")
+async def list_connections(request: Request) -> dict[str, Any]:
+    store = ConnectionStore(runtime(request).client)
+    installations = await run_in_threadpool(store.all)
+    return {"items": [installation.to_json() for installation in installations]}
+
+
+@router.post("/connections/sync")
+async def sync_connections(request: Request) -> dict[str, Any]:
+    """Rebuild the store from the GitHub API: 400 github_not_configured, 503 github_unavailable."""
+    rt = runtime(request)
+    report = await run_in_threadpool(run_sync, rt.client, rt.settings)
+    return report.to_json()

@@ -31,6 +31,7 @@ Choices the SPEC leaves open (each also said where it is made):
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -501,6 +502,7 @@ def replace_one(
     known = state.get(installation_id)
     if fresh is None:
         return mark_status(state, installation_id, "deleted", now=now)
+    fresh = copy.deepcopy(fresh)  # the caller's object stays as given (the store may retry)
     fresh.updated_at = now
     if known is not None and not fresh.permissions:
         fresh.permissions = dict(known.permissions)

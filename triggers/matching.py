@@ -1,0 +1,468 @@
+"""Trigger matching (SPEC §5): an index by event name, and a decision per (agent, trigger).
+
+Pure: the index is built once per compiled agent set and answers which triggers an envelope
+fires, and for the others the first condition that failed. It never acts.
+
+Conditions, checked in this order (the first that fails is reported):
+
+1. event: `github.event` (X-GitHub-Event) equals the trigger's `event`.
+2. action: the trigger's `actions` absent → any; else `github.action` must be one of them
+   (an event without an action fails).
+3. repository: `github.repository.fullName` against the trigger's `repositories` globs
+   (case-insensitive); without globs, against the agent's mounts' GitHub repositories
+   (case-insensitive, exact); an agent with no GitHub mount accepts any repository. When a
+   rule applies, an event without a repository fails.
+4. branch: only when the trigger has `branches` globs; the branch is found by `event_branch`
+   (no branch found → fails).
+5. bots: `github.sender.type == "Bot"` fires only triggers with `bots: true`.
+6. filters, all of them, in order (paths as in templates: dotted keys, integer segments index
+   lists; path lookups never touch Python attributes):
+   - `equals`: strict JSON equality — numbers by value (`1 == 1.0`), but a boolean is not a
+     number and a string is not a number; objects and lists compare element-wise. A missing
+     path never equals anything (not even null).
+   - `in`: the value equals (same rule) one of the listed values.
+   - `matches`: a bounded regex search (`triggers.regex_bound`) on a string value; a value that
+     is missing or not a string does not match. A pattern RE2 refuses fails the filter.
+   - `exists: true`: the path is present and not null; `exists: false`: missing or null.
+
+A glob or pattern that `triggers.globs` or `triggers.regex_bound` refuses (the compiler should
+reject it first) makes its condition fail, with the reason as the detail: fail closed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agents.model import CompiledAgent, Filter, Trigger
+from triggers.globs import GlobError, GlobSet, compile_globs
+from triggers.regex_bound import BoundedPattern, PatternError, compile_bounded
+
+__all__ = [
+    "Candidate",
+    "Condition",
+    "Decision",
+    "TriggerIndex",
+    "event_branch",
+    "json_equal",
+]
+
+Condition = Literal["event", "action", "repository", "branch", "bots", "filter"]
+
+# Events whose branch is the pull request's base branch.
+_PULL_REQUEST_EVENTS = frozenset(
+    {
+        "pull_request",
+        "pull_request_review",
+        "pull_request_review_comment",
+        "pull_request_review_thread",
+        "pull_request_target",
+    }
+)
+# Events whose branch is a head branch field of their main object.
+_HEAD_BRANCH: Mapping[str, tuple[str, ...]] = {
+    "check_run": ("checkRun", "checkSuite", "headBranch"),
+    "check_suite": ("checkSuite", "headBranch"),
+    "workflow_run": ("workflowRun", "headBranch"),
+    "workflow_job": ("workflowJob", "headBranch"),
+}
+_HEADS = "refs/heads/"
+_FULL_NAME = ("repository", "fullName")
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A trigger of an agent listening to an event."""
+
+    agent: CompiledAgent
+    trigger: Trigger
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether one (agent, trigger) fires for an envelope, or the first condition that failed."""
+
+    agent: str
+    trigger: int
+    key: str
+    name: str | None
+    fires: bool
+    failed: Condition | None = None
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "trigger": self.trigger,
+            "key": self.key,
+            "name": self.name,
+            "fires": self.fires,
+            "failed": self.failed,
+            "detail": self.detail,
+        }
+
+
+def _lookup(root: Any, segments: Sequence[str]) -> Any:
+    """The value at a dotted path, or `_MISSING`; integer segments index lists."""
+    current = root
+    for segment in segments:
+        if isinstance(current, dict | Mapping):  # dict first: the fast, common case
+            current = current.get(segment, _MISSING)
+        elif isinstance(current, list) and segment.isdigit() and segment.isascii():
+            index = int(segment)
+            current = current[index] if index < len(current) else _MISSING
+        else:
+            return _MISSING
+        if current is _MISSING:
+            return _MISSING
+    return current
+
+
+def json_equal(left: Any, right: Any) -> bool:
+    """Strict JSON equality: `1 == 1.0`, but `true != 1` and `"1" != 1`."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right
+    if isinstance(left, str) and isinstance(right, str):
+        return left == right
+    if left is None or right is None:
+        return left is None and right is None
+    if isinstance(left, list | tuple) and isinstance(right, list | tuple):
+        return len(left) == len(right) and all(map(json_equal, left, right))
+    if isinstance(left, Mapping) and isinstance(right, Mapping):
+        return left.keys() == right.keys() and all(json_equal(v, right[k]) for k, v in left.items())
+    return False
+
+
+def event_branch(github: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The branch an event is about, and where it came from (or why there is none).
+
+    - pull_request, pull_request_review, pull_request_review_comment,
+      pull_request_review_thread: the PR's base branch, `pullRequest.base.ref`.
+    - check_run, check_suite, workflow_run, workflow_job: the head branch
+      (`checkRun.checkSuite.headBranch`, `checkSuite.headBranch`, …); null for some fork runs.
+    - create, delete: `ref` when `refType` is `branch` (tags have no branch).
+    - merge_group: `mergeGroup.baseRef` without `refs/heads/` (the branch being merged into).
+    - every other event (push, workflow_dispatch, …): `ref` when it starts with `refs/heads/`,
+      without that prefix; a tag ref (`refs/tags/…`) has no branch.
+    Events with none of these (issue_comment, issues, status, …) have no branch.
+    """
+    event = github.get("event")
+    if event in _PULL_REQUEST_EVENTS:
+        return _string(github, ("pullRequest", "base", "ref"))
+    if isinstance(event, str) and event in _HEAD_BRANCH:
+        return _string(github, _HEAD_BRANCH[event])
+    if event in ("create", "delete"):
+        kind = github.get("refType")
+        if kind != "branch":
+            return None, f"github.refType is {_show(kind)}, not branch"
+        return _string(github, ("ref",))
+    if event == "merge_group":
+        return _heads(github, ("mergeGroup", "baseRef"))
+    return _heads(github, ("ref",))
+
+
+def _string(github: Mapping[str, Any], path: tuple[str, ...]) -> tuple[str | None, str]:
+    where = "github." + ".".join(path)
+    value = _lookup(github, path)
+    if isinstance(value, str) and value:
+        return value, where
+    if value is _MISSING:
+        return None, f"{where} is missing"
+    return None, f"{where} is {_show(value)}"
+
+
+def _heads(github: Mapping[str, Any], path: tuple[str, ...]) -> tuple[str | None, str]:
+    ref, where = _string(github, path)
+    if ref is None:
+        return None, where
+    if not ref.startswith(_HEADS) or len(ref) == len(_HEADS):
+        return None, f"{where} {_show(ref)} is not a branch"
+    return ref[len(_HEADS) :], where
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    """A short JSON rendering of a value for a decision's detail (never the whole of it)."""
+    if value is _MISSING:
+        return "missing"
+    if isinstance(value, str):
+        text = json.dumps(value[:limit], ensure_ascii=False)
+        return text if len(value) <= limit else text[:-1] + '…"'
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        if len(value) <= 8 and all(not isinstance(v, Mapping | list | tuple) for v in value):
+            return "[" + ", ".join(_show(v, 40) for v in value) + "]"
+        return f"a list of {len(value)} items"
+    if value is None or isinstance(value, bool | int | float):
+        return json.dumps(value)
+    return repr(value)[:limit]
+
+
+def _listed(values: Iterable[str]) -> str:
+    return ", ".join(values) or "(none)"
+
+
+class _FilterCheck:
+    """One filter with its path split and its pattern compiled (or why it cannot be)."""
+
+    __slots__ = ("error", "filter", "number", "options", "pattern", "segments")
+
+    def __init__(self, number: int, filter: Filter) -> None:
+        self.number = number
+        self.filter = filter
+        self.segments = tuple(filter.path.split("."))
+        value = filter.value
+        self.options = tuple(value) if isinstance(value, list | tuple) else (value,)
+        self.pattern: BoundedPattern | None = None
+        self.error: str | None = None
+        if filter.op == "matches":
+            try:
+                self.pattern = compile_bounded(str(value))
+            except PatternError as exc:
+                self.error = str(exc)
+
+    def holds(self, envelope: Mapping[str, Any]) -> bool:
+        value = _lookup(envelope, self.segments)
+        op = self.filter.op
+        if op == "exists":
+            return (value is not _MISSING and value is not None) is bool(self.filter.value)
+        if value is _MISSING:
+            return False
+        if op == "equals":
+            return json_equal(value, self.filter.value)
+        if op == "in":
+            return any(json_equal(value, option) for option in self.options)
+        return self.pattern is not None and isinstance(value, str) and self.pattern.search(value)
+
+    def detail(self, envelope: Mapping[str, Any]) -> str:
+        if self.error is not None:
+            return f"filter {self.number} ({self.filter.path}): {self.error}"
+        value = _lookup(envelope, self.segments)
+        return (
+            f"filter {self.number}: {self.filter.path} {self.filter.op} "
+            f"{_show(self.filter.value)}, actual value {_show(value)}"
+        )
+
+
+class _Rule:
+    """A candidate with its conditions compiled, ready to decide on an envelope.
+
+    `failed` finds the first failing condition without building any text (the hot path of
+    `match`); `detail` describes that condition for decisions.
+    """
+
+    __slots__ = (
+        "actions",
+        "actions_listed",
+        "branches",
+        "candidate",
+        "filters",
+        "invalid",
+        "mounted",
+        "mounted_listed",
+        "repositories",
+    )
+
+    def __init__(self, candidate: Candidate) -> None:
+        self.candidate = candidate
+        trigger = candidate.trigger
+        self.actions = frozenset(trigger.actions) if trigger.actions is not None else None
+        self.actions_listed = _listed(trigger.actions or ())
+        # A glob the compiler let through but this module refuses fails its condition.
+        self.invalid: dict[Condition, str] = {}
+        self.repositories: GlobSet | None = None
+        self.mounted: frozenset[str] | None = None
+        self.mounted_listed = ""
+        if trigger.repositories is not None:
+            try:
+                self.repositories = compile_globs(trigger.repositories, ignore_case=True)
+            except GlobError as exc:
+                self.invalid["repository"] = str(exc)
+        else:
+            mounted = [m.github_repository for m in candidate.agent.mounts if m.github_repository]
+            if mounted:
+                self.mounted = frozenset(name.lower() for name in mounted)
+                self.mounted_listed = _listed(dict.fromkeys(mounted))
+        self.branches: GlobSet | None = None
+        if trigger.branches is not None:
+            try:
+                self.branches = compile_globs(trigger.branches)
+            except GlobError as exc:
+                self.invalid["branch"] = str(exc)
+        self.filters = tuple(_FilterCheck(i, f) for i, f in enumerate(trigger.filters))
+
+    def decide(self, envelope: Mapping[str, Any], github: Mapping[str, Any]) -> Decision:
+        failed = self.failed(envelope, github)
+        trigger = self.candidate.trigger
+        return Decision(
+            agent=self.candidate.agent.name,
+            trigger=trigger.index,
+            key=trigger.key,
+            name=trigger.name,
+            fires=failed is None,
+            failed=failed,
+            detail=self.detail(failed, envelope, github) if failed else None,
+        )
+
+    def failed(self, envelope: Mapping[str, Any], github: Mapping[str, Any]) -> Condition | None:
+        """The first failing condition after `event` (the index already chose by event)."""
+        if self.actions is not None:
+            action = github.get("action")
+            if not isinstance(action, str) or action not in self.actions:
+                return "action"
+        if not self._repository_ok(github):
+            return "repository"
+        if "branch" in self.invalid or (self.branches is not None and not self._branch_ok(github)):
+            return "branch"
+        if not self.candidate.trigger.bots and _is_bot(github):
+            return "bots"
+        for check in self.filters:
+            if not check.holds(envelope):
+                return "filter"
+        return None
+
+    def _repository_ok(self, github: Mapping[str, Any]) -> bool:
+        if self.repositories is None and self.mounted is None:
+            return "repository" not in self.invalid
+        name = _lookup(github, _FULL_NAME)
+        if not isinstance(name, str):
+            return False
+        if self.repositories is not None:
+            return self.repositories.match(name)
+        return self.mounted is not None and name.lower() in self.mounted
+
+    def _branch_ok(self, github: Mapping[str, Any]) -> bool:
+        branch, _ = event_branch(github)
+        return branch is not None and self.branches is not None and self.branches.match(branch)
+
+    def detail(
+        self, failed: Condition, envelope: Mapping[str, Any], github: Mapping[str, Any]
+    ) -> str:
+        """What failed, with the values involved."""
+        if failed in self.invalid:
+            return self.invalid[failed]
+        if failed == "action":
+            action = github.get("action")
+            if not isinstance(action, str):
+                return f"the event has no action; wanted one of {self.actions_listed}"
+            return f"action {action!r} is not one of {self.actions_listed}"
+        if failed == "repository":
+            return self._repository_detail(github)
+        if failed == "branch":
+            branch, where = event_branch(github)
+            if branch is None:
+                return f"the event has no branch: {where}"
+            sources = _listed(self.branches.sources if self.branches else ())
+            return f"branch {branch!r} ({where}) matches none of {sources}"
+        if failed == "bots":
+            login = _lookup(github, ("sender", "login"))
+            return f"sender {_show(login)} is a Bot and the trigger does not set bots: true"
+        for check in self.filters:
+            if not check.holds(envelope):
+                return check.detail(envelope)
+        return "no filter failed"  # unreachable while `failed` and `detail` agree
+
+    def _repository_detail(self, github: Mapping[str, Any]) -> str:
+        name = _lookup(github, _FULL_NAME)
+        if not isinstance(name, str):
+            return f"the event has no repository (github.repository.fullName is {_show(name)})"
+        if self.repositories is not None:
+            return f"repository {name!r} matches none of {_listed(self.repositories.sources)}"
+        return (
+            f"repository {name!r} is not one of the agent's mounted repositories "
+            f"{self.mounted_listed} (the default when the trigger lists none)"
+        )
+
+
+def _is_bot(github: Mapping[str, Any]) -> bool:
+    sender = github.get("sender")
+    return isinstance(sender, dict | Mapping) and sender.get("type") == "Bot"
+
+
+def _github(envelope: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+    github = envelope.get("github")
+    if not isinstance(github, Mapping):
+        return {}, None
+    event = github.get("event")
+    return github, event if isinstance(event, str) else None
+
+
+class TriggerIndex:
+    """Every trigger of a compiled agent set, indexed by event name.
+
+    Built once per compiled set. `evaluate`/`match` look at the triggers listening to the
+    envelope's event only, so their cost does not depend on triggers for other events.
+    Candidates keep agent order, then trigger order.
+    """
+
+    def __init__(self, agents: Iterable[CompiledAgent]) -> None:
+        self._rules: tuple[_Rule, ...] = tuple(
+            _Rule(Candidate(agent, trigger)) for agent in agents for trigger in agent.triggers
+        )
+        by_event: dict[str, list[_Rule]] = {}
+        for rule in self._rules:
+            by_event.setdefault(rule.candidate.trigger.event, []).append(rule)
+        self._by_event: dict[str, tuple[_Rule, ...]] = {
+            event: tuple(rules) for event, rules in by_event.items()
+        }
+        self._candidates: dict[str, tuple[Candidate, ...]] = {
+            event: tuple(rule.candidate for rule in rules) for event, rules in by_event.items()
+        }
+
+    @property
+    def events(self) -> frozenset[str]:
+        """The event names at least one trigger listens to."""
+        return frozenset(self._by_event)
+
+    def candidates(self, event: str) -> Sequence[Candidate]:
+        """The triggers listening to `event` (one dict lookup)."""
+        return self._candidates.get(event, ())
+
+    def evaluate(self, envelope: Mapping[str, Any]) -> list[Decision]:
+        """A decision for every trigger listening to the envelope's event."""
+        github, event = _github(envelope)
+        if event is None:
+            return []
+        return [rule.decide(envelope, github) for rule in self._by_event.get(event, ())]
+
+    def match(self, envelope: Mapping[str, Any]) -> list[Candidate]:
+        """The (agent, trigger) pairs the envelope fires, in index order."""
+        github, event = _github(envelope)
+        if event is None:
+            return []
+        return [
+            rule.candidate
+            for rule in self._by_event.get(event, ())
+            if rule.failed(envelope, github) is None
+        ]
+
+    def explain_all(self, envelope: Mapping[str, Any]) -> list[Decision]:
+        """A decision for every trigger of every agent (the dry-run explain endpoint)."""
+        github, event = _github(envelope)
+        decisions = []
+        for rule in self._rules:
+            trigger = rule.candidate.trigger
+            if trigger.event == event:
+                decisions.append(rule.decide(envelope, github))
+                continue
+            decisions.append(
+                Decision(
+                    agent=rule.candidate.agent.name,
+                    trigger=trigger.index,
+                    key=trigger.key,
+                    name=trigger.name,
+                    fires=False,
+                    failed="event",
+                    detail=(
+                        f"event {event!r} is not {trigger.event!r}"
+                        if event is not None
+                        else "the envelope has no github.event"
+                    ),
+                )
+            )
+        return decisions

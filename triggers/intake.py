@@ -84,13 +84,15 @@ def _json_document(raw: bytes, media_type: str) -> bytes:
 
 
 def _parse_json(document: bytes) -> dict[str, Any]:
-    try:
-        document.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidBody(f"body is not UTF-8: byte {exc.start} is invalid") from None
+    # orjson refuses invalid UTF-8 itself, so the separate UTF-8 check (a second pass over
+    # the body) only runs to name the problem once parsing has failed
     try:
         body = orjson.loads(document)
     except orjson.JSONDecodeError as exc:
+        try:
+            document.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise InvalidBody(f"body is not UTF-8: byte {bad.start} is invalid") from None
         raise InvalidBody(f"body is not JSON: {exc}") from None
     if not isinstance(body, dict):
         raise InvalidBody(f"body is JSON {type(body).__name__}, not an object")

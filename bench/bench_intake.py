@@ -22,8 +22,12 @@ recorded without wrk counting its answer, so recorded may exceed accepted by at 
 connection count; it must never be lower).
 
 Run:    .venv/bin/python bench/bench_intake.py [--seconds 15] [--runs 2]
-Profile the hookspawn server under load (needs ``.venv/bin/pip install py-spy``):
-        .venv/bin/python bench/bench_intake.py --profile [--seconds 15]
+Profile a server under load (needs ``.venv/bin/pip install py-spy``; py-spy samples the
+GIL holder at 100 Hz, start-up imports left out):
+        .venv/bin/python bench/bench_intake.py --profile [hookspawn|proposed|proposed-async]
+Prototypes of the proposals further down (not run by default):
+        .venv/bin/python bench/bench_intake.py \
+            --scenarios bare,hookspawn,naive,proposed,proposed-async
 """
 
 from __future__ import annotations
@@ -339,7 +343,7 @@ def patch_proposed(app: Any, asynchronous: bool) -> None:
         keys_, args = record_args(rt.store, new_delivery(parsed), messages(parsed.delivery_id))
         return bool(script(keys=keys_, args=args))
 
-    receiver.record_and_enqueue = record_and_enqueue  # type: ignore[assignment]
+    receiver.record_and_enqueue = record_and_enqueue
     if not asynchronous:
         return
     import redis.asyncio
@@ -622,7 +626,13 @@ def main() -> None:
         default=",".join(SCENARIOS),
         help=f"comma-separated, of {', '.join(SCENARIOS + PROTOTYPES)}",
     )
-    parser.add_argument("--profile", action="store_true", help="py-spy the hookspawn server")
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const="hookspawn",
+        choices=("hookspawn", *PROTOTYPES),
+        help="py-spy this server (default hookspawn) under one wrk run instead",
+    )
     args = parser.parse_args()
 
     if args.serve:
@@ -688,7 +698,7 @@ def profile(
 ) -> None:
     client.flushall()
     raw = Path(tempfile.gettempdir()) / "hookspawn-intake-profile.txt"
-    proc, port = start_server("hookspawn", redis_url, work, profile_to=raw)
+    proc, port = start_server(args.profile, redis_url, work, profile_to=raw)
     try:
         script = write_script(work, body_path, signature, "profile")
         data = run_wrk(port, script, args.seconds, args.connections)

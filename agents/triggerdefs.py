@@ -53,7 +53,7 @@ def trigger_key(definition: dict[str, Any]) -> str:
 def compile_trigger(sink: Sink, node: YNode, path: str, index: int) -> Trigger | None:
     before = sink.error_count
     entry = strict_map(
-        sink, node, path, allowed=_TRIGGER_KEYS, required=("kind", "event"), what="a trigger"
+        sink, node, path, allowed=_TRIGGER_KEYS, required=("event",), what="a trigger"
     )
     if entry is None:
         return None

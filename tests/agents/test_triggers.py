@@ -89,7 +89,6 @@ NEGATIVE = [
         "triggers.0.repositories",
         "at least one",
     ),
-    ("  - {event: push}\n", "triggers.0.kind", "required field"),
     ("  - {kind: github, event: Pull Request}\n", "triggers.0.event", "is not valid"),
     ("  - {kind: github, event: push, actions: opened}\n", "triggers.0.actions", "list of strings"),
     (
@@ -273,3 +272,10 @@ def test_re2_only_syntax_is_accepted_and_globs_take_question_marks(tree: Tree) -
     assert only.pattern is None  # Python's re has no \pL; the matcher compiles RE2 itself
     assert trigger.repositories == ("acme/w?dget",)
     assert trigger.branches == ("v?/**",)
+
+
+def test_kind_defaults_to_github_and_keeps_the_key(tree: Tree) -> None:
+    implicit = tree.agent("triggers:\n  - {event: push}\n").triggers
+    explicit = tree.agent("triggers:\n  - {kind: github, event: push}\n").triggers
+    assert implicit[0].kind == "github"
+    assert implicit[0].key == explicit[0].key

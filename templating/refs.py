@@ -77,4 +77,8 @@ def _broken_rule(ref: str) -> str | None:  # noqa: C901 - one flat list of rules
             return f"has a component starting with '.' ({component!r})"
         if component.endswith(".lock"):
             return f"has a component ending with '.lock' ({component!r})"
+        if component.startswith("-"):
+            # git allows refs/heads/-x, but a branch named like an option (--upload-pack=…)
+            # is never worth the risk of reaching a command line
+            return f"has a component starting with '-' ({component!r})"
     return None

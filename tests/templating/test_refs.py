@@ -39,6 +39,12 @@ RULES = [
     ("no leading '/'", "x/y", "/x", "starts with '/'"),
     ("no '//'", "a/b", "a//b", "'//'"),
     ("no leading '-'", "a-", "--upload-pack=x", "starts with '-'"),
+    (
+        "no component starting with '-'",
+        "refs/heads/a-b",
+        "refs/heads/--upload-pack=x",
+        "starting with '-'",
+    ),
     ("no unicode whitespace", "a\u00e9b", "a\u00a0b", "whitespace (U+00A0)"),
     ("no line separator", "a\u2013b", "a\u2028b", "whitespace (U+2028)"),
     ("no bidi override", "\u05d0\u05d1", "a\u202eb", "U+202E"),
@@ -113,7 +119,13 @@ _PLAUSIBLE = st.lists(
     min_size=1,
     max_size=4,
 ).map("/".join)
-_EXTRAS = ("starts with '-'", "whitespace", "bytes long", "invisible or control")
+_EXTRAS = (
+    "starts with '-'",
+    "starting with '-'",
+    "whitespace",
+    "bytes long",
+    "invisible or control",
+)
 
 
 @settings(

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from triggers.errors import RuleError
+
 __all__ = [
     "MAX_GLOB",
     "Glob",
@@ -37,7 +39,7 @@ __all__ = [
 MAX_GLOB = 1000
 
 
-class GlobError(ValueError):
+class GlobError(RuleError):
     """A glob that cannot be compiled; `glob` is the text, `reason` says what is wrong."""
 
     def __init__(self, glob: str, reason: str) -> None:

@@ -27,7 +27,7 @@ STATUS: list[tuple[type[Exception], int]] = [
 ]
 
 
-class ApiError(Exception):
+class ApiError(intake.TriggersError):
     """An answer the API gives on purpose (404 not found, 401 unauthorized, 409 refusals …)."""
 
     def __init__(self, status: int, code: str, message: str, **details: Any) -> None:

@@ -24,6 +24,8 @@ from typing import Any
 
 import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
 
+from triggers.errors import RuleError
+
 __all__ = [
     "MAX_PATTERN",
     "MAX_PROGRAM_BYTES",
@@ -51,7 +53,7 @@ _UNSUPPORTED: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-class PatternError(ValueError):
+class PatternError(RuleError):
     """A `matches` pattern the bounded engine refuses; `pattern` and `reason` say why.
 
     `python_only` is True for constructs Python's `re` accepts but RE2 cannot run.

@@ -37,6 +37,7 @@ def test_pure_core_imports_no_io() -> None:
     code = (
         "import sys\n"
         "import templating, agents, triggers.envelope, triggers.signature, triggers.intake\n"
+        "import triggers.matching, workers.planning, workers.lifecycle\n"
         "bad = sorted(m for m in ('celery', 'redis', 'githubkit', 'kombu') if m in sys.modules)\n"
         "print(','.join(bad))\n"
     )

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from triggers import http_errors, receiver, routes_deliveries, routes_health
+from triggers import (
+    http_errors,
+    receiver,
+    routes_agents,
+    routes_connections,
+    routes_deliveries,
+    routes_health,
+    routes_sessions,
+)
 from workers.runtime import Runtime
 
 
@@ -19,4 +27,7 @@ def create_app(rt: Runtime) -> FastAPI:
     app.include_router(receiver.router)
     app.include_router(routes_deliveries.router)
     app.include_router(routes_health.router)
+    app.include_router(routes_agents.router)
+    app.include_router(routes_sessions.router)
+    app.include_router(routes_connections.router)
     return app

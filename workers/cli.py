@@ -63,6 +63,25 @@ def _parser() -> argparse.ArgumentParser:
     deliveries.add_argument("action", choices=["list", "show", "replay"])
     deliveries.add_argument("id", nargs="?")
     server_url(deliveries)
+
+    start = add("start", commands.start, "start a session of an agent by hand (no event)")
+    start.add_argument("agent")
+    start.add_argument("--title", default=None, help="displayTitle")
+    start.add_argument("--prompt", default=None, help="initialPrompt")
+    start.add_argument("--message", default=None)
+    start.add_argument("--idempotency-key", default=None, help="starting twice with it starts once")
+    server_url(start)
+
+    sessions = add("sessions", commands.sessions, "list sessions")
+    sessions.add_argument("action", choices=["list", "show"])
+    sessions.add_argument("id", nargs="?")
+    sessions.add_argument("--agent", default=None)
+    sessions.add_argument("--limit", type=int, default=100)
+    server_url(sessions)
+
+    connections = add("connections", commands.connections, "list or sync GitHub App connections")
+    connections.add_argument("action", choices=["list", "sync"])
+    server_url(connections)
     return p
 
 

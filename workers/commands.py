@@ -108,11 +108,30 @@ def _admin(settings: Settings) -> dict[str, str]:
     return {"Authorization": f"Bearer {settings.admin_token}"} if settings.admin_token else {}
 
 
-def api_call(method: str, path: str, *, url: str | None, body: Any = None) -> int:
+def api_call(
+    method: str,
+    path: str,
+    *,
+    url: str | None,
+    body: Any = None,
+    params: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> int:
     """Call the running server's API and print the JSON answer; exit 0 on 2xx."""
     settings = _settings()
     base = (url or DEFAULT_URL).rstrip("/")
-    response = httpx.request(method, base + path, json=body, headers=_admin(settings), timeout=30)
+    try:
+        response = httpx.request(
+            method,
+            base + path,
+            json=body,
+            params={k: v for k, v in (params or {}).items() if v is not None},
+            headers={**_admin(settings), **(headers or {})},
+            timeout=120,
+        )
+    except httpx.HTTPError as exc:
+        print(f"hookspawn: cannot reach {base}: {exc}", file=sys.stderr)
+        return 2
     try:
         print(json.dumps(response.json(), indent=2))
     except ValueError:
@@ -128,3 +147,36 @@ def deliveries(args: argparse.Namespace) -> int:
     if args.action == "show":
         return api_call("GET", f"/deliveries/{args.id}", url=args.url)
     return api_call("POST", f"/deliveries/{args.id}/replay", url=args.url)
+
+
+def start(args: argparse.Namespace) -> int:
+    body = {
+        "displayTitle": args.title,
+        "initialPrompt": args.prompt,
+        "message": args.message,
+        "requester": os.environ.get("USER"),
+    }
+    headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
+    return api_call(
+        "POST",
+        f"/agents/{args.agent}/sessions",
+        url=args.url,
+        body={k: v for k, v in body.items() if v is not None},
+        headers=headers,
+    )
+
+
+def sessions(args: argparse.Namespace) -> int:
+    if args.action == "show":
+        if not args.id:
+            raise SystemExit("hookspawn sessions show: a session ID is required")
+        return api_call("GET", f"/sessions/{args.id}", url=args.url)
+    return api_call(
+        "GET", "/sessions", url=args.url, params={"agent": args.agent, "limit": args.limit}
+    )
+
+
+def connections(args: argparse.Namespace) -> int:
+    if args.action == "sync":
+        return api_call("POST", "/connections/sync", url=args.url)
+    return api_call("GET", "/connections", url=args.url)

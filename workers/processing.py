@@ -8,6 +8,7 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,18 +31,14 @@ class RunResult:
 
 class Pipeline(Protocol):
     def run(
-        self, delivery: Delivery, envelope: dict[str, Any], *, final_attempt: bool
+        self,
+        delivery: Delivery,
+        body: Mapping[str, Any],
+        envelope: dict[str, Any],
+        *,
+        final_attempt: bool,
     ) -> RunResult:
         """Decide and carry out every spawn of the delivery; raise Transient to be retried."""
-
-
-class RecordOnly:
-    """The pipeline of a deployment with no agents: the delivery is processed, nothing fires."""
-
-    def run(
-        self, delivery: Delivery, envelope: dict[str, Any], *, final_attempt: bool
-    ) -> RunResult:
-        return RunResult()
 
 
 def backoff(retries: int, retry_after: float | None, *, cap: float) -> float:
@@ -110,8 +107,9 @@ class DeliveryProcessor:
             # expired between enqueue and now: nothing left to do
             self.store.forget_pending(delivery_id)
             return "skipped"
-        envelope = build_envelope(delivery.event, delivery_id, orjson.loads(body))
-        result = self.pipeline.run(delivery, envelope, final_attempt=final_attempt)
+        payload = orjson.loads(body)
+        envelope = build_envelope(delivery.event, delivery_id, payload)
+        result = self.pipeline.run(delivery, payload, envelope, final_attempt=final_attempt)
         run = {
             "run": delivery.runs + 1,
             "startedAt": iso(started),

@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import cast
 
 import redis
 from celery import Celery
 
+from workers.agents_source import AgentsSource
 from workers.celery_app import PROCESS_DELIVERY, make_celery
+from workers.connections import ConnectionStore
 from workers.deliveries import DeliveryStore
-from workers.processing import DeliveryProcessor, Pipeline, RecordOnly
+from workers.dispatch import Dispatcher, EmbeddedDispatcher, HttpDispatcher
+from workers.github import GitHubApp
+from workers.pipeline import SpawnPipeline
+from workers.processing import DeliveryProcessor, Pipeline
+from workers.sessions import SessionStore, SpawnRecords
 from workers.settings import Settings
 from workers.tasks import register_tasks
+from workers.token_cache import TokenCache
 
 
 def redis_client(url: str) -> redis.Redis:
@@ -27,16 +35,99 @@ def redis_client(url: str) -> redis.Redis:
     )
 
 
-@dataclass
+def build_pipeline(settings: Settings, client: redis.Redis) -> SpawnPipeline:
+    """The spawn pipeline with everything it needs, for this process."""
+    sessions = SessionStore(client)
+    dispatcher: Dispatcher
+    if settings.dispatch_url:
+        dispatcher = HttpDispatcher(settings.dispatch_url, sessions=sessions)
+    else:
+        dispatcher = EmbeddedDispatcher(sessions)
+    github = GitHubApp.from_settings(settings)
+    return SpawnPipeline(
+        agents=AgentsSource(settings.agents_dir, secret_names=settings.secret_names),
+        connections=ConnectionStore(client),
+        dispatcher=dispatcher,
+        spawns=SpawnRecords(client, ttl_seconds=int(settings.retention.total_seconds())),
+        github=github,
+        tokens=TokenCache(github.mint_token) if github else None,
+    )
+
+
+class PerProcess:
+    """Builds the Redis client and pipeline lazily, once per (forked) process."""
+
+    def __init__(
+        self, settings: Settings, redis_url: str, pipeline: Callable[[redis.Redis], Pipeline]
+    ) -> None:
+        self.settings, self.redis_url, self._make_pipeline = settings, redis_url, pipeline
+        self._pid = -1
+        self._lock = threading.Lock()
+        self._processor: DeliveryProcessor | None = None
+        self._pipeline: Pipeline | None = None
+
+    def _ensure(self) -> None:
+        if self._processor is not None and self._pid == os.getpid():
+            return
+        client = redis_client(self.redis_url)
+        store = DeliveryStore(
+            client, retention=self.settings.retention, lease=self.settings.lease_seconds
+        )
+        self._pipeline = self._make_pipeline(client)
+        self._processor = DeliveryProcessor(store, self._pipeline)
+        self._pid = os.getpid()
+
+    def processor(self) -> DeliveryProcessor:
+        with self._lock:
+            self._ensure()
+            assert self._processor is not None
+            return self._processor
+
+    def pipeline(self) -> Pipeline:
+        with self._lock:
+            self._ensure()
+            assert self._pipeline is not None
+            return self._pipeline
+
+
 class Runtime:
     """Everything a web or worker process needs, built once from Settings."""
 
-    settings: Settings
-    redis_url: str
-    client: redis.Redis
-    store: DeliveryStore
-    celery: Celery
-    process_delivery: Any
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        redis_url: str | None = None,
+        pipeline: Pipeline | Callable[[redis.Redis], Pipeline] | None = None,
+    ) -> None:
+        url = redis_url or settings.redis_url
+        if not url:
+            raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
+        self.settings = settings
+        self.redis_url = url
+        self.client = redis_client(url)
+        self.store = DeliveryStore(
+            self.client, retention=settings.retention, lease=settings.lease_seconds
+        )
+        self.sessions = SessionStore(self.client)
+        self.connections = ConnectionStore(self.client)
+        self.celery: Celery = make_celery(url)
+        factory: Callable[[redis.Redis], Pipeline]
+        if pipeline is None:
+            factory = partial(build_pipeline, settings)
+        elif isinstance(pipeline, SpawnPipeline) or hasattr(pipeline, "run"):
+            fixed = cast(Pipeline, pipeline)
+            factory = lambda client: fixed  # noqa: E731
+        else:
+            factory = pipeline
+        self.per_process = PerProcess(settings, url, factory)
+        self.process_delivery = register_tasks(
+            self.celery, self.per_process.processor, max_retries=settings.max_retries
+        )
+
+    @property
+    def pipeline(self) -> Pipeline:
+        return self.per_process.pipeline()
 
     def enqueue(self, delivery_id: str) -> None:
         self.celery.send_task(PROCESS_DELIVERY, args=[delivery_id])
@@ -45,38 +136,10 @@ class Runtime:
         self.client.close()
 
 
-class _PerProcess:
-    """Builds the processor lazily in each (forked) worker process."""
-
-    def __init__(self, settings: Settings, redis_url: str, pipeline: Pipeline | None) -> None:
-        self.settings, self.redis_url, self.pipeline = settings, redis_url, pipeline
-        self._pid = -1
-        self._proc: DeliveryProcessor | None = None
-        self._lock = threading.Lock()
-
-    def __call__(self) -> DeliveryProcessor:
-        with self._lock:
-            if self._proc is None or self._pid != os.getpid():
-                store = DeliveryStore(
-                    redis_client(self.redis_url),
-                    retention=self.settings.retention,
-                    lease=self.settings.lease_seconds,
-                )
-                self._proc = DeliveryProcessor(store, self.pipeline or RecordOnly())
-                self._pid = os.getpid()
-            return self._proc
-
-
 def build_runtime(
-    settings: Settings, *, redis_url: str | None = None, pipeline: Pipeline | None = None
+    settings: Settings,
+    *,
+    redis_url: str | None = None,
+    pipeline: Pipeline | Callable[[redis.Redis], Pipeline] | None = None,
 ) -> Runtime:
-    url = redis_url or settings.redis_url
-    if not url:
-        raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
-    client = redis_client(url)
-    celery = make_celery(url)
-    task = register_tasks(
-        celery, _PerProcess(settings, url, pipeline), max_retries=settings.max_retries
-    )
-    store = DeliveryStore(client, retention=settings.retention, lease=settings.lease_seconds)
-    return Runtime(settings, url, client, store, celery, task)
+    return Runtime(settings, redis_url=redis_url, pipeline=pipeline)

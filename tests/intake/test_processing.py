@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,12 @@ class Recording:
         self.lock = threading.Lock()
 
     def run(
-        self, delivery: Delivery, envelope: dict[str, Any], *, final_attempt: bool
+        self,
+        delivery: Delivery,
+        body: Mapping[str, Any],
+        envelope: dict[str, Any],
+        *,
+        final_attempt: bool,
     ) -> RunResult:
         with self.lock:
             self.seen.setdefault(delivery.delivery_id, []).append(envelope)

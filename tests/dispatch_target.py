@@ -1,0 +1,85 @@
+"""An HTTP dispatch target for tests: records every POST, answers as scripted, keeps sessions."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Received:
+    key: str | None
+    body: dict[str, Any]
+
+
+@dataclass
+class DispatchTarget:
+    """Answers the next scripted statuses first, then 201 (or 409 for a known key).
+
+    `fail_each` makes every new Idempotency-Key fail that many times before it succeeds.
+    """
+
+    script: list[int] = field(default_factory=list)
+    fail_each: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    delay: float = 0.0
+    received: list[Received] = field(default_factory=list)
+    sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    url: str = ""
+
+    def answer(self, key: str | None, body: dict[str, Any]) -> int:
+        if self.delay:
+            time.sleep(self.delay)
+        with self.lock:
+            self.received.append(Received(key, body))
+            if self.script:
+                return self.script.pop(0)
+            seen = self.failures.get(key or "", 0)
+            if seen < self.fail_each:
+                self.failures[key or ""] = seen + 1
+                return 500
+            if key and key in self.sessions:
+                return 409
+            self.sessions[key or body.get("id", "")] = body
+            return 201
+
+
+@contextmanager
+def dispatch_target(**kwargs: Any) -> Iterator[DispatchTarget]:
+    target = DispatchTarget(**kwargs)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            status = target.answer(self.headers.get("Idempotency-Key"), body)
+            payload = json.dumps({"id": body.get("id")}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    target.url = f"http://127.0.0.1:{server.server_address[1]}/sessions"
+    try:
+        yield target
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -1,0 +1,35 @@
+"""GET /agents: the compiled agents, their triggers and whether each is event-dependent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from triggers.deps import require_admin, runtime
+from workers.agents_source import AgentsSource
+from workers.pipeline import SpawnPipeline
+
+router = APIRouter(dependencies=[Depends(require_admin)])
+
+
+@router.get("/agents")
+async def list_agents(request: Request) -> dict[str, Any]:
+    rt = runtime(request)
+
+    def load() -> dict[str, Any]:
+        pipeline = rt.pipeline
+        source: AgentsSource | None = (
+            pipeline.agents if isinstance(pipeline, SpawnPipeline) else None
+        )
+        if source is None:
+            return {"items": [], "errors": []}
+        current = source.current()
+        return {
+            "items": [agent.to_json() for agent in current.agents],
+            "errors": list(source.last_errors),
+            "directory": str(source.directory),
+        }
+
+    return await run_in_threadpool(load)

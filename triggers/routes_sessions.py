@@ -1,0 +1,115 @@
+"""Sessions and starts: GET /sessions[/{id}], POST /agents/{name}/sessions, POST …/spawn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from triggers.deps import require_admin, runtime
+from triggers.http_errors import ApiError
+from workers.pipeline import SpawnPipeline
+from workers.planning import Outcome
+from workers.runtime import Runtime
+from workers.session_spec import session_json_schema
+from workers.starts import REFUSAL_STATUS, StartRequest, start_from_agent, start_manual
+
+router = APIRouter(dependencies=[Depends(require_admin)])
+
+
+class StartBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    display_title: str | None = Field(None, alias="displayTitle", max_length=65536)
+    initial_prompt: str | None = Field(None, alias="initialPrompt", max_length=65536)
+    message: str | None = Field(None, max_length=65536)
+    requester: str | None = Field(None, max_length=256)
+
+
+class SpawnBody(StartBody):
+    agent: str = Field(min_length=1, max_length=128)
+
+
+def _spawner(rt: Runtime) -> SpawnPipeline:
+    pipeline = rt.pipeline
+    if not isinstance(pipeline, SpawnPipeline):
+        raise ApiError(503, "starts_unavailable", "this process has no spawn pipeline")
+    return pipeline
+
+
+def _answer(rt: Runtime, outcome: Outcome) -> JSONResponse:
+    if outcome.outcome == "dispatched" and outcome.session_id:
+        session = rt.sessions.get(outcome.session_id)
+        return JSONResponse(session or {"id": outcome.session_id}, status_code=201)
+    code = outcome.code or "start_failed"
+    status = REFUSAL_STATUS.get(code, 502 if outcome.outcome == "failed" else 409)
+    raise ApiError(status, code, outcome.message, outcome=outcome.outcome, **dict(outcome.details))
+
+
+def _request(body: StartBody | None, key: str | None) -> StartRequest:
+    body = body or StartBody()
+    return StartRequest(
+        display_title=body.display_title,
+        initial_prompt=body.initial_prompt,
+        message=body.message,
+        requester=body.requester,
+        idempotency_key=key,
+    )
+
+
+@router.post("/agents/{name}/sessions", status_code=201)
+async def start(
+    request: Request,
+    name: str,
+    body: StartBody | None = None,
+    idempotency_key: str | None = Header(None, max_length=256),
+) -> JSONResponse:
+    rt = runtime(request)
+    outcome = await run_in_threadpool(
+        start_manual, _spawner(rt), name, _request(body, idempotency_key)
+    )
+    return _answer(rt, outcome)
+
+
+@router.post("/sessions/{session_id}/spawn", status_code=201)
+async def spawn(
+    request: Request,
+    session_id: str,
+    body: SpawnBody,
+    idempotency_key: str | None = Header(None, max_length=256),
+) -> JSONResponse:
+    rt = runtime(request)
+    outcome = await run_in_threadpool(
+        start_from_agent,
+        _spawner(rt),
+        rt.sessions,
+        session_id,
+        body.agent,
+        _request(body, idempotency_key),
+    )
+    return _answer(rt, outcome)
+
+
+@router.get("/sessions")
+async def list_sessions(
+    request: Request, agent: str | None = None, limit: int = Query(100, ge=1, le=1000)
+) -> dict[str, Any]:
+    rt = runtime(request)
+    items = await run_in_threadpool(rt.sessions.list, agent=agent, limit=limit)
+    return {"items": items}
+
+
+@router.get("/sessions/{session_id}")
+async def get_session(request: Request, session_id: str) -> dict[str, Any]:
+    session = await run_in_threadpool(runtime(request).sessions.get, session_id)
+    if session is None:
+        raise ApiError(404, "session_not_found", f"no session {session_id!r}")
+    return session
+
+
+@router.get("/schemas/session.json")
+async def session_schema() -> dict[str, Any]:
+    return session_json_schema()

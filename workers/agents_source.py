@@ -1,0 +1,102 @@
+"""The compiled agent set a process works with, reloaded when the files change."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from triggers.matching import TriggerIndex
+
+from agents import CompiledAgent, CompileResult, compile_dir
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AgentSet:
+    """One compiled set and its trigger index, built together."""
+
+    result: CompileResult
+    index: TriggerIndex
+    fingerprint: tuple[tuple[str, int, int], ...] = ()
+    loaded_at: float = field(default_factory=time.time)
+
+    def agent(self, name: str) -> CompiledAgent | None:
+        return self.result.agent(name)
+
+    @property
+    def agents(self) -> tuple[CompiledAgent, ...]:
+        return self.result.agents
+
+
+def _fingerprint(directory: Path) -> tuple[tuple[str, int, int], ...]:
+    if not directory.is_dir():
+        return ()
+    found = []
+    for path in sorted(directory.rglob("*")):
+        if path.is_file():
+            stat = path.stat()
+            found.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(found)
+
+
+def empty_set() -> AgentSet:
+    return AgentSet(CompileResult((), {}, (), ()), TriggerIndex(()))
+
+
+class AgentsSource:
+    """Compiles `directory` on first use and again whenever its files change.
+
+    A set that no longer compiles is reported (`last_errors`) and the last good one stays.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        secret_names: Collection[str] = (),
+        check_interval: float = 1.0,
+    ) -> None:
+        self.directory = directory
+        self.secret_names = tuple(secret_names)
+        self.check_interval = check_interval
+        self._lock = threading.Lock()
+        self._current: AgentSet | None = None
+        self._checked = 0.0
+        self.last_errors: tuple[str, ...] = ()
+
+    def current(self) -> AgentSet:
+        now = time.monotonic()
+        with self._lock:
+            if self._current is not None and now - self._checked < self.check_interval:
+                return self._current
+            self._checked = now
+            fingerprint = _fingerprint(self.directory)
+            if self._current is not None and fingerprint == self._current.fingerprint:
+                return self._current
+            self._current = self._load(fingerprint)
+            return self._current
+
+    def _load(self, fingerprint: tuple[tuple[str, int, int], ...]) -> AgentSet:
+        if not fingerprint:
+            self.last_errors = ()
+            return AgentSet(empty_set().result, empty_set().index, fingerprint)
+        result = compile_dir(self.directory, secret_names=self.secret_names)
+        if not result.ok:
+            self.last_errors = tuple(str(e) for e in result.errors)
+            log.error(
+                "agent files in %s do not compile (%d errors); keeping the last good set:\n%s",
+                self.directory,
+                len(result.errors),
+                "\n".join(self.last_errors[:20]),
+            )
+            if self._current is not None:
+                return AgentSet(self._current.result, self._current.index, fingerprint)
+            return AgentSet(empty_set().result, empty_set().index, fingerprint)
+        self.last_errors = ()
+        log.info("loaded %d agent(s) from %s", len(result.agents), self.directory)
+        return AgentSet(result, TriggerIndex(result.agents), fingerprint)

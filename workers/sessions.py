@@ -1,0 +1,72 @@
+"""Sessions hookspawn created or dispatched, and the spawn records that make spawning idempotent."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, cast
+
+import orjson
+import redis
+
+from workers import keys
+from workers.session_spec import SessionSpec
+
+
+class SessionStore:
+    """Session specs by id (created at most once), listed newest first, per agent too."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+
+    def create(self, spec: SessionSpec) -> bool:
+        """Store `spec` unless a session with its id exists; True when it was created now."""
+        now = time.time()
+        created = self.client.set(keys.session(spec.id), orjson.dumps(spec.to_json()), nx=True)
+        if created:
+            pipe = self.client.pipeline(transaction=True)
+            pipe.zadd(keys.SESSIONS, {spec.id: now})
+            pipe.zadd(keys.agent_sessions(spec.agent), {spec.id: now})
+            pipe.execute()
+        return bool(created)
+
+    def get(self, session_id: str) -> dict[str, Any] | None:
+        raw = cast(bytes | None, self.client.get(keys.session(session_id)))
+        return orjson.loads(raw) if raw else None
+
+    def list(self, *, agent: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        index = keys.agent_sessions(agent) if agent else keys.SESSIONS
+        ids = cast(list[bytes], self.client.zrevrange(index, 0, limit - 1))
+        if not ids:
+            return []
+        raws = cast(list[bytes | None], self.client.mget([keys.session(i.decode()) for i in ids]))
+        return [orjson.loads(r) for r in raws if r]
+
+    def count(self) -> int:
+        return int(self.client.zcard(keys.SESSIONS))
+
+
+class SpawnRecords:
+    """What became of each spawn id: once dispatched, it is never dispatched again."""
+
+    def __init__(self, client: redis.Redis, *, ttl_seconds: int) -> None:
+        self.client = client
+        self.ttl = ttl_seconds
+
+    def dispatched(self, spawn_id: str) -> str | None:
+        """The session id when this spawn was already dispatched."""
+        value = cast(bytes | None, self.client.hget(keys.spawn(spawn_id), "sessionId"))
+        return value.decode() if value else None
+
+    def mark_dispatched(self, spawn_id: str, session_id: str) -> None:
+        key = keys.spawn(spawn_id)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(key, mapping={"sessionId": session_id, "dispatchedAt": repr(time.time())})
+        pipe.expire(key, self.ttl)
+        pipe.execute()
+
+    def remember_idempotency(self, scope: str, key: str, session_id: str) -> str:
+        """Bind an Idempotency-Key to a session id; returns the id bound first."""
+        name = keys.idempotency(scope, key)
+        self.client.set(name, session_id, nx=True, ex=self.ttl)
+        bound = cast(bytes | None, self.client.get(name))
+        return bound.decode() if bound else session_id

@@ -1,0 +1,103 @@
+"""Manual and agent-to-agent starts: the same spawn pipeline, with no event behind them."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from workers.pipeline import SpawnPipeline
+from workers.planning import (
+    MAX_SPAWN_DEPTH,
+    Outcome,
+    agent_spawn_id,
+    event_required,
+    manual_spawn_id,
+)
+from workers.session_spec import Origin
+from workers.sessions import SessionStore
+
+#: HTTP status of each refusal a start can get (SPEC §10)
+REFUSAL_STATUS = {
+    "event_required": 409,
+    "spawn_depth_exceeded": 409,
+    "unauthorized_repository": 403,
+    "repository_access_revoked": 403,
+    "permission_not_granted": 403,
+    "unresolvable_ref": 422,
+    "invalid_ref": 422,
+    "unresolvable_text": 422,
+    "agent_not_found": 404,
+    "session_not_found": 404,
+}
+
+
+@dataclass(frozen=True)
+class StartRequest:
+    display_title: str | None = None
+    initial_prompt: str | None = None
+    message: str | None = None
+    requester: str | None = None
+    idempotency_key: str | None = None
+
+    @property
+    def texts(self) -> tuple[str | None, str | None, str | None]:
+        return self.display_title, self.initial_prompt, self.message
+
+
+def _refused(agent: str, code: str, message: str, **details: Any) -> Outcome:
+    return Outcome(agent=agent, outcome="refused", code=code, message=message, details=details)
+
+
+def start_manual(pipeline: SpawnPipeline, agent_name: str, request: StartRequest) -> Outcome:
+    agent = pipeline.agents.current().agent(agent_name)
+    if agent is None:
+        return _refused(agent_name, "agent_not_found", f"no agent named {agent_name!r}")
+    refusal = event_required(agent)
+    if refusal is not None:
+        return _refused(agent.name, refusal.code, refusal.message, **refusal.details)
+    key = request.idempotency_key
+    session_id = manual_spawn_id(agent.name, key) if key else "hs-" + uuid.uuid4().hex
+    return pipeline.spawn(
+        agent,
+        session_id=session_id,
+        texts=request.texts,
+        origin=Origin(kind="manual"),
+        requester=request.requester,
+    )
+
+
+def start_from_agent(
+    pipeline: SpawnPipeline,
+    sessions: SessionStore,
+    parent_id: str,
+    agent_name: str,
+    request: StartRequest,
+) -> Outcome:
+    parent = sessions.get(parent_id)
+    if parent is None:
+        return _refused(agent_name, "session_not_found", f"no session {parent_id!r}")
+    depth = int(parent.get("depth") or 0) + 1
+    if depth > MAX_SPAWN_DEPTH:
+        return _refused(
+            agent_name,
+            "spawn_depth_exceeded",
+            f"session {parent_id} is at depth {depth - 1}: an agent-to-agent chain may be at "
+            f"most {MAX_SPAWN_DEPTH} deep",
+            depth=depth,
+            limit=MAX_SPAWN_DEPTH,
+        )
+    agent = pipeline.agents.current().agent(agent_name)
+    if agent is None:
+        return _refused(agent_name, "agent_not_found", f"no agent named {agent_name!r}")
+    refusal = event_required(agent)
+    if refusal is not None:
+        return _refused(agent.name, refusal.code, refusal.message, **refusal.details)
+    key = request.idempotency_key or uuid.uuid4().hex
+    return pipeline.spawn(
+        agent,
+        session_id=agent_spawn_id(parent_id, agent.name, key),
+        texts=request.texts,
+        origin=Origin(kind="agent", parent_session_id=parent_id, depth=depth),
+        requester=request.requester or parent.get("requester"),
+    )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import redis.asyncio as aioredis
 from fastapi import FastAPI
 
 from triggers import (
@@ -17,10 +21,24 @@ from workers.runtime import Runtime
 
 
 def create_app(rt: Runtime) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # intake talks to Redis on the event loop; everything else goes through threads
+        app.state.aredis = aioredis.Redis.from_url(
+            rt.redis_url, socket_timeout=5, socket_connect_timeout=2
+        )
+        try:
+            yield
+        finally:
+            await app.state.aredis.aclose()
+
     app = FastAPI(
         title="hookspawn",
         version="0.1.0",
         description="GitHub webhooks in, agent sessions out.",
+        lifespan=lifespan,
+        # no OpenTelemetry here: FastAPI would otherwise look for a provider on every request
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.runtime = rt
     http_errors.install(app)

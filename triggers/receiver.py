@@ -8,13 +8,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
-from starlette.concurrency import run_in_threadpool
 
 from triggers.deps import runtime
 from triggers.errors import PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
 from workers.deliveries import NewDelivery
-from workers.errors import StoreUnavailable
 from workers.runtime import Runtime
 
 
@@ -45,8 +43,11 @@ async def read_capped(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-def record_and_enqueue(rt: Runtime, parsed: ParsedDelivery) -> bool:
-    """True when new (recorded, then enqueued); False for a duplicate delivery id."""
+async def record_and_enqueue(request: Request, rt: Runtime, parsed: ParsedDelivery) -> bool:
+    """Record the delivery and queue its task in one atomic round trip.
+
+    True when new; False for a duplicate delivery id (nothing written, nothing queued).
+    """
     new = NewDelivery(
         delivery_id=parsed.delivery_id,
         event=parsed.event,
@@ -56,14 +57,13 @@ def record_and_enqueue(rt: Runtime, parsed: ParsedDelivery) -> bool:
         hook_id=parsed.hook_id,
         body=parsed.json,
     )
-    if not rt.store.record(new):
-        return False
-    try:
-        rt.enqueue(parsed.delivery_id)
-    except Exception as exc:
-        # recorded and pending: the sweep enqueues it once its lease runs out
-        raise StoreUnavailable(f"the delivery was recorded but could not be queued: {exc}") from exc
-    return True
+    messages = rt.task_messages
+    return await rt.store.arecord(
+        request.app.state.aredis,
+        new,
+        queue=messages.queue,
+        message=messages(parsed.delivery_id),
+    )
 
 
 @router.post(
@@ -83,7 +83,7 @@ async def receive(request: Request) -> JSONResponse:
     raw = await read_capped(request)
     headers = {k.lower(): v for k, v in request.headers.items()}
     parsed = parse_delivery(headers, raw, rt.settings.webhook_secret)
-    created = await run_in_threadpool(record_and_enqueue, rt, parsed)
+    created = await record_and_enqueue(request, rt, parsed)
     if not created:
         return JSONResponse({"deliveryId": parsed.delivery_id, "status": "duplicate"}, 200)
     status = 200 if parsed.event == "ping" else 202

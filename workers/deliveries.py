@@ -11,17 +11,22 @@ from typing import Any, cast
 
 import orjson
 import redis
+import redis.asyncio as aioredis
+from redis.commands.core import AsyncScript
 
 from workers import keys
 
-# Record a new delivery, or report a duplicate, in one atomic round trip.
+# Record a new delivery and queue its task, or report a duplicate, in one atomic round trip.
+# KEYS: record, index, pending, broker queue; ARGV: id, ttl, now, lease deadline, task
+# message ('' for none), then the record's field/value pairs.
 _RECORD = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+redis.call('HSET', KEYS[1], unpack(ARGV, 6))
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3] - ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+if ARGV[5] ~= '' then redis.call('LPUSH', KEYS[4], ARGV[5]) end
 return 1
 """
 
@@ -126,13 +131,33 @@ class DeliveryStore:
         self.retention_seconds = max(1, int(retention.total_seconds()))
         self.lease = lease
         self._record = client.register_script(_RECORD)
+        self._arecord: dict[int, AsyncScript] = {}
         self._claim_due = client.register_script(_CLAIM_DUE)
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
 
     # intake -------------------------------------------------------------------
-    def record(self, new: NewDelivery) -> bool:
-        """Store `new` and mark it pending; False when the delivery id is already known."""
+    def record(self, new: NewDelivery, *, queue: str = "", message: bytes = b"") -> bool:
+        """Store `new`, mark it pending and (with `message`) queue its task, atomically.
+
+        False when the delivery id is already known: nothing is written then.
+        """
+        keys_, args = self._record_call(new, queue, message)
+        return bool(self._record(keys=keys_, args=args))
+
+    async def arecord(
+        self, aclient: aioredis.Redis, new: NewDelivery, *, queue: str, message: bytes
+    ) -> bool:
+        """`record` on an asyncio client, for the intake's event loop."""
+        keys_, args = self._record_call(new, queue, message)
+        script = self._arecord.get(id(aclient))
+        if script is None:  # AsyncScript loads itself again after NOSCRIPT (a Redis restart)
+            script = self._arecord[id(aclient)] = aclient.register_script(_RECORD)
+        return bool(await script(keys=keys_, args=args))
+
+    def _record_call(
+        self, new: NewDelivery, queue: str, message: bytes
+    ) -> tuple[list[str], list[str | bytes | float | int]]:
         fields: dict[str, str | bytes] = {
             "event": new.event,
             "status": QUEUED,
@@ -153,11 +178,17 @@ class DeliveryStore:
             self.retention_seconds,
             new.received_at,
             new.received_at + self.lease,
+            message,
         ]
         for name, value in fields.items():
             args += [name, value]
-        keys_ = [keys.delivery(new.delivery_id), keys.DELIVERIES, keys.PENDING]
-        return bool(self._record(keys=keys_, args=args))
+        keys_ = [
+            keys.delivery(new.delivery_id),
+            keys.DELIVERIES,
+            keys.PENDING,
+            queue or keys.PENDING,
+        ]
+        return keys_, args
 
     # reading ------------------------------------------------------------------
     def get(self, delivery_id: str) -> Delivery | None:

@@ -10,6 +10,7 @@ from typing import cast
 
 import redis
 from celery import Celery
+from celery.utils.nodenames import anon_nodename
 
 from workers.agents_source import AgentsSource
 from workers.celery_app import PROCESS_DELIVERY, make_celery
@@ -21,6 +22,7 @@ from workers.pipeline import SpawnPipeline
 from workers.processing import DeliveryProcessor, Pipeline
 from workers.sessions import SessionStore, SpawnRecords
 from workers.settings import Settings
+from workers.task_message import TaskMessages
 from workers.tasks import register_tasks
 from workers.token_cache import TokenCache
 
@@ -121,6 +123,12 @@ class Runtime:
         else:
             factory = pipeline
         self.per_process = PerProcess(settings, url, factory)
+        self.task_messages = TaskMessages(
+            task=PROCESS_DELIVERY,
+            queue=str(self.celery.conf.task_default_queue),
+            origin=anon_nodename(),
+            reply_to=str(self.celery.thread_oid),
+        )
         self.process_delivery = register_tasks(
             self.celery, self.per_process.processor, max_retries=settings.max_retries
         )

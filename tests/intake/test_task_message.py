@@ -1,0 +1,35 @@
+"""The intake's prebuilt task message is exactly what Celery's send_task publishes."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from tests.conftest import make_settings
+from workers.runtime import build_runtime
+
+IDS = ("id", "root_id", "correlation_id", "delivery_tag")
+
+
+def normalised(raw: bytes) -> dict[str, Any]:
+    message: dict[str, Any] = json.loads(raw)
+    message["body"] = json.loads(base64.b64decode(message["body"]))
+    for part in (message["headers"], message["properties"]):
+        for key in IDS:
+            if key in part:
+                part[key] = "<id>"
+    return message
+
+
+def test_prebuilt_message_matches_send_task(redis_url: str) -> None:
+    rt = build_runtime(make_settings(redis_url=redis_url))
+    queue = rt.task_messages.queue
+    rt.enqueue("d-1")
+    sent = rt.client.rpop(queue)
+    assert isinstance(sent, bytes)
+    built = rt.task_messages("d-1")
+    assert normalised(built) == normalised(sent)
+    first, second = json.loads(rt.task_messages("d-2")), json.loads(rt.task_messages("d-2"))
+    assert first["headers"]["id"] != second["headers"]["id"]
+    rt.close()

@@ -1,0 +1,67 @@
+"""The Celery message for `process_delivery(delivery_id)`, built without a round trip.
+
+Intake pushes it onto the broker list inside the same atomic Redis script that records
+the delivery, so a 202 costs one round trip and a recorded delivery is always queued.
+It is exactly what `celery.send_task` puts on a Redis list (Celery protocol 2, kombu's
+Redis transport); tests/intake/test_task_message.py compares the two field by field.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+
+import orjson
+
+_EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+
+
+class TaskMessages:
+    """Builds the broker message of one task call, for one task name and queue."""
+
+    def __init__(self, *, task: str, queue: str, origin: str, reply_to: str) -> None:
+        self.task = task
+        self.queue = queue
+        self.origin = origin
+        self.reply_to = reply_to
+
+    def __call__(self, delivery_id: str) -> bytes:
+        task_id = str(uuid.uuid4())
+        body = orjson.dumps([[delivery_id], {}, _EMBED])
+        return orjson.dumps(
+            {
+                "body": base64.b64encode(body).decode(),
+                "content-encoding": "utf-8",
+                "content-type": "application/json",
+                "headers": {
+                    "lang": "py",
+                    "task": self.task,
+                    "id": task_id,
+                    "shadow": None,
+                    "eta": None,
+                    "expires": None,
+                    "group": None,
+                    "group_index": None,
+                    "retries": 0,
+                    "timelimit": [None, None],
+                    "root_id": task_id,
+                    "parent_id": None,
+                    "argsrepr": repr([delivery_id]),
+                    "kwargsrepr": "{}",
+                    "origin": self.origin,
+                    "ignore_result": None,
+                    "replaced_task_nesting": 0,
+                    "stamped_headers": None,
+                    "stamps": {},
+                },
+                "properties": {
+                    "correlation_id": task_id,
+                    "reply_to": self.reply_to,
+                    "delivery_mode": 2,
+                    "delivery_info": {"exchange": "", "routing_key": self.queue},
+                    "priority": 0,
+                    "body_encoding": "base64",
+                    "delivery_tag": str(uuid.uuid4()),
+                },
+            }
+        )

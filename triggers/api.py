@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import redis.asyncio as aioredis
 from fastapi import FastAPI
 
 from triggers import (
@@ -14,6 +13,7 @@ from triggers import (
     routes_agents,
     routes_connections,
     routes_deliveries,
+    routes_explain,
     routes_health,
     routes_sessions,
 )
@@ -23,14 +23,12 @@ from workers.runtime import Runtime
 def create_app(rt: Runtime) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # intake talks to Redis on the event loop; everything else goes through threads
-        app.state.aredis = aioredis.Redis.from_url(
-            rt.redis_url, socket_timeout=5, socket_connect_timeout=2
-        )
         try:
             yield
         finally:
-            await app.state.aredis.aclose()
+            client = getattr(app.state, "aredis", None)
+            if client is not None:
+                await client.aclose()
 
     app = FastAPI(
         title="hookspawn",
@@ -48,4 +46,5 @@ def create_app(rt: Runtime) -> FastAPI:
     app.include_router(routes_agents.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_connections.router)
+    app.include_router(routes_explain.router)
     return app

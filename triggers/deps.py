@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 
+import redis.asyncio as aioredis
 from fastapi import Request
 
 from triggers.http_errors import ApiError
@@ -13,6 +14,17 @@ from workers.runtime import Runtime
 def runtime(request: Request) -> Runtime:
     rt: Runtime = request.app.state.runtime
     return rt
+
+
+def async_redis(request: Request) -> aioredis.Redis:
+    """The event loop's Redis client (intake's one round trip), made on first use."""
+    client: aioredis.Redis | None = getattr(request.app.state, "aredis", None)
+    if client is None:
+        client = aioredis.Redis.from_url(
+            runtime(request).redis_url, socket_timeout=5, socket_connect_timeout=2
+        )
+        request.app.state.aredis = client
+    return client
 
 
 def require_admin(request: Request) -> None:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 
-from triggers.deps import runtime
+from triggers.deps import async_redis, runtime
 from triggers.errors import PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
 from workers.deliveries import NewDelivery
@@ -59,7 +59,7 @@ async def record_and_enqueue(request: Request, rt: Runtime, parsed: ParsedDelive
     )
     messages = rt.task_messages
     return await rt.store.arecord(
-        request.app.state.aredis,
+        async_redis(request),
         new,
         queue=messages.queue,
         message=messages(parsed.delivery_id),

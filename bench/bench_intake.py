@@ -6,8 +6,8 @@ reported, because the 2-core machine is shared and single runs are noisy):
 1. ``bare``      a minimal ASGI app (read the body, answer 202): the ceiling of
                  uvicorn + uvloop + httptools on this machine;
 2. ``hookspawn`` the real app (``create_app(build_runtime(settings))``): verify the
-                 signature, parse, record the delivery in Redis (AOF everysec), publish
-                 the Celery task, answer 202;
+                 signature, parse, record the delivery and push its Celery message in one
+                 atomic Redis script (AOF everysec), answer 202;
 3. ``naive``     a receiver that verifies, parses and calls Celery ``send_task`` inline
                  (no record): what a first attempt would do.
 
@@ -24,10 +24,7 @@ connection count; it must never be lower).
 Run:    .venv/bin/python bench/bench_intake.py [--seconds 15] [--runs 2]
 Profile a server under load (needs ``.venv/bin/pip install py-spy``; py-spy samples the
 GIL holder at 100 Hz, start-up imports left out):
-        .venv/bin/python bench/bench_intake.py --profile [hookspawn|proposed|proposed-async]
-Prototypes of the proposals further down (not run by default):
-        .venv/bin/python bench/bench_intake.py \
-            --scenarios bare,hookspawn,naive,proposed,proposed-async
+        .venv/bin/python bench/bench_intake.py --profile hookspawn
 """
 
 from __future__ import annotations
@@ -63,8 +60,6 @@ EXAMPLE = ROOT.parent / "shared" / "github-webhooks" / "pull_request" / "opened.
 SERVER_CORE, LOAD_CORE = "0", "1"
 QUEUE = "hookspawn"  # the Celery queue's Redis list
 SCENARIOS = ("bare", "hookspawn", "naive")
-#: prototypes of the changes proposed for workers/ (see PROPOSALS below); not run by default
-PROTOTYPES = ("proposed", "proposed-async")
 
 WRK_SCRIPT = r"""
 -- one signed body, a distinct X-GitHub-Delivery per request, 202s counted per thread
@@ -204,160 +199,6 @@ def hookspawn_app(redis_url: str, data_dir: Path) -> Any:
     return create_app(build_runtime(settings))
 
 
-# --------------------------------------------------------------------------- prototypes
-# PROPOSALS (they need files this bench does not own: workers/deliveries.py, workers/runtime.py):
-#  1. the Celery message is built once per request by hand (the exact envelope kombu's Redis
-#     transport LPUSHes; ~15 us instead of send_task's ~770 us, a third of which is kombu
-#     building a new redis.Redis client per publish), and
-#  2. the record script LPUSHes it onto the Celery queue in the same atomic Lua call, so a
-#     202 costs one round trip and "recorded" implies "queued" (no recorded-but-unqueued
-#     window for the sweep to cover), and
-#  3. (proposed-async) that one call is made with redis.asyncio on the event loop instead of
-#     a worker thread.
-# The scenarios below patch these into the real app inside the bench server process only.
-
-RECORD_AND_QUEUE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 6))
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3] - ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
-redis.call('LPUSH', KEYS[4], ARGV[5])
-return 1
-"""
-
-
-class TaskMessages:
-    """The message `celery.send_task(PROCESS_DELIVERY, args=[id])` puts on the Redis list."""
-
-    def __init__(self, celery: Any, queue: str = QUEUE) -> None:
-        from celery.utils.nodenames import anon_nodename
-
-        self.queue = queue
-        self.origin = anon_nodename()
-        self.reply_to = celery.thread_oid
-
-    def __call__(self, delivery_id: str) -> bytes:
-        import base64
-        import uuid
-
-        import orjson
-
-        task_id = str(uuid.uuid4())
-        embed = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
-        body = orjson.dumps([[delivery_id], {}, embed])
-        return orjson.dumps(
-            {
-                "body": base64.b64encode(body).decode(),
-                "content-encoding": "utf-8",
-                "content-type": "application/json",
-                "headers": {
-                    "lang": "py",
-                    "task": "hookspawn.process_delivery",
-                    "id": task_id,
-                    "shadow": None,
-                    "eta": None,
-                    "expires": None,
-                    "group": None,
-                    "group_index": None,
-                    "retries": 0,
-                    "timelimit": [None, None],
-                    "root_id": task_id,
-                    "parent_id": None,
-                    "argsrepr": repr([delivery_id]),
-                    "kwargsrepr": "{}",
-                    "origin": self.origin,
-                    "ignore_result": None,
-                    "replaced_task_nesting": 0,
-                    "stamped_headers": None,
-                    "stamps": {},
-                },
-                "properties": {
-                    "correlation_id": task_id,
-                    "reply_to": self.reply_to,
-                    "delivery_mode": 2,
-                    "delivery_info": {"exchange": "", "routing_key": self.queue},
-                    "priority": 0,
-                    "body_encoding": "base64",
-                    "delivery_tag": str(uuid.uuid4()),
-                },
-            }
-        )
-
-
-def record_args(store: Any, new: Any, message: bytes) -> tuple[list[str], list[Any]]:
-    """`DeliveryStore.record`'s keys and arguments, plus the queue and the message."""
-    import zlib
-
-    fields: dict[str, str | bytes] = {
-        "event": new.event,
-        "status": "queued",
-        "receivedAt": repr(new.received_at),
-        "body": zlib.compress(new.body, 1),
-        "runs": "0",
-    }
-    if new.action:
-        fields["action"] = new.action
-    if new.repository:
-        fields["repository"] = new.repository
-    if new.installation_id is not None:
-        fields["installationId"] = str(new.installation_id)
-    if new.hook_id:
-        fields["hookId"] = new.hook_id
-    args: list[Any] = [
-        new.delivery_id,
-        store.retention_seconds,
-        new.received_at,
-        new.received_at + store.lease,
-        message,
-    ]
-    for name, value in fields.items():
-        args += [name, value]
-    keys_ = [keys.delivery(new.delivery_id), keys.DELIVERIES, keys.PENDING, QUEUE]
-    return keys_, args
-
-
-def new_delivery(parsed: Any) -> Any:
-    from workers.deliveries import NewDelivery
-
-    return NewDelivery(
-        delivery_id=parsed.delivery_id,
-        event=parsed.event,
-        action=parsed.action,
-        repository=parsed.repository,
-        installation_id=parsed.installation_id,
-        hook_id=parsed.hook_id,
-        body=parsed.json,
-    )
-
-
-def patch_proposed(app: Any, asynchronous: bool) -> None:
-    from triggers import receiver
-
-    rt = app.state.runtime
-    messages = TaskMessages(rt.celery)
-    script = rt.client.register_script(RECORD_AND_QUEUE)
-
-    def record_and_enqueue(rt: Any, parsed: Any) -> bool:
-        keys_, args = record_args(rt.store, new_delivery(parsed), messages(parsed.delivery_id))
-        return bool(script(keys=keys_, args=args))
-
-    receiver.record_and_enqueue = record_and_enqueue
-    if not asynchronous:
-        return
-    import redis.asyncio
-
-    aclient = redis.asyncio.Redis.from_url(rt.redis_url, socket_timeout=5, max_connections=64)
-    ascript = aclient.register_script(RECORD_AND_QUEUE)
-
-    async def on_loop(_: Any, rt: Any, parsed: Any) -> bool:
-        keys_, args = record_args(rt.store, new_delivery(parsed), messages(parsed.delivery_id))
-        return bool(await ascript(keys=keys_, args=args))
-
-    receiver.run_in_threadpool = on_loop  # type: ignore[attr-defined,assignment]
-
-
 def serve(name: str, port: int, redis_url: str, data_dir: Path) -> None:
     import uvicorn
 
@@ -367,8 +208,6 @@ def serve(name: str, port: int, redis_url: str, data_dir: Path) -> None:
         app = naive_app(redis_url)
     else:
         app = hookspawn_app(redis_url, data_dir)
-        if name in PROTOTYPES:
-            patch_proposed(app, asynchronous=name == "proposed-async")
     uvicorn.run(
         app,
         host="127.0.0.1",
@@ -561,7 +400,7 @@ def summarize(results: list[Result], connections: int) -> None:
             f"median {statistics.median(rps):.0f})  p50 {b.p50_ms:.2f} ms  "
             f"p99 {b.p99_ms:.2f} ms (spread {min(p99):.2f}..{max(p99):.2f})"
         )
-    for name in ("hookspawn", *PROTOTYPES):
+    for name in ("hookspawn",):
         if name not in best:
             continue
         h = best[name]
@@ -613,7 +452,7 @@ def summarize_profile(raw: Path, top: int = 25) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--serve", choices=SCENARIOS + PROTOTYPES, help=argparse.SUPPRESS)
+    parser.add_argument("--serve", choices=SCENARIOS, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--redis-url", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -624,13 +463,13 @@ def main() -> None:
     parser.add_argument(
         "--scenarios",
         default=",".join(SCENARIOS),
-        help=f"comma-separated, of {', '.join(SCENARIOS + PROTOTYPES)}",
+        help=f"comma-separated, of {', '.join(SCENARIOS)}",
     )
     parser.add_argument(
         "--profile",
         nargs="?",
         const="hookspawn",
-        choices=("hookspawn", *PROTOTYPES),
+        choices=("hookspawn",),
         help="py-spy this server (default hookspawn) under one wrk run instead",
     )
     args = parser.parse_args()

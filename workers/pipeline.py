@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agents import CompiledAgent, Trigger
+from agents import CompiledAgent, Mount, Trigger
 from triggers.envelope import session_input as make_session_input
+from workers import metrics
 from workers.agents_source import AgentsSource
 from workers.connections import ConnectionStore, resync_installation
 from workers.deliveries import Delivery
@@ -22,7 +24,7 @@ from workers.errors import (
     WorkerError,
 )
 from workers.github import GitHubApp
-from workers.lifecycle import LIFECYCLE_EVENTS
+from workers.lifecycle import LIFECYCLE_EVENTS, Installation
 from workers.planning import (
     Grant,
     Outcome,
@@ -51,6 +53,7 @@ class TriggerContext:
     delivery_id: str
     trigger: Trigger
     envelope: Mapping[str, Any]
+    received_at: float = 0.0  # when the delivery came in (epoch seconds), for latency
 
 
 class SpawnPipeline:
@@ -91,7 +94,9 @@ class SpawnPipeline:
         for candidate, decision in zip(candidates, decisions, strict=True):
             if not decision.fires:
                 continue
-            context = TriggerContext(delivery.delivery_id, candidate.trigger, envelope)
+            context = TriggerContext(
+                delivery.delivery_id, candidate.trigger, envelope, delivery.received_at
+            )
             try:
                 outcome = self.spawn(candidate.agent, context=context)
             except Transient as exc:
@@ -176,6 +181,9 @@ class SpawnPipeline:
             log.error("GitHub App configuration error: %s", exc.message)
             return outcome("failed", exc.code, exc.message)
         created = self.dispatcher.dispatch(spec)
+        if created and context is not None and context.received_at:
+            latency = max(0.0, time.time() - context.received_at)
+            metrics.observe(metrics.SESSION_LATENCY, latency)
         self.spawns.mark_dispatched(session_id, spec.id)
         note = "created" if created else "already existed"
         return outcome("dispatched", None, f"session {spec.id} {note}")
@@ -225,26 +233,12 @@ class SpawnPipeline:
     ) -> list[Grant | None]:
         """The installation each githubApp mount uses; suppressed/refused when not covered."""
         grants: list[Grant | None] = [None] * len(agent.mounts)
-        delivery_installation = None
-        if envelope is not None:
-            installation = envelope.get("github", {}).get("installation")
-            if isinstance(installation, dict) and isinstance(installation.get("id"), int):
-                delivery_installation = int(installation["id"])
+        delivery_installation = delivery_installation_of(envelope)
         for i, mount in github_mounts(agent):
             repository = mount.github_repository or mount.repository
-            pinned = mount.auth.installation_id
-            resolved = self.connections.resolve(
-                repository,
-                pinned=int(pinned) if pinned and pinned.isdigit() else None,
-                delivery_installation=delivery_installation,
-            )
+            resolved = resolve_mount(self.connections, mount, delivery_installation)
             if resolved is None:
-                message = (
-                    f"mount {mount.mount_path}: repository {repository} is not covered by an "
-                    "active GitHub App connection"
-                )
-                if pinned:
-                    message += f" (pinned installation {pinned})"
+                message = not_covered_message(mount)
                 if envelope is not None:
                     raise _Suppressed(message, mountPath=mount.mount_path, repository=repository)
                 raise PlanRefused(
@@ -304,6 +298,39 @@ class SpawnPipeline:
             grant.installation_id,
             grant.repository_id,
         )
+
+
+def delivery_installation_of(envelope: Mapping[str, Any] | None) -> int | None:
+    """The `installation.id` a delivery came with, if any."""
+    if envelope is None:
+        return None
+    installation = envelope.get("github", {}).get("installation")
+    if isinstance(installation, dict) and isinstance(installation.get("id"), int):
+        return int(installation["id"])
+    return None
+
+
+def resolve_mount(
+    connections: ConnectionStore, mount: Mount, delivery_installation: int | None
+) -> tuple[Installation, int] | None:
+    """The installation (and repository id) a githubApp mount uses, or None (SPEC §7)."""
+    pinned = mount.auth.installation_id
+    return connections.resolve(
+        mount.github_repository or mount.repository,
+        pinned=int(pinned) if pinned and pinned.isdigit() else None,
+        delivery_installation=delivery_installation,
+    )
+
+
+def not_covered_message(mount: Mount) -> str:
+    repository = mount.github_repository or mount.repository
+    message = (
+        f"mount {mount.mount_path}: repository {repository} is not covered by an "
+        "active GitHub App connection"
+    )
+    if mount.auth.installation_id:
+        message += f" (pinned installation {mount.auth.installation_id})"
+    return message
 
 
 class _Suppressed(WorkerError):

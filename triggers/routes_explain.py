@@ -1,0 +1,52 @@
+"""POST /explain: the dry run of an event against every trigger of every agent (no side effects)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from triggers.deps import require_admin, runtime
+from triggers.http_errors import ApiError
+from workers.explain import explain
+from workers.pipeline import SpawnPipeline
+
+router = APIRouter(dependencies=[Depends(require_admin)])
+
+
+class ExplainRequest(BaseModel):
+    """`{"event": NAME, "payload": <the raw webhook body>}`, optionally the delivery id."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    event: str = Field(min_length=1, max_length=64, description="the X-GitHub-Event name")
+    payload: dict[str, Any] = Field(description="the webhook body as GitHub sends it")
+    delivery_id: str | None = Field(
+        default=None,
+        alias="deliveryId",
+        description="compute spawn ids for this delivery and look up earlier dispatches",
+    )
+
+
+@router.post("/explain")
+async def explain_event(request: Request, body: ExplainRequest) -> dict[str, Any]:
+    rt = runtime(request)
+
+    def run() -> dict[str, Any]:
+        pipeline = rt.pipeline
+        if not isinstance(pipeline, SpawnPipeline):
+            raise ApiError(501, "explain_unavailable", "this server's pipeline cannot be explained")
+        return explain(
+            body.event,
+            body.payload,
+            agents=pipeline.agents.current(),
+            connections=pipeline.connections,
+            spawns=pipeline.spawns,
+            minting=pipeline.tokens is not None,
+            delivery_id=body.delivery_id,
+            agent_errors=pipeline.agents.last_errors,
+        )
+
+    return await run_in_threadpool(run)

@@ -1,0 +1,411 @@
+"""Dry-run explain (`POST /explain`, `hookspawn explain`): what an event would do, changing nothing.
+
+For every trigger of every agent: whether it fires, else the first condition that failed (the
+matcher's own decision, with the failing filter's path, expected and actual value); for the
+triggers that fire, the plan the spawn pipeline would follow, step by step in its order —
+already dispatched? → coverage of each githubApp mount → refs → token (never minted here: it
+says which installation and permissions it would ask for) → texts → dispatch — stopping at the
+first refusal or suppression, as the pipeline does.
+
+No side effects: nothing is written to Redis (connections, spawn records and agents are only
+read), lifecycle events are not applied, and GitHub is never called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agents import CompiledAgent, Mount, Trigger
+from triggers.envelope import build_envelope
+from triggers.envelope import session_input as make_session_input
+from triggers.matching import Decision, TriggerIndex
+from workers.agents_source import AgentSet
+from workers.connections import ConnectionStore
+from workers.errors import WorkerError
+from workers.lifecycle import LIFECYCLE_EVENTS, Installation
+from workers.pipeline import delivery_installation_of, not_covered_message, resolve_mount
+from workers.planning import PlanRefused, github_mounts, render_refs, render_text, trigger_spawn_id
+from workers.sessions import SpawnRecords
+
+__all__ = ["DEFAULT_DELIVERY_ID", "ExplainError", "explain", "format_explain"]
+
+#: the delivery id an explained event gets when the caller names none
+DEFAULT_DELIVERY_ID = "explain"
+EVENT_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+DELIVERY_RE = re.compile(r"[A-Za-z0-9-]{1,64}")
+_LEVELS = {"read": 1, "write": 2, "admin": 3}
+_PREVIEW = 200
+_MISSING: Any = object()
+
+
+class ExplainError(WorkerError):
+    """A request explain cannot answer (bad event name or delivery id)."""
+
+    code = "invalid_request"
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """What explain reads: the agents, the connections, spawn records; never written to."""
+
+    agents: AgentSet
+    connections: ConnectionStore
+    spawns: SpawnRecords | None
+    minting: bool  # a GitHub App is configured, so the pipeline would mint tokens
+
+
+def explain(
+    event: str,
+    body: Mapping[str, Any],
+    *,
+    agents: AgentSet,
+    connections: ConnectionStore,
+    spawns: SpawnRecords | None = None,
+    minting: bool = False,
+    delivery_id: str | None = None,
+    agent_errors: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The dry run of one event (`body` is the raw webhook body) against the agents."""
+    if not EVENT_RE.fullmatch(event):
+        raise ExplainError(
+            f"event {event[:80]!r} is not a GitHub event name (lowercase letters, digits and _)",
+            event=event[:80],
+        )
+    given = delivery_id is not None
+    delivery = delivery_id if delivery_id is not None else DEFAULT_DELIVERY_ID
+    if not DELIVERY_RE.fullmatch(delivery):
+        raise ExplainError("deliveryId must be 1-64 of [A-Za-z0-9-]", deliveryId=delivery[:80])
+    sources = _Sources(agents, connections, spawns if given else None, minting)
+    envelope = build_envelope(event, delivery, dict(body))
+    github = envelope["github"]
+    by_agent = {agent.name: agent for agent in agents.agents}
+    items = []
+    for decision in agents.index.explain_all(envelope):
+        agent = by_agent[decision.agent]
+        item = _decision_json(decision, agent, envelope)
+        if decision.fires:
+            trigger = agent.triggers[decision.trigger]
+            item["plan"] = _plan(sources, agent, trigger, delivery, envelope)
+        items.append(item)
+    view: dict[str, Any] = {
+        "event": event,
+        "action": github.get("action") if isinstance(github.get("action"), str) else None,
+        "repository": _repository(github),
+        "sender": _sender(github),
+        "deliveryId": delivery,
+        "summary": _summary(agents, items),
+        "triggers": items,
+        "notes": _notes(event, given, minting, agent_errors),
+    }
+    return view
+
+
+def _notes(event: str, given: bool, minting: bool, agent_errors: Sequence[str]) -> list[str]:
+    notes = []
+    if event in LIFECYCLE_EVENTS:
+        notes.append(
+            f"{event} is a connection lifecycle event: a real delivery would update the stored "
+            "connections before matching; explain does not apply it"
+        )
+    if not given:
+        notes.append(
+            f"no deliveryId given: spawn ids are computed for delivery {DEFAULT_DELIVERY_ID!r} "
+            "and earlier dispatches are not looked up"
+        )
+    if not minting:
+        notes.append("no GitHub App is configured: no installation token would be minted")
+    if agent_errors:
+        notes.append(
+            f"the agent files do not compile ({len(agent_errors)} errors); "
+            "the last good set is explained"
+        )
+    return notes
+
+
+def _summary(agents: AgentSet, items: list[dict[str, Any]]) -> dict[str, Any]:
+    planned: dict[str, int] = {}
+    for item in items:
+        plan = item.get("plan")
+        if plan is not None:
+            planned[plan["outcome"]] = planned.get(plan["outcome"], 0) + 1
+    return {
+        "agents": len(agents.agents),
+        "triggers": len(items),
+        "fire": sum(1 for item in items if item["fires"]),
+        "outcomes": planned,
+    }
+
+
+# -- decisions ----------------------------------------------------------------------------------
+
+
+def _decision_json(
+    decision: Decision, agent: CompiledAgent, envelope: Mapping[str, Any]
+) -> dict[str, Any]:
+    item = decision.to_json()
+    trigger = agent.triggers[decision.trigger]
+    item["event"] = trigger.event
+    if decision.failed == "filter":
+        item["filter"] = _failed_filter(agent, trigger, envelope)
+    return item
+
+
+def _failed_filter(
+    agent: CompiledAgent, trigger: Trigger, envelope: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The first filter that does not hold, judged by the matcher itself, one filter at a time."""
+    for number, filter_ in enumerate(trigger.filters):
+        alone = dataclasses.replace(
+            trigger, actions=None, repositories=None, branches=None, bots=True, filters=(filter_,)
+        )
+        probe = dataclasses.replace(agent, mounts=(), triggers=(alone,))
+        [decision] = TriggerIndex((probe,)).evaluate(envelope)
+        if not decision.fires:
+            actual = _lookup(envelope, filter_.path.split("."))
+            return {
+                "index": number,
+                "path": filter_.path,
+                "op": filter_.op,
+                "expected": filter_.value,
+                "present": actual is not _MISSING,
+                "actual": _preview(actual),
+            }
+    return None
+
+
+def _lookup(root: Any, segments: Sequence[str]) -> Any:
+    current = root
+    for segment in segments:
+        if isinstance(current, Mapping):
+            current = current.get(segment, _MISSING)
+        elif isinstance(current, list) and segment.isdigit() and segment.isascii():
+            index = int(segment)
+            current = current[index] if index < len(current) else _MISSING
+        else:
+            return _MISSING
+        if current is _MISSING:
+            return _MISSING
+    return current
+
+
+def _preview(value: Any) -> Any:
+    """A value small enough to show: long strings cut, big objects and lists summarized."""
+    if value is _MISSING:
+        return None
+    if isinstance(value, str):
+        return value if len(value) <= _PREVIEW else value[:_PREVIEW] + "…"
+    if isinstance(value, Mapping | list):
+        text = json.dumps(value, default=str)
+        if len(text) <= _PREVIEW:
+            return value
+        if isinstance(value, Mapping):
+            return f"(an object with keys {', '.join(list(map(str, value))[:12])})"
+        return f"(a list of {len(value)} items)"
+    return value
+
+
+# -- plans ----------------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """The plan ends here: refused or suppressed, like the pipeline."""
+
+    def __init__(self, outcome: str, code: str, message: str, details: Mapping[str, Any]) -> None:
+        super().__init__(message)
+        self.outcome, self.code, self.message, self.details = outcome, code, message, details
+
+
+def _plan(
+    sources: _Sources,
+    agent: CompiledAgent,
+    trigger: Trigger,
+    delivery_id: str,
+    envelope: Mapping[str, Any],
+) -> dict[str, Any]:
+    session_id = trigger_spawn_id(delivery_id, agent.name, trigger.key)
+    plan: dict[str, Any] = {"sessionId": session_id}
+    existing = sources.spawns.dispatched(session_id) if sources.spawns is not None else None
+    if existing:
+        plan.update(
+            outcome="dispatched",
+            code=None,
+            message=f"session {existing} was already dispatched for this delivery: no new spawn",
+            alreadyDispatched=existing,
+        )
+        return plan
+    coverage = _coverage(sources, agent, envelope)
+    plan["coverage"] = coverage
+    try:
+        uncovered = next((c for c in coverage if not c["covered"]), None)
+        if uncovered is not None:
+            raise _Stop(
+                "suppressed",
+                "repository_not_covered",
+                uncovered["reason"],
+                {"mountPath": uncovered["mountPath"], "repository": uncovered["repository"]},
+            )
+        input_ = make_session_input(delivery_id, dict(envelope))
+        try:
+            refs = render_refs(agent, input_)
+        except PlanRefused as exc:
+            raise _Stop("refused", exc.code, exc.message, exc.details) from None
+        plan["refs"] = [
+            {"mountPath": m.mount_path, "repository": _repository_of(m), "ref": ref}
+            for m, ref in zip(agent.mounts, refs, strict=True)
+        ]
+        try:
+            title, prompt, message = render_text(trigger, envelope)
+        except PlanRefused as exc:
+            raise _Stop("refused", exc.code, exc.message, exc.details) from None
+        plan["texts"] = {"displayTitle": title, "initialPrompt": prompt, "message": message}
+    except _Stop as stop:
+        plan.update(outcome=stop.outcome, code=stop.code, message=stop.message)
+        plan["details"] = dict(stop.details)
+        return plan
+    plan.update(outcome="dispatched", code=None, message=f"would dispatch session {session_id}")
+    return plan
+
+
+def _coverage(
+    sources: _Sources, agent: CompiledAgent, envelope: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Each githubApp mount's repository: the installation covering it, or why none does."""
+    delivery_installation = delivery_installation_of(envelope)
+    installations: list[Installation] | None = None
+    out = []
+    for _, mount in github_mounts(agent):
+        entry: dict[str, Any] = {"mountPath": mount.mount_path, "repository": _repository_of(mount)}
+        resolved = resolve_mount(sources.connections, mount, delivery_installation)
+        if resolved is None:
+            if installations is None:
+                installations = sources.connections.all()
+            entry.update(
+                covered=False,
+                reason=not_covered_message(mount) + _why_not(installations, mount),
+            )
+        else:
+            installation, repository_id = resolved
+            permissions = mount.auth.capabilities.token_permissions()
+            entry.update(
+                covered=True,
+                installationId=installation.id,
+                account=installation.account,
+                repositoryId=repository_id,
+                permissions=permissions,
+                token=_token_note(sources.minting, installation.id, permissions),
+            )
+            lacking = _lacking(installation, permissions)
+            if lacking:
+                entry["warning"] = (
+                    f"installation {installation.id} was last seen granting less than this "
+                    f"mount needs ({', '.join(lacking)}): GitHub would likely refuse the token "
+                    "(permission_not_granted)"
+                )
+        out.append(entry)
+    return out
+
+
+def _token_note(minting: bool, installation_id: int, permissions: Mapping[str, str]) -> str:
+    if not minting:
+        return "no GitHub App is configured: no token would be minted"
+    shown = json.dumps(dict(permissions), sort_keys=True)
+    return (
+        f"would mint a token for installation {installation_id} with permissions {shown} "
+        "(not minted by explain)"
+    )
+
+
+def _lacking(installation: Installation, permissions: Mapping[str, str]) -> list[str]:
+    """Permissions the installation's recorded grant lacks (nothing known → nothing lacking)."""
+    granted = installation.permissions
+    if not granted:
+        return []
+    return [
+        f"{name}: {level}"
+        for name, level in sorted(permissions.items())
+        if _LEVELS.get(granted.get(name, ""), 0) < _LEVELS.get(level, 0)
+    ]
+
+
+def _why_not(installations: list[Installation], mount: Mount) -> str:
+    """What the store knows about the repository, to say why it is not covered."""
+    wanted = _repository_of(mount).lower()
+    pinned = mount.auth.installation_id
+    for inst in installations:
+        if pinned and str(inst.id) != pinned:
+            continue
+        names = {n.lower() for n in inst.repositories.values()}
+        if wanted in names and not inst.active:
+            return f": installation {inst.id} ({inst.account}) lists it but is {inst.status}"
+        if wanted in {n.lower() for n in inst.pruned.values()}:
+            return (
+                f": GitHub refused installation {inst.id} a token for it, so it was pruned "
+                "until a lifecycle event or a sync restores it"
+            )
+    if pinned and not any(str(i.id) == pinned for i in installations):
+        return f": the project has no connection for installation {pinned}"
+    return ": no installation of the project lists it"
+
+
+def _repository_of(mount: Mount) -> str:
+    return mount.github_repository or mount.repository
+
+
+def _repository(github: Mapping[str, Any]) -> str | None:
+    repository = github.get("repository")
+    if isinstance(repository, Mapping) and isinstance(repository.get("fullName"), str):
+        return str(repository["fullName"])
+    return None
+
+
+def _sender(github: Mapping[str, Any]) -> str | None:
+    sender = github.get("sender")
+    if isinstance(sender, Mapping) and isinstance(sender.get("login"), str):
+        return str(sender["login"])
+    return None
+
+
+# -- text for the command line ---------------------------------------------------------------------
+
+
+def format_explain(view: Mapping[str, Any]) -> str:
+    """The explain answer as lines: one per trigger, then its plan when it fires."""
+    head = f"{view['event']}"
+    if view.get("action"):
+        head += f" {view['action']}"
+    if view.get("repository"):
+        head += f" on {view['repository']}"
+    summary = view["summary"]
+    lines = [
+        f"{head}: {summary['fire']} of {summary['triggers']} triggers fire "
+        f"({summary['agents']} agents)"
+    ]
+    for item in view["triggers"]:
+        label = f"{item['agent']} trigger {item['trigger']}"
+        if item.get("name"):
+            label += f" ({item['name']})"
+        if not item["fires"]:
+            lines.append(f"  {label}: no — {item['failed']}: {item['detail']}")
+            continue
+        plan = item.get("plan") or {}
+        code = f" {plan['code']}" if plan.get("code") else ""
+        lines.append(f"  {label}: fires → {plan.get('outcome')}{code}: {plan.get('message')}")
+        for cover in plan.get("coverage", []):
+            if cover["covered"]:
+                lines.append(
+                    f"    {cover['mountPath']}: {cover['repository']} covered by installation "
+                    f"{cover['installationId']}; {cover['token']}"
+                )
+                if cover.get("warning"):
+                    lines.append(f"      warning: {cover['warning']}")
+            else:
+                lines.append(f"    {cover['mountPath']}: not covered: {cover['reason']}")
+        for ref in plan.get("refs", []):
+            lines.append(f"    {ref['mountPath']}: ref {ref['ref']}")
+    lines += [f"note: {note}" for note in view.get("notes", [])]
+    return "".join(line + "\n" for line in lines)

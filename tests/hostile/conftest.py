@@ -33,14 +33,25 @@ def error_of(response: httpx.Response) -> dict[str, Any]:
     return error
 
 
+#: the metrics hash: counters summed across processes, flushed on a timer; a refused
+#: request is counted there on purpose, so it is not part of "changes nothing"
+METRICS_KEY = f"{keys.PREFIX}:metrics".encode()
+
+
+def store_state(client: redis.Redis) -> dict[bytes, object]:
+    """Every key (see tests/intake's `snapshot`) but the metrics counters."""
+    return {key: value for key, value in snapshot(client).items() if key != METRICS_KEY}
+
+
 def hookspawn_state(client: redis.Redis) -> dict[bytes, object]:
     """hookspawn's own keys and its Celery queue, leaving out Celery's bookkeeping.
 
     With a worker running, kombu's own keys (unacked index, mutexes, bindings) change on
     their own; everything hookspawn records lives under `hookspawn:` or is the queue itself.
     """
+    prefix = keys.PREFIX.encode()
     return {
         key: value
-        for key, value in snapshot(client).items()
-        if key == keys.PREFIX.encode() or key.startswith(keys.PREFIX.encode() + b":")
+        for key, value in store_state(client).items()
+        if key == prefix or key.startswith(prefix + b":")
     }

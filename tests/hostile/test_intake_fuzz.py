@@ -21,8 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SECRET, make_settings
-from tests.hostile.conftest import INTAKE_CODES, error_of
-from tests.intake.test_receiver import snapshot
+from tests.hostile.conftest import INTAKE_CODES, error_of, store_state
 from tests.live_server import live_client
 from triggers.api import create_app
 from triggers.intake import DELIVERY_ID, EVENT_NAME
@@ -283,7 +282,7 @@ def test_random_requests_get_documented_answers_and_refusals_change_nothing(
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         )
         def check(attempt: Attempt) -> None:
-            before = snapshot(rt.client)
+            before = store_state(rt.client)
             response = send(client, attempt)
             status = response.status_code
             label = str(status)
@@ -299,14 +298,14 @@ def test_random_requests_get_documented_answers_and_refusals_change_nothing(
                 error = error_of(response)
                 assert (status, error["code"]) == refusal, error
                 assert error["code"] in INTAKE_CODES[status]
-                assert snapshot(rt.client) == before
+                assert store_state(rt.client) == before
                 return
             assert document is not None and attempt.delivery is not None
             delivery = attempt.delivery.strip()
             assert response.json()["deliveryId"] == delivery
             if delivery in accepted:
                 assert (status, response.json()["status"]) == (200, "duplicate")
-                assert snapshot(rt.client) == before
+                assert store_state(rt.client) == before
                 return
             accepted.add(delivery)
             event = (attempt.event or "").strip()

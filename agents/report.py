@@ -2,20 +2,40 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from agents.compiler import compile_dir
+from agents.errors import Diagnostic
 from agents.model import CompileResult
 
-__all__ = ["format_result", "run_check"]
+__all__ = ["ExtraCheck", "format_result", "run_check", "with_extra"]
+
+#: A check beyond compiling, supplied by the caller (the GitHub event-schema check lives at the
+#: edge, so this package stays free of githubkit): (compiled set, .auto dir) → diagnostics.
+ExtraCheck = Callable[[CompileResult, Path], Sequence[Diagnostic]]
 
 
-def run_check(auto_dir: Path, *, as_json: bool, secret_names: Collection[str], out: TextIO) -> int:
-    """Print every error and warning (and, on success, each agent); 1 on any error, else 0."""
-    result = compile_dir(auto_dir, secret_names=secret_names)
+def run_check(
+    auto_dir: Path,
+    *,
+    as_json: bool,
+    secret_names: Collection[str],
+    out: TextIO,
+    extra_checks: Sequence[ExtraCheck] = (),
+    strict: bool = False,
+) -> int:
+    """Print every error and warning (and, on success, each agent); 1 on any error, else 0.
+
+    `extra_checks` run on the compiled agents (even when some files failed to compile);
+    `strict` turns every warning into an error.
+    """
+    result = with_extra(
+        compile_dir(auto_dir, secret_names=secret_names), auto_dir, extra_checks, strict=strict
+    )
     if as_json:
         body = {
             "ok": result.ok,
@@ -28,6 +48,25 @@ def run_check(auto_dir: Path, *, as_json: bool, secret_names: Collection[str], o
     else:
         out.write(format_result(result))
     return 0 if result.ok else 1
+
+
+def with_extra(
+    result: CompileResult,
+    auto_dir: Path,
+    extra_checks: Sequence[ExtraCheck],
+    *,
+    strict: bool = False,
+) -> CompileResult:
+    """The result with the extra checks' diagnostics added (and warnings made errors if strict)."""
+    errors = list(result.errors)
+    warnings = list(result.warnings)
+    for extra in extra_checks:
+        for diagnostic in extra(result, auto_dir):
+            (errors if diagnostic.severity == "error" else warnings).append(diagnostic)
+    if strict:
+        errors += [dataclasses.replace(d, severity="error") for d in warnings]
+        warnings = []
+    return dataclasses.replace(result, errors=tuple(errors), warnings=tuple(warnings))
 
 
 def format_result(result: CompileResult) -> str:

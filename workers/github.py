@@ -44,7 +44,13 @@ if TYPE_CHECKING:
 
     from workers.settings import Settings
 
-__all__ = ["GitHubApp", "MintedToken", "RemoteInstallation", "RemoteRepository"]
+__all__ = [
+    "GitHubApp",
+    "HookDelivery",
+    "MintedToken",
+    "RemoteInstallation",
+    "RemoteRepository",
+]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +89,24 @@ class RemoteInstallation:
     account: str
     suspended: bool
     repository_selection: str
+
+
+@dataclass(frozen=True)
+class HookDelivery:
+    """One attempt in the App's webhook delivery log (`GET /app/hook/deliveries`)."""
+
+    id: int
+    guid: str  # the X-GitHub-Delivery of the event (the same for its redeliveries)
+    delivered_at: datetime
+    status_code: int  # what the webhook endpoint answered; 0 when it could not be reached
+    status: str
+    event: str
+    action: str | None = None
+    redelivery: bool = False
+
+    @property
+    def succeeded(self) -> bool:
+        return 200 <= self.status_code < 300
 
 
 @dataclass(frozen=True)
@@ -231,6 +255,41 @@ class GitHubApp:
             RemoteRepository(id=int(repo["id"]), full_name=str(repo["full_name"]))
             for repo in self._iterate(call, pages)
         ]
+
+    def list_webhook_deliveries(self, since: datetime) -> list[HookDelivery]:
+        """The App's webhook delivery log back to `since`, newest first (App JWT, cursor pages).
+
+        Every attempt is a row (redeliveries too); pages are read until one reaches a delivery
+        older than `since`.
+        """
+        call = _Call(what=f"listing the webhook deliveries of GitHub App {self.app_id}")
+        pages = self._github.rest.paginate(
+            self._github.rest.apps.list_webhook_deliveries,
+            map_func=lambda r: r.json(),
+            per_page=_PAGE_SIZE,
+        )
+        found: list[HookDelivery] = []
+        for item in self._iterate(call, pages):
+            delivery = HookDelivery(
+                id=int(item["id"]),
+                guid=str(item["guid"]),
+                delivered_at=_parse_time(str(item["delivered_at"])),
+                status_code=int(item.get("status_code") or 0),
+                status=str(item.get("status") or ""),
+                event=str(item.get("event") or ""),
+                action=str(item["action"]) if item.get("action") else None,
+                redelivery=bool(item.get("redelivery")),
+            )
+            if delivery.delivered_at < since:
+                break
+            found.append(delivery)
+        return found
+
+    def redeliver(self, delivery_id: int) -> None:
+        """Ask GitHub to deliver a webhook delivery (by its log id, not its guid) again."""
+        call = _Call(what=f"requesting redelivery of webhook delivery {delivery_id}")
+        self._send(call, lambda: self._github.rest.apps.redeliver_webhook_delivery(delivery_id))
+        log.info("requested redelivery of webhook delivery %s", delivery_id)
 
     def close(self) -> None:
         """Nothing is held between calls: githubkit opens a client per request."""

@@ -49,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
         "dir", nargs="?", default=None, help="the .auto directory (default $HOOKSPAWN_AGENTS_DIR)"
     )
     check.add_argument("--json", action="store_true", help="machine-readable output")
+    check.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    check.add_argument(
+        "--no-event-schemas",
+        action="store_true",
+        help="skip checking template and filter paths against GitHub's webhook schemas",
+    )
 
     send = add("send", commands.send, "sign and post a webhook payload file to a running server")
     send.add_argument("file")
@@ -59,10 +65,35 @@ def _parser() -> argparse.ArgumentParser:
     )
     send.add_argument("--url", default=None, help="default http://127.0.0.1:8000/webhooks/github")
 
-    deliveries = add("deliveries", commands.deliveries, "show or replay recorded deliveries")
-    deliveries.add_argument("action", choices=["list", "show", "replay"])
+    deliveries = add(
+        "deliveries",
+        commands.deliveries,
+        "show or replay recorded deliveries; recover the ones GitHub could not deliver",
+    )
+    deliveries.add_argument("action", choices=["list", "show", "replay", "recover"])
     deliveries.add_argument("id", nargs="?")
     server_url(deliveries)
+    deliveries.add_argument(
+        "--since",
+        default="2h",
+        help="recover: how far back to read GitHub's delivery log (90s, 15m, 2h, 3d; default 2h)",
+    )
+    deliveries.add_argument(
+        "--apply",
+        action="store_true",
+        help="recover: request the redeliveries (without it, only print what would be done)",
+    )
+
+    explain = add(
+        "explain",
+        commands.explain,
+        "dry run: what a webhook payload would trigger on a running server (changes nothing)",
+    )
+    explain.add_argument("file", help="the webhook body (JSON), as GitHub sends it")
+    explain.add_argument("--event", required=True, help="the X-GitHub-Event name")
+    explain.add_argument("--delivery", default=None, help="compute spawn ids for this delivery id")
+    explain.add_argument("--json", action="store_true", help="print the JSON answer")
+    server_url(explain)
 
     start = add("start", commands.start, "start a session of an agent by hand (no event)")
     start.add_argument("agent")

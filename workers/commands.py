@@ -67,12 +67,22 @@ def worker(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
-    from agents.report import run_check
+    from agents.report import ExtraCheck, run_check
 
     settings = _settings()
     auto_dir = Path(args.dir) if args.dir else settings.agents_dir
+    extra: list[ExtraCheck] = []
+    if not getattr(args, "no_event_schemas", False):
+        from workers.event_schemas import check_event_paths
+
+        extra.append(check_event_paths)
     return run_check(
-        auto_dir, as_json=args.json, secret_names=settings.secret_names, out=sys.stdout
+        auto_dir,
+        as_json=args.json,
+        secret_names=settings.secret_names,
+        out=sys.stdout,
+        extra_checks=extra,
+        strict=bool(getattr(args, "strict", False)),
     )
 
 
@@ -140,6 +150,8 @@ def api_call(
 
 
 def deliveries(args: argparse.Namespace) -> int:
+    if args.action == "recover":
+        return recover(args)
     if args.action == "list":
         return api_call("GET", "/deliveries", url=args.url)
     if not args.id:
@@ -180,3 +192,73 @@ def connections(args: argparse.Namespace) -> int:
     if args.action == "sync":
         return api_call("POST", "/connections/sync", url=args.url)
     return api_call("GET", "/connections", url=args.url)
+
+
+def recover(args: argparse.Namespace) -> int:
+    """`deliveries recover`: direct access (HOOKSPAWN_REDIS_URL and the App's credentials)."""
+    from workers.errors import WorkerError
+    from workers.github import GitHubApp
+    from workers.recover import recover as run
+    from workers.recover import write_report
+    from workers.runtime import redis_client
+    from workers.settings import parse_duration
+
+    try:
+        since = parse_duration(args.since)
+    except ValueError as exc:
+        raise SystemExit(f"hookspawn deliveries recover: --since: {exc}") from None
+    settings = _settings()
+    if not settings.redis_url:
+        raise SystemExit(
+            "hookspawn deliveries recover: set HOOKSPAWN_REDIS_URL to the delivery store's Redis"
+        )
+    try:
+        app = GitHubApp.from_settings(settings)
+    except WorkerError as exc:
+        raise SystemExit(f"hookspawn deliveries recover: {exc.message}") from None
+    if app is None:
+        raise SystemExit(
+            "hookspawn deliveries recover: set HOOKSPAWN_GITHUB_APP_ID and "
+            "HOOKSPAWN_GITHUB_PRIVATE_KEY_PATH (the App's delivery log needs its credentials)"
+        )
+    client = redis_client(settings.redis_url)
+    try:
+        report = run(app, client, since=since, retention=settings.retention, apply=bool(args.apply))
+    except WorkerError as exc:
+        print(f"hookspawn deliveries recover: {exc.message}", file=sys.stderr)
+        return 2
+    finally:
+        client.close()
+    return write_report(report, retention=settings.retention, out=sys.stdout)
+
+
+def explain(args: argparse.Namespace) -> int:
+    """`explain FILE --event NAME`: POST /explain on the running server and print its answer."""
+    from workers.explain import format_explain
+
+    try:
+        payload = json.loads(Path(args.file).read_bytes())
+    except OSError as exc:
+        raise SystemExit(f"hookspawn explain: cannot read {args.file}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise SystemExit(f"hookspawn explain: {args.file} is not JSON: {exc}") from None
+    body: dict[str, Any] = {"event": args.event, "payload": payload}
+    if args.delivery:
+        body["deliveryId"] = args.delivery
+    settings = _settings()
+    base = (args.url or DEFAULT_URL).rstrip("/")
+    try:
+        response = httpx.post(base + "/explain", json=body, headers=_admin(settings), timeout=120)
+    except httpx.HTTPError as exc:
+        print(f"hookspawn: cannot reach {base}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        answer = response.json()
+    except ValueError:
+        print(response.text)
+        return 1
+    if args.json or not response.is_success:
+        print(json.dumps(answer, indent=2))
+    else:
+        sys.stdout.write(format_explain(answer))
+    return 0 if response.is_success else 1

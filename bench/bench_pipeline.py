@@ -75,19 +75,24 @@ def drain(bench: Bench, args: argparse.Namespace) -> tuple[list[float], list[Dra
     )
     warm = hookspawn_drain(bench, args.warmup, bodies, "warm")
     noop_drain(bench, args.warmup)
+    noop_drain(bench, args.warmup)
     print(f"  warm-up: hookspawn {warm.rate:.0f}/s ({warm.audit.line()})", flush=True)
     mints = bench.github.count("access_tokens")
     noops: list[float] = []
     runs: list[DrainRun] = []
     for run in range(1, args.runs + 1):
-        noops.append(noop_drain(bench, args.n))
-        runs.append(hookspawn_drain(bench, args.n, bodies, f"run{run}"))
+        rate, probe = noop_drain(bench, args.n, worker=noop)
+        noops.append(rate)
+        runs.append(hookspawn_drain(bench, args.n, bodies, f"run{run}", worker=worker))
         r = runs[-1]
         print(
             f"  run {run}: no-op {noops[-1]:.0f}/s, hookspawn {r.rate:.0f}/s "
             f"({r.rate / noops[-1]:.2f}), {r.audit.line()}; load {load_average()}",
             flush=True,
         )
+        if probe is not None and r.probe is not None:
+            print(f"    no-op      {probe.per_item(args.n)}")
+            print(f"    hookspawn  {r.probe.per_item(args.n)}", flush=True)
     print(f"  token mints during the measured runs: {bench.github.count('access_tokens') - mints}")
     return noops, runs
 

@@ -511,19 +511,19 @@ def stage_noop(client: redis.Redis, n: int) -> None:
 
 def release_and_time(
     client: redis.Redis, drained: Callable[[redis.Redis], bool], timeout: float
-) -> float:
+) -> tuple[float, int]:
     """RENAME the staged list onto the Celery queue (one atomic step: every message is there
-    at once, and it wakes the worker's BRPOP) and return the seconds until `drained`."""
-    if client.llen(QUEUE):
-        raise RuntimeError("the queue is not empty before a timed drain")
+    at once, and it wakes the worker's BRPOP); (seconds until `drained`, polls made)."""
     start = time.perf_counter()
     client.rename(STAGING, QUEUE)
     deadline = start + timeout
+    polls = 1
     while not drained(client):
         if time.perf_counter() > deadline:
             raise TimeoutError(f"not drained within {timeout:g} s")
         time.sleep(0.002)
-    return time.perf_counter() - start
+        polls += 1
+    return time.perf_counter() - start, polls
 
 
 def hookspawn_drained(sessions: int) -> Callable[[redis.Redis], bool]:
@@ -545,32 +545,100 @@ def noop_drained(client: redis.Redis) -> bool:
     return bool(queued == 0 and unacked == 0)
 
 
-def noop_drain(bench: Bench, n: int, *, concurrency: int = 2) -> float:
-    """Celery's own drain of `n` no-op tasks (deliveries/s) by a running warm no-op worker:
-    the same broker config (`celery_config`), prefork, `concurrency`."""
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU seconds of one process so far (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+class Probe:
+    """CPU seconds of the worker's main and pool processes and of redis-server, and the
+    server's Redis commands by name, between `start()` and `stop()`."""
+
+    def __init__(self, client: redis.Redis, worker: Proc, redis_pid: int) -> None:
+        self.client = client
+        self.pids = {
+            "main": [worker.pid],
+            "pool": worker.worker_children(),
+            "redis": [redis_pid],
+        }
+        self.cpu: dict[str, float] = {}
+        self.commands: dict[str, int] = {}
+
+    def _sample(self) -> tuple[dict[str, float], dict[str, int]]:
+        cpu = {name: sum(cpu_seconds(p) for p in pids) for name, pids in self.pids.items()}
+        stats = cast(dict[str, dict[str, Any]], self.client.info("commandstats"))
+        calls = {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+        return cpu, calls
+
+    def start(self) -> None:
+        self._cpu0, self._calls0 = self._sample()
+
+    def stop(self, exclude: dict[str, int]) -> None:
+        """`exclude`: commands this process issued meanwhile (the polls)."""
+        cpu, calls = self._sample()
+        self.cpu = {k: cpu[k] - self._cpu0.get(k, 0.0) for k in cpu}
+        diff = {k: v - self._calls0.get(k, 0) - exclude.get(k, 0) for k, v in calls.items()}
+        self.commands = {k: v for k, v in diff.items() if v > 0 and k != "info"}
+
+    def per_item(self, n: int) -> str:
+        total = sum(self.commands.values())
+        top = sorted(self.commands.items(), key=lambda kv: -kv[1])[:16]
+        cpu = ", ".join(f"{k} {v / n * 1e3:.2f}" for k, v in self.cpu.items())
+        cmds = " ".join(f"{k} {v / n:.1f}" for k, v in top)
+        return f"CPU ms/item: {cpu}; Redis commands/item {total / n:.1f} ({cmds})"
+
+
+def noop_drain(bench: Bench, n: int, *, worker: Proc | None = None) -> tuple[float, Probe | None]:
+    """Celery's own drain of `n` no-op tasks (tasks/s) by a running warm no-op worker:
+    the same broker config (`celery_config`), prefork; with `worker`, CPU and commands too."""
     client = bench.client(NOOP_DB)
     try:
-        client.delete(STAGING)
+        client.delete(STAGING, QUEUE)
         stage_noop(client, n)
-        seconds = release_and_time(client, noop_drained, timeout=max(60.0, n / 50))
-        return n / seconds
+        probe = _probe(bench, client, worker)
+        seconds, polls = release_and_time(client, noop_drained, timeout=max(60.0, n / 50))
+        if probe is not None:
+            probe.stop({"llen": polls, "hlen": polls, "rename": 1})
+        return n / seconds, probe
     finally:
         client.close()
 
 
-def hookspawn_drain(bench: Bench, n: int, bodies: Sequence[Body], prefix: str) -> DrainRun:
+def _probe(bench: Bench, client: redis.Redis, worker: Proc | None) -> Probe | None:
+    if worker is None or bench.redis.process is None:
+        return None
+    probe = Probe(client, worker, bench.redis.process.pid)
+    probe.start()
+    return probe
+
+
+def hookspawn_drain(
+    bench: Bench, n: int, bodies: Sequence[Body], prefix: str, *, worker: Proc | None = None
+) -> DrainRun:
     """N recorded deliveries through the running warm worker: rate and exactly-once audit."""
     client = bench.client()
     try:
         client.delete(STAGING)
+        if client.llen(QUEUE):
+            raise RuntimeError("the queue is not empty before a timed drain")
         before = int(client.zcard(keys.SESSIONS))
         ids = stage_deliveries(client, bodies, n, prefix)
         fires = sum(1 for i in range(n) if bodies[i % len(bodies)].fires)
         drained = hookspawn_drained(before + fires)
-        seconds = release_and_time(client, drained, timeout=max(120.0, n / 20))
+        probe = _probe(bench, client, worker)
+        seconds, polls = release_and_time(client, drained, timeout=max(120.0, n / 20))
+        if probe is not None:
+            probe.stop({"zcard": 2 * polls, "rename": 1})
         firing = {d for i, d in enumerate(ids) if bodies[i % len(bodies)].fires}
         report = audit(client, bench, {d: "pull_request" for d in ids}, firing)
-        return DrainRun(n=n, seconds=seconds, audit=report)
+        return DrainRun(n=n, seconds=seconds, audit=report, probe=probe)
     finally:
         client.close()
 
@@ -580,6 +648,7 @@ class DrainRun:
     n: int
     seconds: float
     audit: Audit
+    probe: Probe | None = None
 
     @property
     def rate(self) -> float:

@@ -53,10 +53,12 @@ from harness import (
     RssSampler,
     SendReport,
     audit,
+    cpu_seconds,
     load_average,
     mix_bodies,
     noop_drain,
     percentiles,
+    process_tree,
     send_at_rate,
     wait_for_quiet,
     wait_settled,
@@ -109,6 +111,7 @@ class Step:
     queue_peak: int
     pending_peak: int
     load: str
+    cpu: dict[str, float]  # CPU seconds per process tree (and redis-server) during the step
 
     @property
     def latency(self) -> tuple[float, float, float]:
@@ -150,12 +153,18 @@ def run_step(
     bench: Bench, port: int, roots: dict[str, int], rate: float, seconds: float, name: str
 ) -> Step:
     client = bench.client()
+    trees = {name: process_tree(pid) for name, pid in roots.items()}
+    if bench.redis.process is not None:
+        trees["redis"] = [bench.redis.process.pid]
+    trees["bench"] = [os.getpid()]
+    cpu0 = {name: sum(cpu_seconds(p) for p in pids) for name, pids in trees.items()}
     try:
         with RssSampler(roots) as rss, Depth(bench.client()) as depth:
             sent = send_at_rate(port, mix_bodies(), rate, seconds, name, max_conns=512)
             accepted = sent.accepted()
             settled = wait_settled(client, list(accepted), SETTLE_TIMEOUT)
             hwm = rss.hwm()
+            cpu = {n: sum(cpu_seconds(p) for p in pids) - cpu0[n] for n, pids in trees.items()}
         result = audit(client, bench, accepted, sent.fires & set(accepted))
     finally:
         client.close()
@@ -170,6 +179,7 @@ def run_step(
         depth.queue,
         depth.pending,
         load_average(),
+        cpu,
     )
 
 
@@ -195,6 +205,8 @@ def report(step: Step, noop: float, workers: list[Proc]) -> None:
             f"  peak RSS {name:<8} {kb / 1024:6.1f} MB (process tree, sampled); "
             f"VmHWM per process [{per}] MB"
         )
+    per = ", ".join(f"{k} {v / max(1, a.accepted) * 1e3:.2f}" for k, v in step.cpu.items())
+    print(f"  CPU ms per delivery (process trees, sender included as bench): {per}")
     print(
         f"  rate / Celery no-op drain ({noop:.0f} tasks/s): {step.rate / noop:.2f}; "
         f"workers: {len(workers)} process(es) {[w.pid for w in workers]}"
@@ -224,7 +236,7 @@ def main() -> None:
     with Bench() as bench:
         noop_proc = bench.start_noop_worker(concurrency=2)
         noop_drain(bench, 500)
-        noops = [noop_drain(bench, args.noop_n) for _ in range(args.noop_runs)]
+        noops = [noop_drain(bench, args.noop_n)[0] for _ in range(args.noop_runs)]
         bench.stop(noop_proc)
         noop = max(noops)
         print(

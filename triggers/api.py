@@ -15,6 +15,7 @@ from triggers import (
     routes_deliveries,
     routes_explain,
     routes_health,
+    routes_metrics,
     routes_sessions,
 )
 from workers.runtime import Runtime
@@ -24,7 +25,8 @@ def create_app(rt: Runtime) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            yield
+            async with routes_metrics.flushing(app):
+                yield
         finally:
             client = getattr(app.state, "aredis", None)
             if client is not None:
@@ -47,4 +49,5 @@ def create_app(rt: Runtime) -> FastAPI:
     app.include_router(routes_sessions.router)
     app.include_router(routes_connections.router)
     app.include_router(routes_explain.router)
+    app.include_router(routes_metrics.router)
     return app

@@ -12,6 +12,7 @@ from fastapi.routing import APIRoute
 from triggers.deps import async_redis, runtime
 from triggers.errors import PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
+from triggers.routes_metrics import timed_intake
 from workers.deliveries import NewDelivery
 from workers.runtime import Runtime
 
@@ -78,6 +79,7 @@ async def record_and_enqueue(request: Request, rt: Runtime, parsed: ParsedDelive
         503: {"description": "the delivery could not be recorded durably"},
     },
 )
+@timed_intake
 async def receive(request: Request) -> JSONResponse:
     rt = runtime(request)
     raw = await read_capped(request)

@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from triggers.deps import require_admin, runtime
 from triggers.http_errors import ApiError
+from workers import metrics
 from workers.pipeline import SpawnPipeline
 from workers.planning import Outcome
 from workers.runtime import Runtime
@@ -41,6 +42,7 @@ def _spawner(rt: Runtime) -> SpawnPipeline:
 
 
 def _answer(rt: Runtime, outcome: Outcome) -> JSONResponse:
+    metrics.count_outcomes([outcome.to_json()])  # a start's outcome counts like a trigger's
     if outcome.outcome == "dispatched" and outcome.session_id:
         session = rt.sessions.get(outcome.session_id)
         return JSONResponse(session or {"id": outcome.session_id}, status_code=201)

@@ -8,6 +8,7 @@ from typing import Protocol
 
 import httpx
 
+from workers import metrics
 from workers.errors import DispatchUnavailable
 from workers.session_spec import SessionSpec
 from workers.sessions import SessionStore
@@ -62,6 +63,7 @@ class HttpDispatcher:
         for attempt in range(self.tries):
             if attempt:
                 self.retries += 1
+                metrics.inc(metrics.DISPATCH_RETRIES)
                 time.sleep(self.pause * 2 ** (attempt - 1))
             try:
                 response = self._client.post(

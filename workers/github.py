@@ -28,6 +28,7 @@ from githubkit.exception import (
     RequestTimeout,
 )
 
+from workers import metrics
 from workers.errors import (
     AccessRevoked,
     ConfigurationError,
@@ -299,18 +300,18 @@ class GitHubApp:
         try:
             return request()
         except GitHubException as exc:
-            raise _classify(exc, call, waited=time.monotonic() - started) from exc
+            raise _counted(_classify(exc, call, waited=time.monotonic() - started), exc) from exc
         except ValueError as exc:  # githubkit reads `retry-after` with int(); a date breaks it
-            raise _unreadable(exc, call) from exc
+            raise _counted(_unreadable(exc, call), exc) from exc
 
     def _iterate(self, call: _Call, items: Iterator[T]) -> Iterator[T]:
         started = time.monotonic()
         try:
             yield from items
         except GitHubException as exc:
-            raise _classify(exc, call, waited=time.monotonic() - started) from exc
+            raise _counted(_classify(exc, call, waited=time.monotonic() - started), exc) from exc
         except (ValueError, KeyError, TypeError) as exc:  # a page that is not what GitHub sends
-            raise _unreadable(exc, call) from exc
+            raise _counted(_unreadable(exc, call), exc) from exc
 
 
 def _check_private_key(app_id: str, private_key: str) -> None:
@@ -323,6 +324,33 @@ def _check_private_key(app_id: str, private_key: str) -> None:
             f"({type(exc).__name__}); expected a PEM RSA private key",
             app_id=app_id,
         ) from None
+
+
+def _counted(error: WorkerError, cause: Exception) -> WorkerError:
+    """Count the failure in `hookspawn_github_errors_total` by its class; return it."""
+    metrics.inc(metrics.GITHUB_ERRORS, _error_class(error, cause))
+    return error
+
+
+def _error_class(error: WorkerError, cause: Exception) -> str:
+    if isinstance(error, AccessRevoked):
+        return error.kind
+    if isinstance(error, PermissionNotGranted):
+        return "permission_not_granted"
+    if isinstance(cause, RateLimitExceeded) or (
+        isinstance(error, GitHubUnavailable) and error.retry_after is not None
+    ):
+        return "rate_limited"
+    if isinstance(cause, RequestFailed):  # GitHub answered, with an error status
+        status = error.details.get("status")
+        if isinstance(status, int) and status >= 500:
+            return "server_error"
+        return "unauthorized" if status == 401 else "client_error"
+    if isinstance(cause, RequestTimeout):
+        return "timeout"
+    if isinstance(cause, RequestError):
+        return "unreachable" if isinstance(error, GitHubUnavailable) else "request_error"
+    return "unreadable"
 
 
 def _unreadable(exc: Exception, call: _Call) -> GitHubUnavailable:

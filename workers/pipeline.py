@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -10,6 +11,7 @@ from typing import Any
 
 from agents import CompiledAgent, Mount, Trigger
 from triggers.envelope import session_input as make_session_input
+from workers import metrics
 from workers.agents_source import AgentsSource
 from workers.connections import ConnectionStore, resync_installation
 from workers.deliveries import Delivery
@@ -51,6 +53,7 @@ class TriggerContext:
     delivery_id: str
     trigger: Trigger
     envelope: Mapping[str, Any]
+    received_at: float = 0.0  # when the delivery came in (epoch seconds), for latency
 
 
 class SpawnPipeline:
@@ -91,7 +94,9 @@ class SpawnPipeline:
         for candidate, decision in zip(candidates, decisions, strict=True):
             if not decision.fires:
                 continue
-            context = TriggerContext(delivery.delivery_id, candidate.trigger, envelope)
+            context = TriggerContext(
+                delivery.delivery_id, candidate.trigger, envelope, delivery.received_at
+            )
             try:
                 outcome = self.spawn(candidate.agent, context=context)
             except Transient as exc:
@@ -176,6 +181,9 @@ class SpawnPipeline:
             log.error("GitHub App configuration error: %s", exc.message)
             return outcome("failed", exc.code, exc.message)
         created = self.dispatcher.dispatch(spec)
+        if created and context is not None and context.received_at:
+            latency = max(0.0, time.time() - context.received_at)
+            metrics.observe(metrics.SESSION_LATENCY, latency)
         self.spawns.mark_dispatched(session_id, spec.id)
         note = "created" if created else "already existed"
         return outcome("dispatched", None, f"session {spec.id} {note}")

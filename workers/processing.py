@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import orjson
 
 from triggers.envelope import build_envelope
+from workers import metrics
 from workers.deliveries import FAILED, PROCESSED, Delivery, DeliveryStore, iso
 from workers.errors import Transient
 
@@ -96,8 +97,14 @@ class DeliveryProcessor:
             self.store.extend_lease(delivery_id, self.store.lease)
             with LeaseKeeper(self.store, delivery_id, owner):
                 return self._run(delivery_id, final_attempt=final_attempt)
+        except Transient as exc:
+            metrics.inc(metrics.PROCESSING_RETRIES, exc.code)
+            raise
         finally:
-            self.store.unlock(delivery_id, owner)
+            try:
+                self.store.unlock(delivery_id, owner)
+            finally:
+                metrics.flush(self.store.client)  # one round trip per delivery, after the work
 
     def _run(self, delivery_id: str, *, final_attempt: bool) -> str:
         started = time.time()
@@ -117,6 +124,8 @@ class DeliveryProcessor:
             "decisions": result.decisions,
         }
         self.store.finish(delivery_id, run, status=PROCESSED, error=None)
+        metrics.count_outcomes(result.outcomes)
+        metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event, PROCESSED)
         return PROCESSED
 
     def give_up(self, delivery_id: str, error: Transient | BaseException) -> None:
@@ -131,3 +140,6 @@ class DeliveryProcessor:
             "error": code,
         }
         self.store.finish(delivery_id, run, status=FAILED, error=f"{code}: {reason}")
+        delivery = self.store.get(delivery_id)
+        metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event if delivery else "", FAILED)
+        metrics.flush(self.store.client)

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from workers import metrics
 from workers.errors import AccessRevoked
 from workers.github import MintedToken
 
@@ -60,6 +61,7 @@ class TokenCache:
             token = self._fresh(key)
             if token is not None:
                 self.hits += 1
+                metrics.inc(metrics.TOKEN_CACHE, "hit")
                 return token
             key_lock = self._minting.setdefault(key, threading.Lock())
         with key_lock:
@@ -67,8 +69,10 @@ class TokenCache:
                 token = self._fresh(key)  # another thread minted it while we waited
                 if token is not None:
                     self.hits += 1
+                    metrics.inc(metrics.TOKEN_CACHE, "hit")
                     return token
                 self.misses += 1
+                metrics.inc(metrics.TOKEN_CACHE, "miss")
             try:
                 token = self._mint(key[0], sorted(key[1]), dict(permissions))
             except AccessRevoked as revoked:

@@ -1,0 +1,144 @@
+"""GET /metrics, the web's metrics flusher, and the intake timing that feeds the intake metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import orjson
+import redis
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import Response
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+from starlette.concurrency import run_in_threadpool
+
+from triggers.deps import require_admin, runtime
+from triggers.errors import InvalidSignature, PayloadTooLarge
+from workers import metrics
+
+log = logging.getLogger(__name__)
+
+router = APIRouter()
+
+#: how often the web process adds what it recorded to the shared Redis tally
+FLUSH_INTERVAL = 2.0
+
+# An event label comes from the X-GitHub-Event header: only a plausible event name is kept.
+_EVENT_NAME = re.compile(r"[a-z][a-z_]{0,63}")
+_UNKNOWN = "unknown"
+
+
+@router.get(
+    "/metrics",
+    dependencies=[Depends(require_admin)],
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text"}},
+)
+async def scrape(request: Request) -> Response:
+    """Prometheus metrics of every hookspawn process (summed in Redis); names start `hookspawn_`."""
+    rt = runtime(request)
+    registry = web_metrics(request.app).registry
+
+    def collect() -> bytes:
+        metrics.flush(rt.client)  # what this process recorded so far counts in this scrape
+        return generate_latest(registry)
+
+    body = await run_in_threadpool(collect)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+
+class WebMetrics:
+    """One app's registry: its intake series in memory, everything else read from Redis."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        deliveries, seconds = metrics.DELIVERIES, metrics.INTAKE_SECONDS
+        self.deliveries = Counter(
+            deliveries.name, deliveries.help, deliveries.labels, registry=self.registry
+        )
+        self.seconds = Histogram(
+            seconds.name, seconds.help, buckets=seconds.buckets, registry=self.registry
+        )
+        self.registry.register(metrics.RedisCollector(app.state.runtime.client))
+
+
+def web_metrics(app: FastAPI) -> WebMetrics:
+    found: WebMetrics | None = getattr(app.state, "web_metrics", None)
+    if found is None:
+        found = app.state.web_metrics = WebMetrics(app)
+    return found
+
+
+@contextlib.asynccontextmanager
+async def flushing(app: FastAPI) -> AsyncIterator[None]:
+    """App lifespan: flush this process's metrics every FLUSH_INTERVAL, and once at shutdown."""
+    client = app.state.runtime.client
+
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(FLUSH_INTERVAL)
+            await run_in_threadpool(metrics.flush, client)
+
+    task = asyncio.create_task(loop())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await run_in_threadpool(metrics.flush, client)
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def timed_intake(endpoint: Endpoint) -> Endpoint:
+    """Count each webhook answer in `hookspawn_deliveries_total` and time it, in memory."""
+
+    @functools.wraps(endpoint)
+    async def timed(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            response = await endpoint(request)
+        except Exception as exc:
+            code = "store_unavailable" if isinstance(exc, redis.RedisError) else None
+            code = code or getattr(exc, "code", None) or "internal_error"
+            _count(request, str(code), started, trusted=not _unverified(exc))
+            raise
+        _count(request, _answered(response), started, trusted=True)
+        return response
+
+    return timed
+
+
+def _unverified(exc: Exception) -> bool:
+    """Refused before the signature was checked: its event header says nothing."""
+    return isinstance(exc, PayloadTooLarge | InvalidSignature)
+
+
+def _answered(response: Response) -> str:
+    try:
+        status: Any = orjson.loads(response.body).get("status")
+    except (orjson.JSONDecodeError, AttributeError):
+        status = None
+    return str(status or response.status_code)
+
+
+def _count(request: Request, status: str, started: float, *, trusted: bool) -> None:
+    event = request.headers.get("x-github-event", "") if trusted else ""
+    label = event if _EVENT_NAME.fullmatch(event) else _UNKNOWN
+    counted = web_metrics(request.app)
+    counted.deliveries.labels(label, status).inc()
+    counted.seconds.observe(time.perf_counter() - started)

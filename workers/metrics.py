@@ -1,0 +1,380 @@
+"""Prometheus metrics across processes: buffered in each process, summed in Redis, read by the web.
+
+Web and workers are separate processes (containers, prefork children), so a counter kept in one
+process's memory would never reach the web's `GET /metrics`. Instead every process records into
+an in-memory buffer here (no I/O, a lock and a dict update) and `flush` adds the buffer to one
+Redis hash in a single MULTI/EXEC round trip: workers flush once per delivery they process, the
+web flushes every couple of seconds and before each scrape. `RedisCollector` turns that hash,
+plus the queue sizes read at scrape time, into Prometheus metric families.
+
+The intake series (`WEB_LOCAL`) are the exception: the web counts them in its own memory.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+import orjson
+import redis
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from workers import keys
+
+__all__ = [
+    "ALL",
+    "DELIVERIES",
+    "DELIVERIES_PROCESSED",
+    "DISPATCH_RETRIES",
+    "GITHUB_ERRORS",
+    "INTAKE_SECONDS",
+    "OUTCOMES",
+    "PROCESSING_RETRIES",
+    "RECORDER",
+    "SESSION_LATENCY",
+    "TOKEN_CACHE",
+    "WEB_LOCAL",
+    "Recorder",
+    "RedisCollector",
+    "Series",
+    "count_outcomes",
+    "flush",
+    "inc",
+    "observe",
+]
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["counter", "histogram"]
+
+#: label values are cut to this length: a metric label is a name, never a payload
+MAX_LABEL = 100
+
+
+@dataclass(frozen=True)
+class Series:
+    """One metric family that processes record into Redis."""
+
+    name: str
+    kind: Kind
+    help: str
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] = ()
+    #: label values every scrape shows (at zero until recorded), for fixed label sets
+    always: tuple[tuple[str, ...], ...] = ()
+
+
+DELIVERIES = Series(
+    "hookspawn_deliveries_total",
+    "counter",
+    "Webhook deliveries received at POST /webhooks/github, by event and intake status "
+    "(queued, duplicate, or the error code of the rejection).",
+    ("event", "status"),
+)
+DELIVERIES_PROCESSED = Series(
+    "hookspawn_deliveries_processed_total",
+    "counter",
+    "Processing runs of deliveries that ended, by event and the delivery's status "
+    "(processed, failed).",
+    ("event", "status"),
+)
+OUTCOMES = Series(
+    "hookspawn_outcomes_total",
+    "counter",
+    "Spawn outcomes recorded (trigger-driven, manual and agent-to-agent starts), by outcome "
+    "and code (empty for dispatched).",
+    ("outcome", "code"),
+)
+INTAKE_SECONDS = Series(
+    "hookspawn_intake_duration_seconds",
+    "histogram",
+    "Time the webhook endpoint took from the request to its answer (checks, durable record, "
+    "enqueue).",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+SESSION_LATENCY = Series(
+    "hookspawn_webhook_to_session_seconds",
+    "histogram",
+    "Time from a delivery's receipt to a session dispatched for it (trigger-driven spawns, "
+    "counted once per session created).",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3600.0),
+)
+TOKEN_CACHE = Series(
+    "hookspawn_token_cache_lookups_total",
+    "counter",
+    "Installation-token cache lookups, by result (hit: served from the cache, miss: minted).",
+    ("result",),
+    always=(("hit",), ("miss",)),
+)
+GITHUB_ERRORS = Series(
+    "hookspawn_github_errors_total",
+    "counter",
+    "Failed GitHub API calls, by class (rate_limited, server_error, timeout, unreachable, "
+    "unreadable, unauthorized, installation_deleted, installation_suspended, "
+    "repository_inaccessible, permission_not_granted, client_error, request_error).",
+    ("class",),
+)
+DISPATCH_RETRIES = Series(
+    "hookspawn_dispatch_retries_total",
+    "counter",
+    "Session dispatch POSTs to HOOKSPAWN_DISPATCH_URL tried again after a failed answer.",
+    always=((),),
+)
+PROCESSING_RETRIES = Series(
+    "hookspawn_processing_retries_total",
+    "counter",
+    "Processing attempts that ended in a transient error (retried with backoff, or given up "
+    "once retries ran out), by error code.",
+    ("code",),
+)
+
+#: recorded into Redis by any process
+ALL: tuple[Series, ...] = (
+    DELIVERIES_PROCESSED,
+    OUTCOMES,
+    SESSION_LATENCY,
+    TOKEN_CACHE,
+    GITHUB_ERRORS,
+    DISPATCH_RETRIES,
+    PROCESSING_RETRIES,
+)
+_BY_NAME = {series.name: series for series in ALL}
+
+#: kept in the web process's memory (triggers/routes_metrics.py): intake must not write to Redis
+#: beyond the delivery itself, and a refused delivery must leave Redis untouched
+WEB_LOCAL: tuple[Series, ...] = (DELIVERIES, INTAKE_SECONDS)
+
+# Computed at scrape time from Redis, not recorded.
+QUEUE_DEPTH = "hookspawn_queue_depth"
+DEAD_LETTERS = "hookspawn_dead_letters"
+
+_COUNT, _SUM, _INF = "count", "sum", "+Inf"
+
+
+def _le(bound: float) -> str:
+    """A bucket's upper bound as the `le` label shows it (`0.005`, `1.0`)."""
+    return repr(float(bound))
+
+
+def _field(series: Series, part: str, labels: tuple[str, ...]) -> bytes:
+    return orjson.dumps([series.name, part, *labels])
+
+
+def _labels(series: Series, values: tuple[str, ...]) -> tuple[str, ...]:
+    if len(values) != len(series.labels):
+        raise ValueError(
+            f"{series.name} takes labels {series.labels}, got {len(values)} values {values!r}"
+        )
+    return tuple(str(v)[:MAX_LABEL] for v in values)
+
+
+class Recorder:
+    """The in-memory buffer of one process: increments since the last flush."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ints: dict[bytes, int] = {}
+        self._floats: dict[bytes, float] = {}
+
+    def inc(self, series: Series, *labels: str, amount: int = 1) -> None:
+        field = _field(series, "", _labels(series, labels))
+        with self._lock:
+            self._ints[field] = self._ints.get(field, 0) + amount
+
+    def observe(self, series: Series, value: float, *labels: str) -> None:
+        """One histogram observation: its bucket (non-cumulative here), count and sum."""
+        values = _labels(series, labels)
+        index = bisect.bisect_left(series.buckets, value)
+        le = _le(series.buckets[index]) if index < len(series.buckets) else _INF
+        bucket, count = _field(series, le, values), _field(series, _COUNT, values)
+        total = _field(series, _SUM, values)
+        with self._lock:
+            self._ints[bucket] = self._ints.get(bucket, 0) + 1
+            self._ints[count] = self._ints.get(count, 0) + 1
+            self._floats[total] = self._floats.get(total, 0.0) + float(value)
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._ints) + len(self._floats)
+
+    def flush(self, client: redis.Redis) -> bool:
+        """Add the buffer to Redis in one atomic round trip; on failure keep it for next time."""
+        with self._lock:
+            ints, floats = self._ints, self._floats
+            if not ints and not floats:
+                return True
+            self._ints, self._floats = {}, {}
+        try:
+            pipe = client.pipeline(transaction=True)
+            for field, amount in ints.items():
+                pipe.hincrby(keys.METRICS, field, amount)
+            for field, value in floats.items():
+                pipe.hincrbyfloat(keys.METRICS, field, value)
+            pipe.execute()
+        except redis.RedisError as exc:
+            # MULTI/EXEC: none of it was applied, so putting it back counts nothing twice
+            self._merge(ints, floats)
+            log.debug("metrics flush failed, kept for the next one: %s", exc)
+            return False
+        return True
+
+    def reset(self) -> None:
+        """A fresh lock and buffer (after fork: the child must not inherit the parent's)."""
+        self._lock = threading.Lock()
+        self._ints, self._floats = {}, {}
+
+    def _merge(self, ints: Mapping[bytes, int], floats: Mapping[bytes, float]) -> None:
+        with self._lock:
+            for field, amount in ints.items():
+                self._ints[field] = self._ints.get(field, 0) + amount
+            for field, value in floats.items():
+                self._floats[field] = self._floats.get(field, 0.0) + value
+
+
+#: this process's buffer
+RECORDER = Recorder()
+os.register_at_fork(after_in_child=RECORDER.reset)
+
+
+def inc(series: Series, *labels: str, amount: int = 1) -> None:
+    RECORDER.inc(series, *labels, amount=amount)
+
+
+def observe(series: Series, value: float, *labels: str) -> None:
+    RECORDER.observe(series, value, *labels)
+
+
+def flush(client: redis.Redis) -> bool:
+    return RECORDER.flush(client)
+
+
+def count_outcomes(outcomes: Iterable[Mapping[str, Any]]) -> None:
+    """One `hookspawn_outcomes_total` increment per recorded outcome."""
+    for outcome in outcomes:
+        inc(OUTCOMES, str(outcome.get("outcome") or ""), str(outcome.get("code") or ""))
+
+
+# reading: the web's /metrics -----------------------------------------------------------------
+class RedisCollector(Collector):
+    """Every recorded series from the Redis hash, plus queue sizes read at scrape time."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+
+    def describe(self) -> Iterator[Metric]:
+        for series in ALL:
+            yield _family(series)
+        yield GaugeMetricFamily(QUEUE_DEPTH, "", labels=("queue",))
+        yield GaugeMetricFamily(DEAD_LETTERS, "")
+
+    def collect(self) -> Iterator[Metric]:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(keys.METRICS)
+        pipe.llen(keys.CELERY_QUEUE)
+        pipe.zcard(keys.PENDING)
+        pipe.zcard(keys.DEAD)
+        raw, queued, pending, dead = pipe.execute()
+        yield from _families(cast(dict[bytes, bytes], raw))
+        depth = GaugeMetricFamily(
+            QUEUE_DEPTH,
+            "Deliveries waiting: messages in the Celery queue list `hookspawn` (queue=celery) "
+            "and deliveries recorded but not yet processed (queue=pending).",
+            labels=("queue",),
+        )
+        depth.add_metric(("celery",), int(queued))
+        depth.add_metric(("pending",), int(pending))
+        yield depth
+        yield GaugeMetricFamily(
+            DEAD_LETTERS,
+            "Deliveries whose processing gave up (status failed), kept for replay.",
+            value=int(dead),
+        )
+
+
+def _family(series: Series) -> Metric:
+    if series.kind == "histogram":
+        return HistogramMetricFamily(series.name, series.help, labels=series.labels)
+    return CounterMetricFamily(series.name, series.help, labels=series.labels)
+
+
+@dataclass
+class _Histogram:
+    buckets: dict[str, int]
+    count: int = 0
+    total: float = 0.0
+
+
+class _Tally:
+    """The Redis hash, summed per series and label values."""
+
+    def __init__(self, raw: Mapping[bytes, bytes]) -> None:
+        self.counters: dict[str, dict[tuple[str, ...], float]] = {s.name: {} for s in ALL}
+        self.histograms: dict[str, dict[tuple[str, ...], _Histogram]] = {s.name: {} for s in ALL}
+        for field, value in raw.items():
+            try:
+                name, part, *labels = orjson.loads(field)
+                number = float(value)
+            except (orjson.JSONDecodeError, ValueError, TypeError):
+                continue
+            series = _BY_NAME.get(name)
+            if series is None or len(labels) != len(series.labels):
+                continue  # written by another version: not ours to show
+            self.add(series, str(part), tuple(str(v) for v in labels), number)
+
+    def add(self, series: Series, part: str, values: tuple[str, ...], number: float) -> None:
+        if series.kind == "counter":
+            seen = self.counters[series.name]
+            seen[values] = seen.get(values, 0.0) + number
+            return
+        histogram = self.histograms[series.name].setdefault(values, _Histogram({}))
+        if part == _COUNT:
+            histogram.count += int(number)
+        elif part == _SUM:
+            histogram.total += number
+        else:
+            histogram.buckets[part] = histogram.buckets.get(part, 0) + int(number)
+
+
+def _families(raw: Mapping[bytes, bytes]) -> Iterator[Metric]:
+    tally = _Tally(raw)
+    for series in ALL:
+        if series.kind == "counter":
+            counter = CounterMetricFamily(series.name, series.help, labels=series.labels)
+            seen = tally.counters[series.name]
+            for values in series.always:
+                seen.setdefault(values, 0.0)
+            for values, number in sorted(seen.items()):
+                counter.add_metric(values, number)
+            yield counter
+            continue
+        histogram = HistogramMetricFamily(series.name, series.help, labels=series.labels)
+        seen_h = tally.histograms[series.name]
+        if not series.labels:
+            seen_h.setdefault((), _Histogram({}))
+        for values, observed in sorted(seen_h.items(), key=lambda item: item[0]):
+            buckets, total = _cumulative(series, observed)
+            histogram.add_metric(values, buckets, total)
+        yield histogram
+
+
+def _cumulative(series: Series, histogram: _Histogram) -> tuple[list[tuple[str, float]], float]:
+    running = 0
+    out: list[tuple[str, float]] = []
+    for bound in series.buckets:
+        le = _le(bound)
+        running += histogram.buckets.get(le, 0)
+        out.append((le, float(running)))
+    running += histogram.buckets.get(_INF, 0)
+    out.append((_INF, float(max(running, histogram.count))))
+    return out, histogram.total

@@ -17,6 +17,7 @@ from triggers import (
     routes_health,
     routes_metrics,
     routes_sessions,
+    ui,
 )
 from workers.runtime import Runtime
 
@@ -50,4 +51,5 @@ def create_app(rt: Runtime) -> FastAPI:
     app.include_router(routes_connections.router)
     app.include_router(routes_explain.router)
     app.include_router(routes_metrics.router)
+    app.include_router(ui.router)
     return app

@@ -1,0 +1,290 @@
+"""The delivery explorer at /ui: server-rendered pages (jinja2, no JavaScript) and their sign-in."""
+
+from __future__ import annotations
+
+import hmac
+from collections import Counter
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, cast
+from urllib.parse import quote
+
+import orjson
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
+
+from triggers.deps import require_admin, runtime, session_cookie
+from triggers.http_errors import ApiError
+from triggers.routes_deliveries import delivery_view
+from workers import keys
+from workers.pipeline import SpawnPipeline
+from workers.runtime import Runtime
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+#: a delivery body larger than this is shown cut, as stored (not re-indented)
+BODY_SHOWN = 256 * 1024
+#: how long the browser keeps the sign-in cookie
+COOKIE_SECONDS = 12 * 3600
+STATUSES = ("queued", "processed", "failed")
+#: the cookie triggers.deps.require_admin accepts besides the bearer token
+SESSION_COOKIE = "hookspawn_session"
+
+_HEADERS = {
+    # no script may run on these pages, whatever a payload smuggles into them
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def _when(value: Any) -> str:
+    """`2024-05-01T12:34:56.789Z` → `2024-05-01 12:34:56`; anything else as it is."""
+    if not isinstance(value, str) or not value:
+        return ""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    return parsed.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _pretty(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+
+
+_templates = Environment(
+    loader=PackageLoader("triggers", "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    undefined=ChainableUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_templates.filters["when"] = _when
+_templates.filters["pretty"] = _pretty
+_templates.filters["segment"] = lambda value: quote(str(value), safe="")
+
+
+def _render(
+    request: Request, template: str, context: Mapping[str, Any], *, status: int = 200
+) -> HTMLResponse:
+    rt = runtime(request)
+    page = _templates.get_template(template).render(
+        **context, token_required=bool(rt.settings.admin_token), path=request.url.path
+    )
+    return HTMLResponse(page, status_code=status, headers=_HEADERS)
+
+
+def _signed_in(request: Request) -> bool:
+    try:
+        require_admin(request)
+    except ApiError:
+        return False
+    return True
+
+
+def _safe_next(value: str | None) -> str:
+    """Only a path of this explorer: never another site (`//host`, `/\\host`)."""
+    if not value or "\\" in value or any(ord(c) < 0x20 for c in value):
+        return "/ui"
+    if value == "/ui" or value.startswith(("/ui/", "/ui?")):
+        return value
+    return "/ui"
+
+
+async def _page(
+    request: Request, template: str, load: Callable[[Runtime], Mapping[str, Any]]
+) -> Response:
+    """Sign-in first when a token is required; then load (off the event loop) and render."""
+    if not _signed_in(request):
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/ui/login?next={quote(target, safe='')}", status_code=303)
+    rt = runtime(request)
+    try:
+        context = await run_in_threadpool(load, rt)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        return _render(
+            request, "not_found.html", {"title": "Not found", "message": exc.message}, status=404
+        )
+    return _render(request, template, context)
+
+
+# sign-in ----------------------------------------------------------------------------------------
+@router.get("/login")
+async def login_form(request: Request, next: str | None = None) -> Response:
+    if not runtime(request).settings.admin_token:
+        return RedirectResponse(_safe_next(next), status_code=303)
+    context = {"title": "Sign in", "next": _safe_next(next), "failed": False}
+    return _render(request, "login.html", context)
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    token = runtime(request).settings.admin_token
+    form = await request.form()
+    given_next = form.get("next")
+    target = _safe_next(given_next if isinstance(given_next, str) else None)
+    if not token:
+        return RedirectResponse(target, status_code=303)
+    given = form.get("token")
+    if isinstance(given, str) and hmac.compare_digest(given.strip().encode(), token.encode()):
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(
+            SESSION_COOKIE,
+            session_cookie(token),
+            max_age=COOKIE_SECONDS,
+            path="/",
+            httponly=True,
+            samesite="lax",
+            secure=request.url.scheme == "https",
+        )
+        return response
+    context = {"title": "Sign in", "next": target, "failed": True}
+    return _render(request, "login.html", context, status=401)
+
+
+@router.post("/logout")
+async def logout() -> Response:
+    response = RedirectResponse("/ui/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax")
+    return response
+
+
+# pages ------------------------------------------------------------------------------------------
+def _text_param(request: Request, name: str) -> str:
+    return request.query_params.get(name, "").strip()[:200]
+
+
+def _limit(request: Request) -> int:
+    try:
+        return max(1, min(1000, int(request.query_params.get("limit", "50"))))
+    except ValueError:
+        return 50
+
+
+def _outcome_summary(outcomes: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    """(outcome, code, how many) for a delivery's latest run, most frequent first."""
+    counts = Counter((str(o.get("outcome") or ""), str(o.get("code") or "")) for o in outcomes)
+    return [(outcome, code, n) for (outcome, code), n in counts.most_common()]
+
+
+@router.get("", include_in_schema=True, response_class=HTMLResponse)
+async def deliveries(request: Request) -> Response:
+    """The delivery explorer: recent deliveries, filtered by `event`, `status`, `repository`."""
+    filters = {
+        "event": _text_param(request, "event"),
+        "status": _text_param(request, "status"),
+        "repository": _text_param(request, "repository"),
+    }
+    limit = _limit(request)
+
+    def load(rt: Runtime) -> dict[str, Any]:
+        found = rt.store.recent(
+            event=filters["event"] or None,
+            status=filters["status"] or None,
+            repository=filters["repository"] or None,
+            limit=limit,
+        )
+        pipe = rt.client.pipeline(transaction=False)
+        for delivery in found:
+            pipe.lindex(keys.delivery_runs(delivery.delivery_id), -1)
+        latest = cast(list[bytes | None], pipe.execute()) if found else []
+        rows = []
+        for delivery, run in zip(found, latest, strict=True):
+            outcomes = orjson.loads(run).get("outcomes", []) if run else []
+            rows.append({**delivery.to_json(), "summary": _outcome_summary(outcomes)})
+        return {
+            "title": "Deliveries",
+            "rows": rows,
+            "filters": filters,
+            "limit": limit,
+            "statuses": STATUSES,
+        }
+
+    return await _page(request, "deliveries.html", load)
+
+
+@router.get("/deliveries/{delivery_id}")
+async def delivery(request: Request, delivery_id: str) -> Response:
+    def load(rt: Runtime) -> dict[str, Any]:
+        view = delivery_view(rt, delivery_id)
+        decisions = [d for d in view["decisions"] if "agent" in d]
+        notes = [n for d in view["decisions"] for n in d.get("connections", ())]
+        body = rt.store.body(delivery_id) or b""
+        if len(body) > BODY_SHOWN:
+            shown = body[:BODY_SHOWN].decode("utf-8", "replace")
+            cut = len(body)
+        else:
+            try:
+                shown = _pretty(orjson.loads(body)) if body else ""
+            except orjson.JSONDecodeError:
+                shown = body.decode("utf-8", "replace")
+            cut = 0
+        return {
+            "title": f"Delivery {delivery_id}",
+            "d": view,
+            "decisions": decisions,
+            "notes": notes,
+            "body": shown,
+            "body_size": cut,
+        }
+
+    return await _page(request, "delivery.html", load)
+
+
+@router.get("/sessions")
+async def sessions(request: Request) -> Response:
+    agent = _text_param(request, "agent")
+    limit = _limit(request)
+
+    def load(rt: Runtime) -> dict[str, Any]:
+        items = rt.sessions.list(agent=agent or None, limit=limit)
+        return {"title": "Sessions", "items": items, "agent": agent, "limit": limit}
+
+    return await _page(request, "sessions.html", load)
+
+
+@router.get("/sessions/{session_id}")
+async def session(request: Request, session_id: str) -> Response:
+    def load(rt: Runtime) -> dict[str, Any]:
+        found = rt.sessions.get(session_id)
+        if found is None:
+            raise ApiError(404, "session_not_found", f"no session {session_id!r}")
+        return {"title": f"Session {session_id}", "s": found}
+
+    return await _page(request, "session.html", load)
+
+
+@router.get("/agents")
+async def agents(request: Request) -> Response:
+    def load(rt: Runtime) -> dict[str, Any]:
+        pipeline = rt.pipeline
+        if not isinstance(pipeline, SpawnPipeline):
+            return {"title": "Agents", "agents": [], "errors": [], "directory": None}
+        source = pipeline.agents
+        current = source.current()
+        return {
+            "title": "Agents",
+            "agents": [agent.to_json() for agent in current.agents],
+            "errors": list(source.last_errors),
+            "directory": str(source.directory),
+        }
+
+    return await _page(request, "agents.html", load)
+
+
+@router.get("/connections")
+async def connections(request: Request) -> Response:
+    def load(rt: Runtime) -> dict[str, Any]:
+        installations = [i.to_json() for i in rt.connections.all()]
+        return {"title": "Connections", "installations": installations}
+
+    return await _page(request, "connections.html", load)

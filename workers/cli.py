@@ -83,6 +83,10 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="recover: request the redeliveries (without it, only print what would be done)",
     )
+    deliveries.add_argument("--event", default=None, help="list: only this X-GitHub-Event")
+    deliveries.add_argument("--status", default=None, choices=["queued", "processed", "failed"])
+    deliveries.add_argument("--repository", default=None, help="list: only this owner/name")
+    deliveries.add_argument("--limit", type=int, default=None, help="list: at most this many")
 
     explain = add(
         "explain",

@@ -153,7 +153,13 @@ def deliveries(args: argparse.Namespace) -> int:
     if args.action == "recover":
         return recover(args)
     if args.action == "list":
-        return api_call("GET", "/deliveries", url=args.url)
+        filters = {
+            "event": args.event,
+            "status": args.status,
+            "repository": args.repository,
+            "limit": args.limit,
+        }
+        return api_call("GET", "/deliveries", url=args.url, params=filters)
     if not args.id:
         raise SystemExit(f"hookspawn deliveries {args.action}: a delivery ID is required")
     if args.action == "show":

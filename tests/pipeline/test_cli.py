@@ -1,0 +1,64 @@
+"""The CLI against a running server: start, sessions, deliveries (with filters), connections."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from tests.pipeline.conftest import INSTALLATION, REPO, Hookspawn
+
+
+def cli(hs: Hookspawn, *args: str) -> tuple[int, Any]:
+    url = str(hs.client.base_url).rstrip("/")
+    result = subprocess.run(
+        [sys.executable, "-m", "workers.cli", *args, "--url", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    try:
+        return result.returncode, json.loads(result.stdout)
+    except ValueError:
+        return result.returncode, result.stdout + result.stderr
+
+
+def test_cli_round_trip(connected: Hookspawn) -> None:
+    hs = connected
+    pr = hs.send("pull_request", hs.pr(), delivery="cli-pr")
+    hs.processed(pr)
+
+    code, listed = cli(hs, "deliveries", "list", "--event", "pull_request", "--limit", "5")
+    assert code == 0
+    assert [d["deliveryId"] for d in listed["items"]] == ["cli-pr"]
+    code, listed = cli(hs, "deliveries", "list", "--event", "installation")
+    assert code == 0
+    assert {d["event"] for d in listed["items"]} == {"installation"}
+    code, listed = cli(hs, "deliveries", "list", "--repository", REPO.lower())
+    assert [d["deliveryId"] for d in listed["items"]] == ["cli-pr"]
+
+    code, shown = cli(hs, "deliveries", "show", "cli-pr")
+    assert code == 0
+    assert shown["status"] == "processed"
+
+    code, started = cli(hs, "start", "nightly", "--title", "by hand", "--idempotency-key", "k1")
+    assert code == 0
+    assert started["displayTitle"] == "by hand"
+    code, refused = cli(hs, "start", "pr-review")
+    assert code == 1
+    assert refused["error"]["code"] == "event_required"
+
+    code, sessions = cli(hs, "sessions", "list", "--agent", "nightly")
+    assert code == 0
+    assert [s["id"] for s in sessions["items"]] == [started["id"]]
+
+    code, connections = cli(hs, "connections", "list")
+    assert code == 0
+    assert [c["id"] for c in connections["items"]] == [INSTALLATION]
+
+    code, synced = cli(hs, "connections", "sync")
+    assert code == 0, synced
+    code, replayed = cli(hs, "deliveries", "replay", "cli-pr")
+    assert code == 0
+    assert replayed["status"] == "queued"

@@ -65,7 +65,10 @@ def install(app: FastAPI) -> None:
 
     async def handle_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        # 400 from the framework: a body it could not parse (not UTF-8, not the declared type)
+        code = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}.get(
+            exc.status_code, "http_error"
+        )
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
 
     async def handle_validation(request: Request, exc: Exception) -> JSONResponse:

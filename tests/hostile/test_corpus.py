@@ -476,3 +476,15 @@ def test_intake_itself_treats_empty_secrets_as_none(secrets: list[str]) -> None:
     }
     with pytest.raises(InvalidSignature, match="no webhook secret is configured"):
         parse_delivery(headers, raw, secrets)
+
+
+def test_an_unparseable_admin_body_is_an_invalid_request(hs: Hookspawn) -> None:
+    before = hookspawn_state(hs.rt.client)
+    response = hs.client.post(
+        "/agents/titled/sessions",
+        content=b'{"displayTitle": "caf\xe9"}',
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == 400, response.text
+    assert error_of(response)["code"] == "invalid_request"
+    assert hookspawn_state(hs.rt.client) == before

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from functools import lru_cache
 from typing import Any
+
+import orjson
+
+# orjson reads integers past 64 bits as floats; such an integer has at least 20 digits
+_LONG_DIGITS = re.compile(rb"\d{20}")
 
 
 @lru_cache(maxsize=8192)
@@ -40,6 +47,21 @@ def camelize(value: Any) -> Any:
         else:
             parent[slot] = node
     return root[0]
+
+
+def load_body(body: bytes) -> Any:
+    """A recorded webhook body as JSON values, integers of any size kept exact (SPEC §4)."""
+    if _LONG_DIGITS.search(body):
+        return json.loads(body)
+    return orjson.loads(body)
+
+
+def dump_json(value: Any) -> bytes:
+    """JSON bytes of payload-derived data; integers past 64 bits (orjson refuses them) kept."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def build_envelope(event: str, delivery_id: str, body: dict[str, Any]) -> dict[str, Any]:

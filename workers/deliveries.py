@@ -14,6 +14,7 @@ import redis
 import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 
+from triggers.envelope import dump_json
 from workers import keys
 
 # Record a new delivery and queue its task, or report a duplicate, in one atomic round trip.
@@ -290,7 +291,7 @@ class DeliveryStore:
         else:
             pipe.hdel(record_key, "error")
         pipe.hincrby(record_key, "runs", 1)
-        pipe.rpush(runs_key, orjson.dumps({**run, "finishedAt": iso(now), "status": status}))
+        pipe.rpush(runs_key, dump_json({**run, "finishedAt": iso(now), "status": status}))
         pipe.expire(runs_key, self.retention_seconds)
         pipe.zrem(keys.PENDING, delivery_id)
         if status == FAILED:

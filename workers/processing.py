@@ -12,9 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
-
-from triggers.envelope import build_envelope
+from triggers.envelope import build_envelope, load_body
 from workers import metrics
 from workers.deliveries import FAILED, PROCESSED, Delivery, DeliveryStore, iso
 from workers.errors import Transient
@@ -114,7 +112,7 @@ class DeliveryProcessor:
             # expired between enqueue and now: nothing left to do
             self.store.forget_pending(delivery_id)
             return "skipped"
-        payload = orjson.loads(body)
+        payload = load_body(body)
         envelope = build_envelope(delivery.event, delivery_id, payload)
         result = self.pipeline.run(delivery, payload, envelope, final_attempt=final_attempt)
         run = {

@@ -8,6 +8,7 @@ from typing import Any, cast
 import orjson
 import redis
 
+from triggers.envelope import dump_json
 from workers import keys
 from workers.session_spec import SessionSpec
 
@@ -21,7 +22,7 @@ class SessionStore:
     def create(self, spec: SessionSpec) -> bool:
         """Store `spec` unless a session with its id exists; True when it was created now."""
         now = time.time()
-        created = self.client.set(keys.session(spec.id), orjson.dumps(spec.to_json()), nx=True)
+        created = self.client.set(keys.session(spec.id), dump_json(spec.to_json()), nx=True)
         if created:
             pipe = self.client.pipeline(transaction=True)
             pipe.zadd(keys.SESSIONS, {spec.id: now})

@@ -27,6 +27,8 @@ MAX_FILE_BYTES = 1_000_000
 MAX_NESTING = 64
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: YAML events (scalars, collections) one agent file may hold
+MAX_NODES = 20_000
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 _TAG = "tag:yaml.org,2002:"
 
@@ -117,6 +119,14 @@ def load_document(path: Path, display: str) -> tuple[YMap, list[tuple[Loc, str, 
     except UnicodeDecodeError as exc:
         raise SourceError(Loc(display, 1), f"file is not UTF-8: {exc.reason}") from exc
     try:
+        # a cheap pass over the events first: a file of very many tiny nodes would
+        # otherwise cost seconds and hundreds of MB to compose into located nodes
+        for count, event in enumerate(yaml.parse(text, Loader=_Loader)):
+            if count > MAX_NODES:
+                raise SourceError(
+                    Loc(display, event.start_mark.line + 1 if event.start_mark else 1),
+                    f"more than {MAX_NODES} YAML nodes; agent files are small",
+                )
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark

@@ -26,7 +26,7 @@ def test_pr_review_checks_out_the_pr_head_read_only() -> None:
     (trigger,) = agent.triggers
     assert (trigger.event, trigger.actions) == (
         "pull_request",
-        ("opened", "synchronize", "reopened"),
+        ("opened", "synchronize", "reopened", "ready_for_review"),
     )
 
 

@@ -260,12 +260,6 @@ def test_cli_check_exits_1_with_file_line_messages(tmp_path: Path, name: str) ->
     assert rss < CHILD_RSS_KB, f"{name}: hookspawn check peaked at {rss / 1024:.0f} MB"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a file just under the 1 MB cap holding one flow list of 450,000 items "
-    "takes seconds and ~200 MB to compile (every item becomes a YAML node, then a "
-    "located node); agents/source.py needs a cap on nodes per file",
-)
 @pytest.mark.timeout(60)
 @pytest.mark.skipif(not CLI.exists(), reason="hookspawn CLI not installed")
 def test_a_file_of_many_tiny_nodes_is_refused_cheaply(tmp_path: Path) -> None:

@@ -854,8 +854,9 @@ def test_compiled_examples_match_real_deliveries(load: Load) -> None:
     # pr-review lists no repositories: the default is its mount's repository
     [elsewhere] = index.evaluate(load("pull_request", "opened.payload.json"))
     assert_fails(elsewhere, "repository", "acme/widgets")
-    draft = load("pull_request", "opened.payload.json", {**widgets, "pull_request.draft": True})
-    assert index.match(draft) == []
+    closed = load("pull_request", "closed.payload.json", widgets)
+    [decision] = index.evaluate(closed)
+    assert decision.failed == "action"
 
     fix = load("issue_comment", "created.payload.json", {**widgets, "comment.body": "/fix it"})
     assert [c.agent.name for c in index.match(fix)] == ["fix-command"]

@@ -27,7 +27,7 @@
 Run:      .venv/bin/python bench/bench_pipeline.py [--n 3000] [--runs 3] [--rate 200]
                                                    [--seconds 20]
 Profile the worker's pool processes during one drain (py-spy, `.venv/bin/pip install py-spy`):
-          .venv/bin/python bench/bench_pipeline.py --profile [--n 6000]
+          .venv/bin/python bench/bench_pipeline.py --profile [--gil] [--n 3000]
 """
 
 from __future__ import annotations
@@ -135,6 +135,8 @@ def profile(bench: Bench, args: argparse.Namespace) -> None:
     children = worker.worker_children()
     outs = [bench.root / f"profile-{pid}.txt" for pid in children]
     record = [py_spy, "record", "--format", "raw", "--rate", "200", "--nonblocking"]
+    if args.gil:
+        record.append("--gil")  # only samples holding the GIL: where the CPU goes
     spies = [
         subprocess.Popen(
             [*record, "-p", str(pid), "-o", str(out)],
@@ -176,6 +178,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="latency part: duration")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--profile", action="store_true", help="py-spy the worker instead")
+    parser.add_argument("--gil", action="store_true", help="with --profile: GIL holders only")
     parser.add_argument("--quiet-load", type=float, default=1.5, help="wait for load below")
     args = parser.parse_args()
 

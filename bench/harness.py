@@ -788,6 +788,7 @@ class SendReport:
 class _Conn:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
+        self.used = time.perf_counter()
 
     async def post(self, request: bytes) -> int:
         self.writer.write(request)
@@ -805,6 +806,19 @@ class _Conn:
 
     def close(self) -> None:
         self.writer.close()
+
+
+#: uvicorn closes a keep-alive connection idle for 5 s; never reuse one that close to it
+KEEP_ALIVE = 3.0
+
+
+def _take_idle(idle: list[_Conn], now: float) -> _Conn | None:
+    while idle:
+        conn = idle.pop()
+        if now - conn.used < KEEP_ALIVE:
+            return conn
+        conn.close()
+    return None
 
 
 def _request(port: int, body: Body, delivery: str) -> bytes:
@@ -840,20 +854,26 @@ async def _send_at_rate(
             fires.add(delivery)
         async with slots:
             sent = time.perf_counter()
-            conn = idle.pop() if idle else None
-            try:
-                if conn is None:
-                    opened += 1
-                    conn = _Conn(*await asyncio.open_connection("127.0.0.1", port))
-                status = await asyncio.wait_for(conn.post(_request(port, body, delivery)), 30)
-            except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError):
-                status = 0
-                if conn is not None:
-                    conn.close()
-                conn = None
-            answers.append(Answer(delivery, status, sent - due, time.perf_counter() - sent))
-            if conn is not None:
+            status = 0
+            for attempt in range(2):  # a reused connection the server closed: again, fresh
+                conn = _take_idle(idle, sent) if attempt == 0 else None
+                fresh = conn is None
+                try:
+                    if conn is None:
+                        opened += 1
+                        conn = _Conn(*await asyncio.open_connection("127.0.0.1", port))
+                    request = _request(port, body, delivery)
+                    status = await asyncio.wait_for(conn.post(request), 30)
+                except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError):
+                    if conn is not None:
+                        conn.close()
+                    if fresh:
+                        break
+                    continue
+                conn.used = time.perf_counter()
                 idle.append(conn)
+                break
+            answers.append(Answer(delivery, status, sent - due, time.perf_counter() - sent))
 
     # the schedule runs on perf_counter (uvloop's loop.time() has millisecond resolution)
     start = time.perf_counter() + 0.05

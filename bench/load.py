@@ -132,7 +132,8 @@ class Step:
         if self.latency[1] >= P99_LIMIT:
             out.append(f"p99 {self.latency[1]:.2f} s")
         if self.refused:
-            out.append(f"{self.refused} not answered 202")
+            codes = sorted({a.status for a in self.sent.answers if a.status != 202})
+            out.append(f"{self.refused} not answered 202 ({codes}; 0: no answer)")
         if self.sent.achieved < 0.95 * self.rate:
             out.append(f"sender behind ({self.sent.achieved:.0f}/s)")
         return out

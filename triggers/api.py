@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
 from triggers import (
+    api_models,
     http_errors,
     receiver,
     routes_agents,
@@ -52,4 +54,17 @@ def create_app(rt: Runtime) -> FastAPI:
     app.include_router(routes_explain.router)
     app.include_router(routes_metrics.router)
     app.include_router(ui.router)
+    app.openapi = _document(app)  # type: ignore[method-assign]
     return app
+
+
+def _document(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """/openapi.json as FastAPI generates it, with its 422s saying what `http_errors` answers."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = api_models.document_validation_errors(generate())
+        return app.openapi_schema
+
+    return openapi

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 
+from triggers.api_models import IntakeAnswer, Queued, errors
 from triggers.deps import async_redis, runtime
 from triggers.errors import PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
@@ -71,12 +72,22 @@ async def record_and_enqueue(request: Request, rt: Runtime, parsed: ParsedDelive
     "/webhooks/github",
     status_code=202,
     responses={
-        200: {"description": "duplicate delivery (already recorded)"},
-        400: {"description": "malformed headers or body"},
-        401: {"description": "missing or bad signature"},
-        413: {"description": "body over 25 MB"},
-        415: {"description": "unsupported content type"},
-        503: {"description": "the delivery could not be recorded durably"},
+        202: {"model": Queued, "description": "recorded and queued"},
+        200: {
+            "model": IntakeAnswer,
+            "description": "duplicate delivery (already recorded), or a ping recorded",
+        },
+        **errors(
+            {
+                400: "invalid_header (a required header is missing or malformed, e.g. the "
+                "delivery id) or invalid_body (the body is not the JSON it should be)",
+                401: "invalid_signature: missing or bad X-Hub-Signature-256 (also when no "
+                "secret is configured)",
+                413: "payload_too_large: body over 25 MB",
+                415: "unsupported_content_type: neither JSON nor form-encoded",
+                503: "store_unavailable: the delivery could not be recorded durably",
+            }
+        ),
     },
 )
 @timed_intake

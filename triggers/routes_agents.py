@@ -7,14 +7,15 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
+from triggers.api_models import ADMIN, AgentList, errors
 from triggers.deps import require_admin, runtime
 from workers.agents_source import AgentsSource
 from workers.pipeline import SpawnPipeline
 
-router = APIRouter(dependencies=[Depends(require_admin)])
+router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
 
 
-@router.get("/agents")
+@router.get("/agents", response_model=AgentList, response_model_exclude_unset=True)
 async def list_agents(request: Request) -> dict[str, Any]:
     rt = runtime(request)
 

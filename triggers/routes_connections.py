@@ -7,20 +7,32 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
+from triggers.api_models import ADMIN, STORE, ConnectionList, SyncReportView, errors
 from triggers.deps import require_admin, runtime
 from workers.connections import ConnectionStore, run_sync
 
-router = APIRouter(dependencies=[Depends(require_admin)])
+router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
 
 
-@router.get("/connections")
+@router.get("/connections", response_model=ConnectionList, response_model_exclude_unset=True)
 async def list_connections(request: Request) -> dict[str, Any]:
     store = ConnectionStore(runtime(request).client)
     installations = await run_in_threadpool(store.all)
     return {"items": [installation.to_json() for installation in installations]}
 
 
-@router.post("/connections/sync")
+@router.post(
+    "/connections/sync",
+    response_model=SyncReportView,
+    response_model_exclude_unset=True,
+    responses=errors(
+        {
+            400: "github_not_configured: no GitHub App credentials are configured",
+            500: "configuration_error: GitHub refused the App's credentials",
+            503: "store_unavailable, or github_unavailable: GitHub could not be reached",
+        }
+    ),
+)
 async def sync_connections(request: Request) -> dict[str, Any]:
     """Rebuild the store from the GitHub API: 400 github_not_configured, 503 github_unavailable."""
     rt = runtime(request)

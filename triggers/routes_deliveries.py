@@ -8,11 +8,13 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from triggers.api_models import ADMIN, STORE, DeliveryList, DeliveryView, Queued, errors
 from triggers.deps import require_admin, runtime
 from triggers.http_errors import ApiError
 from workers.runtime import Runtime
 
-router = APIRouter(dependencies=[Depends(require_admin)])
+router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
+NOT_FOUND = {404: "delivery_not_found: no delivery with this id is recorded"}
 
 
 def delivery_view(rt: Runtime, delivery_id: str) -> dict[str, Any]:
@@ -28,7 +30,7 @@ def delivery_view(rt: Runtime, delivery_id: str) -> dict[str, Any]:
     return view
 
 
-@router.get("/deliveries")
+@router.get("/deliveries", response_model=DeliveryList, response_model_exclude_unset=True)
 async def list_deliveries(
     request: Request,
     event: str | None = None,
@@ -43,12 +45,24 @@ async def list_deliveries(
     return {"items": [d.to_json() for d in found]}
 
 
-@router.get("/deliveries/{delivery_id}")
+@router.get(
+    "/deliveries/{delivery_id}",
+    response_model=DeliveryView,
+    response_model_exclude_unset=True,
+    responses=errors(NOT_FOUND),
+)
 async def get_delivery(request: Request, delivery_id: str) -> dict[str, Any]:
     return await run_in_threadpool(delivery_view, runtime(request), delivery_id)
 
 
-@router.post("/deliveries/{delivery_id}/replay", status_code=202)
+@router.post(
+    "/deliveries/{delivery_id}/replay",
+    status_code=202,
+    responses={
+        202: {"model": Queued, "description": "queued for another run"},
+        **errors(NOT_FOUND),
+    },
+)
 async def replay(request: Request, delivery_id: str) -> JSONResponse:
     rt = runtime(request)
 

@@ -8,12 +8,13 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from triggers.api_models import ADMIN, STORE, ExplainAnswer, errors
 from triggers.deps import require_admin, runtime
 from triggers.http_errors import ApiError
 from workers.explain import explain
 from workers.pipeline import SpawnPipeline
 
-router = APIRouter(dependencies=[Depends(require_admin)])
+router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
 
 
 class ExplainRequest(BaseModel):
@@ -30,7 +31,18 @@ class ExplainRequest(BaseModel):
     )
 
 
-@router.post("/explain")
+@router.post(
+    "/explain",
+    response_model=ExplainAnswer,
+    response_model_exclude_unset=True,
+    responses=errors(
+        {
+            400: "invalid_request: the body could not be parsed, or event / deliveryId is not "
+            "a GitHub event name / delivery id",
+            501: "explain_unavailable: this server's pipeline cannot be explained",
+        },
+    ),
+)
 async def explain_event(request: Request, body: ExplainRequest) -> dict[str, Any]:
     rt = runtime(request)
 

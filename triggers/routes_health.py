@@ -6,17 +6,24 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from triggers.api_models import Health, Readiness
 from triggers.deps import runtime
 
 router = APIRouter()
 
 
-@router.get("/healthz")
+@router.get("/healthz", response_model=Health)
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get(
+    "/readyz",
+    responses={
+        200: {"model": Readiness, "description": "the store and the broker are reachable"},
+        503: {"model": Readiness, "description": "not ready: which of them is unreachable"},
+    },
+)
 async def readyz(request: Request) -> JSONResponse:
     rt = runtime(request)
 

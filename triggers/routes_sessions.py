@@ -9,16 +9,47 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from triggers.api_models import (
+    ADMIN,
+    STORE,
+    UNPARSEABLE,
+    JsonSchemaDocument,
+    SessionList,
+    SessionRef,
+    errors,
+)
 from triggers.deps import require_admin, runtime
 from triggers.http_errors import ApiError
 from workers import metrics
 from workers.pipeline import SpawnPipeline
 from workers.planning import Outcome
 from workers.runtime import Runtime
-from workers.session_spec import session_json_schema
+from workers.session_spec import SessionSpec, session_json_schema
 from workers.starts import REFUSAL_STATUS, StartRequest, start_from_agent, start_manual
 
-router = APIRouter(dependencies=[Depends(require_admin)])
+router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
+
+#: what a start answers (SPEC §10): 201 with the session, or the refusal with its status
+STARTED: dict[int | str, dict[str, Any]] = {
+    201: {
+        "model": SessionSpec | SessionRef,
+        "description": "the session (only its id when the session store does not hold it)",
+    },
+    **errors(
+        UNPARSEABLE,
+        STORE,
+        {
+            403: "unauthorized_repository, repository_access_revoked or permission_not_granted",
+            409: "event_required, spawn_depth_exceeded, or another refusal (details.outcome)",
+            422: "unresolvable_ref, invalid_ref or unresolvable_text; or invalid_request: the "
+            "request does not match this document (details.errors)",
+            502: "the start failed (details.outcome: failed), e.g. the GitHub App's credentials "
+            "were refused",
+            503: "store_unavailable; github_unavailable or dispatch_failed after retries; "
+            "starts_unavailable (this process has no spawn pipeline)",
+        },
+    ),
+}
 
 
 class StartBody(BaseModel):
@@ -62,7 +93,11 @@ def _request(body: StartBody | None, key: str | None) -> StartRequest:
     )
 
 
-@router.post("/agents/{name}/sessions", status_code=201)
+@router.post(
+    "/agents/{name}/sessions",
+    status_code=201,
+    responses={**STARTED, **errors({404: "agent_not_found: no compiled agent has this name"})},
+)
 async def start(
     request: Request,
     name: str,
@@ -76,7 +111,14 @@ async def start(
     return _answer(rt, outcome)
 
 
-@router.post("/sessions/{session_id}/spawn", status_code=201)
+@router.post(
+    "/sessions/{session_id}/spawn",
+    status_code=201,
+    responses={
+        **STARTED,
+        **errors({404: "session_not_found (the parent) or agent_not_found (the agent to start)"}),
+    },
+)
 async def spawn(
     request: Request,
     session_id: str,
@@ -95,7 +137,12 @@ async def spawn(
     return _answer(rt, outcome)
 
 
-@router.get("/sessions")
+@router.get(
+    "/sessions",
+    response_model=SessionList,
+    response_model_exclude_unset=True,
+    responses=errors(STORE),
+)
 async def list_sessions(
     request: Request, agent: str | None = None, limit: int = Query(100, ge=1, le=1000)
 ) -> dict[str, Any]:
@@ -104,7 +151,12 @@ async def list_sessions(
     return {"items": items}
 
 
-@router.get("/sessions/{session_id}")
+@router.get(
+    "/sessions/{session_id}",
+    response_model=SessionSpec,
+    response_model_exclude_unset=True,
+    responses=errors(STORE, {404: "session_not_found: no session has this id"}),
+)
 async def get_session(request: Request, session_id: str) -> dict[str, Any]:
     session = await run_in_threadpool(runtime(request).sessions.get, session_id)
     if session is None:
@@ -112,6 +164,8 @@ async def get_session(request: Request, session_id: str) -> dict[str, Any]:
     return session
 
 
-@router.get("/schemas/session.json")
+@router.get(
+    "/schemas/session.json", response_model=JsonSchemaDocument, response_model_exclude_unset=True
+)
 async def session_schema() -> dict[str, Any]:
     return session_json_schema()

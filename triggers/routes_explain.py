@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from triggers.api_models import ADMIN, STORE, ExplainAnswer, errors
 from triggers.deps import require_admin, runtime
 from triggers.http_errors import ApiError
-from workers.explain import explain
+from workers.explain import DELIVERY_RE, EVENT_RE, explain
 from workers.pipeline import SpawnPipeline
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
@@ -22,12 +22,20 @@ class ExplainRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    event: str = Field(min_length=1, max_length=64, description="the X-GitHub-Event name")
+    # the patterns are documented, not enforced here: explain answers 400 invalid_request for
+    # a name or id that does not match them (a 422 would change what the route answers)
+    event: str = Field(
+        min_length=1,
+        max_length=64,
+        description="the X-GitHub-Event name",
+        json_schema_extra={"pattern": f"^{EVENT_RE.pattern}$"},
+    )
     payload: dict[str, Any] = Field(description="the webhook body as GitHub sends it")
     delivery_id: str | None = Field(
         default=None,
         alias="deliveryId",
         description="compute spawn ids for this delivery and look up earlier dispatches",
+        json_schema_extra={"pattern": f"^{DELIVERY_RE.pattern}$"},
     )
 
 

@@ -68,9 +68,6 @@ KNOWN_GAPS = {
     # 400 github_not_configured for a schema-valid request: the test server has no GitHub App
     # credentials (nothing leaves 127.0.0.1), so every sync is refused; declared, not a doc gap
     "POST /connections/sync: RejectedPositiveData 400",
-    # {"event": "0", …}: the document allows any non-empty event, the route wants a name
-    # starting with a letter (intake accepts X-GitHub-Event: 0)
-    "POST /explain: RejectedPositiveData 400",
 }
 
 #: documented JSON answers whose body schema says nothing more than "a JSON object" (or

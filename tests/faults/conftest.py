@@ -101,6 +101,12 @@ AGENTS = {
     """,
 }
 
+
+def web_client(url: str) -> httpx.Client:
+    """A client that never reuses a keep-alive connection uvicorn (5s idle) may be closing."""
+    return httpx.Client(base_url=url, timeout=30, limits=httpx.Limits(keepalive_expiry=2.0))
+
+
 #: how long anything may take on a busy 2-core machine before a wait fails
 STARTUP_TIMEOUT = 60.0
 SETTLE_TIMEOUT = 120.0
@@ -375,7 +381,7 @@ class Cluster:
         self.redis = RedisServer(root / "redis", appendfsync=appendfsync)
         self.web_port = free_port()
         self.url = f"http://127.0.0.1:{self.web_port}"
-        self.http = httpx.Client(base_url=self.url, timeout=30)
+        self.http = web_client(self.url)
         self.key_path = root / "app.pem"
         self.auto = root / ".auto"
         self.web: Proc | None = None
@@ -848,7 +854,7 @@ class Stream:
         self._thread = threading.Thread(target=self._run, name="delivery-stream", daemon=True)
 
     def _run(self) -> None:
-        with httpx.Client(base_url=self.cluster.url, timeout=30) as client:
+        with web_client(self.cluster.url) as client:
             while not self._stop.is_set():
                 self.answers.append(self.cluster.send_pr(client))
                 self._stop.wait(self.interval)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+import redis
 
 from tests.faults.conftest import Cluster
 
@@ -27,6 +28,9 @@ def test_redis_sigkill_loses_nothing_answered_202_and_intake_answers_503_while_d
 ) -> None:
     cluster = make_cluster(lease=3.0, max_retries=8, appendfsync="always")
     cluster.target.delay = 0.2
+    config = redis.Redis.from_url(cluster.redis.url)
+    assert config.config_get("appendfsync") == {"appendfsync": "always"}
+    config.close()
     started = time.monotonic()
     before = [cluster.send_pr() for _ in range(BEFORE)]
     assert all(a.status == 202 for a in before), [a.status for a in before]

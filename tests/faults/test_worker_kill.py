@@ -49,7 +49,7 @@ def test_sigkill_mid_spawn_twenty_times_loses_nothing_and_spawns_once(
     audit = cluster.audit(views)
     audit.assert_clean()
     assert sum(killed.values()) == KILLS
-    assert audit.deliveries >= 40, f"too few deliveries flowed to mean anything: {audit}"
+    assert audit.deliveries >= 30, f"too few deliveries flowed to mean anything: {audit}"
     # the spawns that were cut mid-POST were all completed, each exactly once
     created = cluster.watch.created()
     assert all(created[spawn] == 1 for spawn in cut), {s: created[s] for s in cut}

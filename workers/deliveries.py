@@ -32,9 +32,14 @@ return 1
 """
 
 # Claim up to ARGV[3] deliveries whose lease ran out: push their deadline to ARGV[2].
+# Each sweep of the same delivery waits twice as long (lease x 2^n, n ≤ 5): a delivery that
+# is only waiting behind a backlog is not queued again and again.
 _CLAIM_DUE = """
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
-for _, id in ipairs(due) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
+for _, id in ipairs(due) do
+  local n = redis.call('HINCRBY', KEYS[2], id, 1)
+  redis.call('ZADD', KEYS[1], ARGV[1] + ARGV[2] * 2 ^ math.min(n, 5), id)
+end
 return due
 """
 
@@ -249,17 +254,21 @@ class DeliveryStore:
         return self.client.zscore(keys.PENDING, delivery_id) is not None
 
     def forget_pending(self, delivery_id: str) -> None:
-        self.client.zrem(keys.PENDING, delivery_id)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.zrem(keys.PENDING, delivery_id)
+        pipe.hdel(keys.SWEPT, delivery_id)
+        pipe.execute()
 
     def extend_lease(self, delivery_id: str, seconds: float) -> None:
         """Push the pending deadline out (only for deliveries still pending)."""
         self.client.zadd(keys.PENDING, {delivery_id: time.time() + seconds}, xx=True)
 
     def claim_due(self, limit: int = 100) -> list[str]:
-        """Deliveries whose lease ran out, each claimed for one more lease."""
+        """Deliveries whose lease ran out, each claimed for a longer lease than the last time."""
         now = time.time()
         ids = cast(
-            list[bytes], self._claim_due(keys=[keys.PENDING], args=[now, now + self.lease, limit])
+            list[bytes],
+            self._claim_due(keys=[keys.PENDING, keys.SWEPT], args=[now, self.lease, limit]),
         )
         return [i.decode() for i in ids]
 
@@ -294,6 +303,7 @@ class DeliveryStore:
         pipe.rpush(runs_key, dump_json({**run, "finishedAt": iso(now), "status": status}))
         pipe.expire(runs_key, self.retention_seconds)
         pipe.zrem(keys.PENDING, delivery_id)
+        pipe.hdel(keys.SWEPT, delivery_id)
         if status == FAILED:
             pipe.zadd(keys.DEAD, {delivery_id: now})
         else:
@@ -308,5 +318,6 @@ class DeliveryStore:
         pipe = self.client.pipeline(transaction=True)
         pipe.hset(record_key, "status", QUEUED)
         pipe.zadd(keys.PENDING, {delivery_id: time.time() + self.lease})
+        pipe.hdel(keys.SWEPT, delivery_id)
         pipe.execute()
         return True

@@ -24,6 +24,9 @@ DELIVERIES = f"{PREFIX}:deliveries"
 #: A delivery whose deadline has passed is lost work and is enqueued again by the sweep.
 PENDING = f"{PREFIX}:pending"
 
+#: hash delivery id → how often the sweep re-enqueued it since it was last processed
+SWEPT = f"{PREFIX}:swept"
+
 #: zset delivery id → time it failed for good (dead letters, replayable)
 DEAD = f"{PREFIX}:dead"
 

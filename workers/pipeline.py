@@ -101,7 +101,9 @@ class SpawnPipeline:
                 outcome = self.spawn(candidate.agent, context=context)
             except Transient as exc:
                 if not final_attempt:
-                    pending = exc  # finish the others first; they are idempotent on retry
+                    # finish the others first (idempotent on retry); keep the longest wait asked
+                    if pending is None or (exc.retry_after or 0) > (pending.retry_after or 0):
+                        pending = exc
                     continue
                 outcome = Outcome(
                     agent=candidate.agent.name,

@@ -23,7 +23,14 @@ def register_tasks(
     """Bind `process_delivery` to `app`; `processor()` gives this process's processor."""
 
     @app.task(  # type: ignore[untyped-decorator]
-        bind=True, name=PROCESS_DELIVERY, max_retries=max_retries, acks_late=True, shared=False
+        bind=True,
+        name=PROCESS_DELIVERY,
+        max_retries=max_retries,
+        acks_late=True,
+        shared=False,
+        # a retry after a lost worker process (task_retry_on_worker_lost) comes back soon;
+        # Celery's default would hold it for 3 minutes
+        default_retry_delay=5,
     )
     def process_delivery(self: Task, delivery_id: str) -> str:
         proc = processor()

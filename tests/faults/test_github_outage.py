@@ -104,14 +104,6 @@ def test_github_outage_is_retried_as_told_prunes_nothing_and_the_spawns_complete
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "workers/pipeline.py SpawnPipeline.run keeps only the last Transient of a run "
-        "(`pending = exc`), so a 500 on one spawn's mint replaces a secondary rate limit's "
-        "retry-after from another spawn of the same delivery and the task retries early"
-    ),
-)
 def test_retry_after_holds_when_another_spawn_of_the_delivery_fails_differently(
     make_cluster: Callable[..., Cluster],
 ) -> None:

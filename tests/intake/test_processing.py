@@ -188,3 +188,20 @@ def test_waiting_retry_is_not_mistaken_for_lost_work(rt: Runtime, recording: Rec
         assert score is not None and score > time.time()
         assert Sweeper(rt.store, rt.enqueue).sweep_once() == []
         wait_for(lambda: (d := rt.store.get("w-1")) is not None and d.status == "processed")
+
+
+def test_each_sweep_of_a_delivery_waits_longer(rt: Runtime) -> None:
+    rt.store.record(NewDelivery("s-1", "push", None, "o/r", None, None, b"{}"))
+    lease = rt.store.lease
+    deadlines = []
+    for _ in range(7):
+        rt.client.zadd(keys.PENDING, {"s-1": time.time() - 1})
+        assert rt.store.claim_due() == ["s-1"]
+        score = rt.client.zscore(keys.PENDING, "s-1")
+        assert score is not None
+        deadlines.append(score - time.time())
+    expected = [lease * 2**n for n in (1, 2, 3, 4, 5, 5, 5)]
+    for got, want in zip(deadlines, expected, strict=True):
+        assert want - 2 < got <= want
+    rt.store.finish("s-1", {"run": 1}, status="processed", error=None)
+    assert rt.client.hget(keys.SWEPT, "s-1") is None

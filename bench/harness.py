@@ -327,10 +327,14 @@ class Bench:
         self.procs: list[Proc] = []
         self.trigger_key = ""
         self._old_term: Any = None
+        self._old_int: Any = None
 
     # lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> Bench:
         self._old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+        # Ctrl-C stops the run and cleans up, also when started in the background (where a
+        # shell has SIGINT ignored)
+        self._old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             self.redis.start()
             self.github.start()
@@ -361,6 +365,7 @@ class Bench:
         self.redis.stop()
         if self._old_term is not None:
             signal.signal(signal.SIGTERM, self._old_term)
+            signal.signal(signal.SIGINT, self._old_int)
         self._tmp.cleanup()
 
     def url(self, db: int = HOOKSPAWN_DB) -> str:

@@ -43,6 +43,45 @@ end
 return due
 """
 
+# Take a delivery for processing in one round trip: the lock, the pending check, a fresh
+# lease, and the record with its body. KEYS: lock, pending, record; ARGV: owner, lease ms,
+# lease deadline, id.
+_CLAIM = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {'busy'} end
+if not redis.call('ZSCORE', KEYS[2], ARGV[4]) then
+  redis.call('DEL', KEYS[1])
+  return {'skipped'}
+end
+redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[4])
+return {'claimed', redis.call('HGETALL', KEYS[3])}
+"""
+
+# Record a run and the delivery's new status, take it off the pending index and release
+# the lock (when still ours), atomically. KEYS: record, runs, pending, swept, dead, lock;
+# ARGV: id, status, now, error ('' for none), run JSON, retention, owner ('' for none).
+_FINISH = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'status', ARGV[2], 'processedAt', ARGV[3])
+  if ARGV[4] ~= '' then
+    redis.call('HSET', KEYS[1], 'error', ARGV[4])
+  else
+    redis.call('HDEL', KEYS[1], 'error')
+  end
+  redis.call('HINCRBY', KEYS[1], 'runs', 1)
+  redis.call('RPUSH', KEYS[2], ARGV[5])
+  redis.call('EXPIRE', KEYS[2], ARGV[6])
+end
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+if ARGV[2] == 'failed' then
+  redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
+else
+  redis.call('ZREM', KEYS[5], ARGV[1])
+end
+if ARGV[7] ~= '' and redis.call('GET', KEYS[6]) == ARGV[7] then redis.call('DEL', KEYS[6]) end
+return 1
+"""
+
 # Extend a lock only while we still own it.
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -140,6 +179,8 @@ class DeliveryStore:
         self._arecord: dict[int, AsyncScript] = {}
         self._claim_due = client.register_script(_CLAIM_DUE)
         self._renew = client.register_script(_RENEW)
+        self._claim = client.register_script(_CLAIM)
+        self._finish = client.register_script(_FINISH)
         self._release = client.register_script(_RELEASE)
 
     # intake -------------------------------------------------------------------
@@ -272,13 +313,6 @@ class DeliveryStore:
         )
         return [i.decode() for i in ids]
 
-    def lock(self, delivery_id: str, owner: str) -> bool:
-        return bool(
-            self.client.set(
-                keys.delivery_lock(delivery_id), owner, nx=True, px=int(self.lease * 1000)
-            )
-        )
-
     def renew(self, delivery_id: str, owner: str) -> bool:
         key = keys.delivery_lock(delivery_id)
         return bool(self._renew(keys=[key], args=[owner, int(self.lease * 1000)]))
@@ -286,29 +320,58 @@ class DeliveryStore:
     def unlock(self, delivery_id: str, owner: str) -> None:
         self._release(keys=[keys.delivery_lock(delivery_id)], args=[owner])
 
+    def claim(self, delivery_id: str, owner: str) -> tuple[str, Delivery | None, bytes | None]:
+        """Take a delivery for processing: (`claimed`, record, body), `busy` or `skipped`.
+
+        `busy`: another worker holds it. `skipped`: it is not pending (already processed).
+        A claimed delivery whose record expired comes back as (`claimed`, None, None).
+        """
+        answer = cast(
+            list[Any],
+            self._claim(
+                keys=[keys.delivery_lock(delivery_id), keys.PENDING, keys.delivery(delivery_id)],
+                args=[owner, int(self.lease * 1000), time.time() + self.lease, delivery_id],
+            ),
+        )
+        state = answer[0].decode()
+        if state != "claimed" or not answer[1]:
+            return state, None, None
+        flat = cast(list[bytes], answer[1])
+        raw = dict(zip(flat[::2], flat[1::2], strict=True))
+        packed = raw.pop(b"body", None)
+        return state, _parse(delivery_id, raw), zlib.decompress(packed) if packed else None
+
     def finish(
-        self, delivery_id: str, run: dict[str, Any], *, status: str, error: str | None
+        self,
+        delivery_id: str,
+        run: dict[str, Any],
+        *,
+        status: str,
+        error: str | None,
+        owner: str = "",
     ) -> None:
-        """Store a run and the delivery's new status, and take it off the pending index."""
+        """Store a run and the delivery's new status, take it off the pending index and
+        release the lock `owner` holds, in one atomic step."""
         now = time.time()
-        record_key = keys.delivery(delivery_id)
-        runs_key = keys.delivery_runs(delivery_id)
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(record_key, mapping={"status": status, "processedAt": repr(now)})
-        if error:
-            pipe.hset(record_key, "error", error)
-        else:
-            pipe.hdel(record_key, "error")
-        pipe.hincrby(record_key, "runs", 1)
-        pipe.rpush(runs_key, dump_json({**run, "finishedAt": iso(now), "status": status}))
-        pipe.expire(runs_key, self.retention_seconds)
-        pipe.zrem(keys.PENDING, delivery_id)
-        pipe.hdel(keys.SWEPT, delivery_id)
-        if status == FAILED:
-            pipe.zadd(keys.DEAD, {delivery_id: now})
-        else:
-            pipe.zrem(keys.DEAD, delivery_id)
-        pipe.execute()
+        self._finish(
+            keys=[
+                keys.delivery(delivery_id),
+                keys.delivery_runs(delivery_id),
+                keys.PENDING,
+                keys.SWEPT,
+                keys.DEAD,
+                keys.delivery_lock(delivery_id),
+            ],
+            args=[
+                delivery_id,
+                status,
+                repr(now),
+                error or "",
+                dump_json({**run, "finishedAt": iso(now), "status": status}),
+                self.retention_seconds,
+                owner,
+            ],
+        )
 
     def requeue(self, delivery_id: str) -> bool:
         """Mark a recorded delivery for another run (replay); False when it is unknown."""

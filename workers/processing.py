@@ -8,7 +8,8 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -48,29 +49,43 @@ def backoff(retries: int, retry_after: float | None, *, cap: float) -> float:
 
 
 class LeaseKeeper:
-    """Renews a delivery's lock and pending lease while it is being worked on."""
+    """Renews the lock and pending lease of every delivery this process is working on.
 
-    def __init__(self, store: DeliveryStore, delivery_id: str, owner: str) -> None:
-        self.store, self.delivery_id, self.owner = store, delivery_id, owner
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
+    One thread per process (started on first use, again after a fork), renewing every
+    lease/3, so holding a delivery costs no thread of its own.
+    """
+
+    def __init__(self, store: DeliveryStore) -> None:
+        self.store = store
+        self._held: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._pid = -1
+
+    @contextmanager
+    def hold(self, delivery_id: str, owner: str) -> Iterator[None]:
+        with self._lock:
+            self._held[delivery_id] = owner
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                threading.Thread(target=self._run, name="lease-keeper", daemon=True).start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held.pop(delivery_id, None)
 
     def _run(self) -> None:
-        interval = self.store.lease / 3
-        while not self._stop.wait(interval):
-            try:
-                self.store.renew(self.delivery_id, self.owner)
-                self.store.extend_lease(self.delivery_id, self.store.lease)
-            except Exception as exc:  # a missed renewal only shortens the lease
-                log.warning("lease renewal for %s failed: %s", self.delivery_id, exc)
-
-    def __enter__(self) -> LeaseKeeper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        pid = os.getpid()
+        while self._pid == pid:
+            time.sleep(self.store.lease / 3)
+            with self._lock:
+                held = list(self._held.items())
+            for delivery_id, owner in held:
+                try:
+                    if self.store.renew(delivery_id, owner):
+                        self.store.extend_lease(delivery_id, self.store.lease)
+                except Exception as exc:  # a missed renewal only shortens the lease
+                    log.warning("lease renewal for %s failed: %s", delivery_id, exc)
 
 
 class DeliveryProcessor:
@@ -79,6 +94,7 @@ class DeliveryProcessor:
     def __init__(self, store: DeliveryStore, pipeline: Pipeline) -> None:
         self.store = store
         self.pipeline = pipeline
+        self.leases = LeaseKeeper(store)
         self._owner_prefix = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     def process(self, delivery_id: str, *, final_attempt: bool = False) -> str:
@@ -87,33 +103,33 @@ class DeliveryProcessor:
         Raises Transient when the pipeline asks to be retried; the delivery stays pending.
         """
         owner = f"{self._owner_prefix}:{uuid.uuid4().hex[:8]}"
-        if not self.store.lock(delivery_id, owner):
-            return "busy"
+        state, delivery, body = self.store.claim(delivery_id, owner)
+        if state != "claimed":
+            return state
+        finished = False
         try:
-            if not self.store.is_pending(delivery_id):
+            if delivery is None or body is None:
+                # expired between enqueue and now: nothing left to do
+                self.store.forget_pending(delivery_id)
                 return "skipped"
-            self.store.extend_lease(delivery_id, self.store.lease)
-            with LeaseKeeper(self.store, delivery_id, owner):
-                return self._run(delivery_id, final_attempt=final_attempt)
+            with self.leases.hold(delivery_id, owner):
+                self._run(delivery, body, owner, final_attempt=final_attempt)
+            finished = True
+            return PROCESSED
         except Transient as exc:
             metrics.inc(metrics.PROCESSING_RETRIES, exc.code)
             raise
         finally:
             try:
-                self.store.unlock(delivery_id, owner)
+                if not finished:
+                    self.store.unlock(delivery_id, owner)
             finally:
-                metrics.flush(self.store.client)  # one round trip per delivery, after the work
+                metrics.FLUSHER.soon(self.store.client)  # counts reach Redis within a second
 
-    def _run(self, delivery_id: str, *, final_attempt: bool) -> str:
+    def _run(self, delivery: Delivery, body: bytes, owner: str, *, final_attempt: bool) -> None:
         started = time.time()
-        delivery = self.store.get(delivery_id)
-        body = self.store.body(delivery_id)
-        if delivery is None or body is None:
-            # expired between enqueue and now: nothing left to do
-            self.store.forget_pending(delivery_id)
-            return "skipped"
         payload = load_body(body)
-        envelope = build_envelope(delivery.event, delivery_id, payload)
+        envelope = build_envelope(delivery.event, delivery.delivery_id, payload)
         result = self.pipeline.run(delivery, payload, envelope, final_attempt=final_attempt)
         run = {
             "run": delivery.runs + 1,
@@ -121,10 +137,9 @@ class DeliveryProcessor:
             "outcomes": result.outcomes,
             "decisions": result.decisions,
         }
-        self.store.finish(delivery_id, run, status=PROCESSED, error=None)
+        self.store.finish(delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner)
         metrics.count_outcomes(result.outcomes)
         metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event, PROCESSED)
-        return PROCESSED
 
     def give_up(self, delivery_id: str, error: Transient | BaseException) -> None:
         """Retries exhausted: the delivery is `failed` with the reason, and replayable."""

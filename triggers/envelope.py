@@ -27,9 +27,24 @@ def camel(key: str) -> str:
 def camelize(value: Any) -> Any:
     """Every key at every depth through `camel`; values untouched.
 
-    Iterative, so a deeply nested body (JSON parsers allow ~1,000 levels) cannot
-    exhaust the interpreter's stack.
+    Recursive (fast) for ordinary payloads; a body nested deeper than the interpreter's
+    stack allows goes through the iterative walk instead.
     """
+    try:
+        return _camelize(value)
+    except RecursionError:
+        return _camelize_deep(value)
+
+
+def _camelize(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {camel(k): _camelize(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camelize(v) for v in value]
+    return value
+
+
+def _camelize_deep(value: Any) -> Any:
     root: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:

@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     web = add("web", commands.web, "run the HTTP server (intake and API)")
     web.add_argument("--host", default="127.0.0.1")
     web.add_argument("--port", type=int, default=8000)
+    web.add_argument("--access-log", action="store_true", help="log every request")
 
     worker = add("worker", commands.worker, "run a Celery worker that processes deliveries")
     worker.add_argument("--concurrency", type=int, default=2)

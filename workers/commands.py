@@ -45,7 +45,13 @@ def web(args: argparse.Namespace) -> int:
 
     _logging()
     rt = build_runtime(_settings())
-    uvicorn.run(create_app(rt), host=args.host, port=args.port, log_level="info")
+    uvicorn.run(
+        create_app(rt),
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        access_log=args.access_log,  # a line per webhook is for debugging, not for load
+    )
     return 0
 
 
@@ -54,6 +60,11 @@ def worker(args: argparse.Namespace) -> int:
     from workers.sweep import Sweeper
 
     _logging()
+    # two INFO lines per task (received, succeeded) cost CPU at load and say less than the
+    # delivery record does; HOOKSPAWN_LOG_LEVEL=DEBUG brings them back
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        for name in ("celery.app.trace", "celery.worker.strategy"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     rt = build_runtime(_settings())
     sweeper = Sweeper(rt.store, rt.enqueue, interval=min(5.0, rt.store.lease / 3)).start()
     try:

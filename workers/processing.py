@@ -140,6 +140,14 @@ class DeliveryProcessor:
         self.store.finish(delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner)
         metrics.count_outcomes(result.outcomes)
         metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event, PROCESSED)
+        if log.isEnabledFor(logging.INFO):
+            tally: dict[str, int] = {}
+            for outcome in result.outcomes:
+                kind, code = str(outcome.get("outcome")), outcome.get("code")
+                key = f"{kind} ({code})" if code else kind
+                tally[key] = tally.get(key, 0) + 1
+            summary = ", ".join(f"{n} {k}" for k, n in sorted(tally.items())) or "nothing fired"
+            log.info("delivery %s (%s): %s", delivery.delivery_id, delivery.event, summary)
 
     def give_up(self, delivery_id: str, error: Transient | BaseException) -> None:
         """Retries exhausted: the delivery is `failed` with the reason, and replayable."""

@@ -12,22 +12,29 @@ from triggers.envelope import dump_json
 from workers import keys
 from workers.session_spec import SessionSpec
 
+# Create a session unless one with its id exists, and index it, atomically.
+# KEYS: session, index, agent index; ARGV: id, spec JSON, now
+_CREATE = """
+if not redis.call('SET', KEYS[1], ARGV[2], 'NX') then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+return 1
+"""
+
 
 class SessionStore:
     """Session specs by id (created at most once), listed newest first, per agent too."""
 
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
+        self._create = client.register_script(_CREATE)
 
     def create(self, spec: SessionSpec) -> bool:
         """Store `spec` unless a session with its id exists; True when it was created now."""
-        now = time.time()
-        created = self.client.set(keys.session(spec.id), dump_json(spec.to_json()), nx=True)
-        if created:
-            pipe = self.client.pipeline(transaction=True)
-            pipe.zadd(keys.SESSIONS, {spec.id: now})
-            pipe.zadd(keys.agent_sessions(spec.agent), {spec.id: now})
-            pipe.execute()
+        created = self._create(
+            keys=[keys.session(spec.id), keys.SESSIONS, keys.agent_sessions(spec.agent)],
+            args=[spec.id, dump_json(spec.to_json()), time.time()],
+        )
         return bool(created)
 
     def get(self, session_id: str) -> dict[str, Any] | None:

@@ -50,6 +50,7 @@ from workers.connections import ConnectionStore  # noqa: E402
 from workers.deliveries import DeliveryStore, NewDelivery  # noqa: E402
 from workers.planning import trigger_spawn_id  # noqa: E402
 from workers.redis_server import RedisServer, free_port  # noqa: E402
+from workers.sessions import decode_session  # noqa: E402
 from workers.task_message import TaskMessages  # noqa: E402
 
 WEBHOOKS = ROOT.parent / "shared" / "github-webhooks"
@@ -733,7 +734,7 @@ def audit(client: redis.Redis, bench: Bench, accepted: dict[str, str], firing: s
                 report.missing.append(d)
                 continue
             report.sessions += 1
-            spec = json.loads(session)
+            spec = decode_session(session)
             report.latencies.append(_epoch(spec["createdAt"]) - float(received))
     report.duplicated = sum(n - 1 for n in created.values() if n > 1)
     return report

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
+import zlib
 from typing import Any, cast
 
-import orjson
 import redis
 
-from triggers.envelope import dump_json
+from triggers.envelope import dump_json, load_body
 from workers import keys
 from workers.session_spec import SessionSpec
 
@@ -22,6 +22,12 @@ return 1
 """
 
 
+def decode_session(raw: bytes) -> dict[str, Any]:
+    """A stored session record (zlib-compressed JSON) as a dict."""
+    loaded: dict[str, Any] = load_body(zlib.decompress(raw))
+    return loaded
+
+
 class SessionStore:
     """Session specs by id (created at most once), listed newest first, per agent too."""
 
@@ -33,13 +39,14 @@ class SessionStore:
         """Store `spec` unless a session with its id exists; True when it was created now."""
         created = self._create(
             keys=[keys.session(spec.id), keys.SESSIONS, keys.agent_sessions(spec.agent)],
-            args=[spec.id, dump_json(spec.to_json()), time.time()],
+            # compressed: a spec carries the whole event payload in its input
+            args=[spec.id, zlib.compress(dump_json(spec.to_json()), 1), time.time()],
         )
         return bool(created)
 
     def get(self, session_id: str) -> dict[str, Any] | None:
         raw = cast(bytes | None, self.client.get(keys.session(session_id)))
-        return orjson.loads(raw) if raw else None
+        return decode_session(raw) if raw else None
 
     def list(self, *, agent: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         index = keys.agent_sessions(agent) if agent else keys.SESSIONS
@@ -47,7 +54,7 @@ class SessionStore:
         if not ids:
             return []
         raws = cast(list[bytes | None], self.client.mget([keys.session(i.decode()) for i in ids]))
-        return [orjson.loads(r) for r in raws if r]
+        return [decode_session(r) for r in raws if r]
 
     def count(self) -> int:
         return int(self.client.zcard(keys.SESSIONS))

@@ -186,7 +186,6 @@ class SpawnPipeline:
         if created and context is not None and context.received_at:
             latency = max(0.0, time.time() - context.received_at)
             metrics.observe(metrics.SESSION_LATENCY, latency)
-        self.spawns.mark_dispatched(session_id, spec.id)
         note = "created" if created else "already existed"
         return outcome("dispatched", None, f"session {spec.id} {note}")
 

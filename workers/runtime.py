@@ -50,7 +50,7 @@ def build_pipeline(settings: Settings, client: redis.Redis) -> SpawnPipeline:
         agents=AgentsSource(settings.agents_dir, secret_names=settings.secret_names),
         connections=ConnectionStore(client),
         dispatcher=dispatcher,
-        spawns=SpawnRecords(client, ttl_seconds=int(settings.retention.total_seconds())),
+        spawns=SpawnRecords(client),
         github=github,
         tokens=TokenCache(github.mint_token) if github else None,
     )

@@ -61,27 +61,15 @@ class SessionStore:
 
 
 class SpawnRecords:
-    """What became of each spawn id: once dispatched, it is never dispatched again."""
+    """What became of each spawn id: it is dispatched once its session is recorded.
 
-    def __init__(self, client: redis.Redis, *, ttl_seconds: int) -> None:
+    Both dispatchers record the session they created (or found already there), so the
+    session record is the one proof a spawn needs no second dispatch.
+    """
+
+    def __init__(self, client: redis.Redis) -> None:
         self.client = client
-        self.ttl = ttl_seconds
 
     def dispatched(self, spawn_id: str) -> str | None:
         """The session id when this spawn was already dispatched."""
-        value = cast(bytes | None, self.client.hget(keys.spawn(spawn_id), "sessionId"))
-        return value.decode() if value else None
-
-    def mark_dispatched(self, spawn_id: str, session_id: str) -> None:
-        key = keys.spawn(spawn_id)
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(key, mapping={"sessionId": session_id, "dispatchedAt": repr(time.time())})
-        pipe.expire(key, self.ttl)
-        pipe.execute()
-
-    def remember_idempotency(self, scope: str, key: str, session_id: str) -> str:
-        """Bind an Idempotency-Key to a session id; returns the id bound first."""
-        name = keys.idempotency(scope, key)
-        self.client.set(name, session_id, nx=True, ex=self.ttl)
-        bound = cast(bytes | None, self.client.get(name))
-        return bound.decode() if bound else session_id
+        return spawn_id if self.client.exists(keys.session(spawn_id)) else None

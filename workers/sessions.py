@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import redis
 
-from triggers.envelope import dump_json, load_body
+from triggers.envelope import load_body
 from workers import keys
 from workers.session_spec import SessionSpec
 
@@ -40,7 +40,7 @@ class SessionStore:
         created = self._create(
             keys=[keys.session(spec.id), keys.SESSIONS, keys.agent_sessions(spec.agent)],
             # compressed: a spec carries the whole event payload in its input
-            args=[spec.id, zlib.compress(dump_json(spec.to_json()), 1), time.time()],
+            args=[spec.id, zlib.compress(spec.to_bytes(), 1), time.time()],
         )
         return bool(created)
 

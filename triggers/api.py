@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+import redis
+from fastapi import FastAPI, Request
+from starlette.requests import ClientDisconnect
+from starlette.types import Receive, Scope, Send
 
 from triggers import (
     api_models,
@@ -21,10 +25,39 @@ from triggers import (
     routes_sessions,
     ui,
 )
+from workers.errors import WorkerError
 from workers.runtime import Runtime
 
+log = logging.getLogger(__name__)
 
-def create_app(rt: Runtime) -> FastAPI:
+
+class HookspawnApp(FastAPI):
+    """FastAPI, with the webhook intake answered before the middleware stack and router.
+
+    `POST /webhooks/github` is the one hot path: it is declared on the router like every
+    route (so it is in the OpenAPI document and behaves the same), but requests for it go
+    straight to its endpoint, with the same error table, skipping a dozen ASGI layers.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == receiver.PATH:
+            scope["app"] = self
+            try:
+                response = await receiver.receive(Request(scope, receive))
+            except ClientDisconnect:
+                return  # nobody left to answer; nothing was recorded
+            except Exception as exc:
+                if http_errors.status_of(exc) >= 500 and not isinstance(
+                    exc, redis.RedisError | WorkerError
+                ):
+                    log.exception("intake failed")
+                response = http_errors.to_response(exc)
+            await response(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
+def create_app(rt: Runtime) -> HookspawnApp:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
@@ -35,7 +68,7 @@ def create_app(rt: Runtime) -> FastAPI:
             if client is not None:
                 await client.aclose()
 
-    app = FastAPI(
+    app = HookspawnApp(
         title="hookspawn",
         version="0.1.0",
         description="GitHub webhooks in, agent sessions out.",

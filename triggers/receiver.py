@@ -68,8 +68,11 @@ async def record_and_enqueue(request: Request, rt: Runtime, parsed: ParsedDelive
     )
 
 
+PATH = "/webhooks/github"
+
+
 @router.post(
-    "/webhooks/github",
+    PATH,
     status_code=202,
     responses={
         202: {"model": Queued, "description": "recorded and queued"},

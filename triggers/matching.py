@@ -41,12 +41,14 @@ from triggers.globs import GlobError, GlobSet, compile_globs
 from triggers.regex_bound import BoundedPattern, PatternError, compile_bounded
 
 __all__ = [
+    "MISSING",
     "Candidate",
     "Condition",
     "Decision",
     "TriggerIndex",
     "event_branch",
     "json_equal",
+    "lookup",
 ]
 
 Condition = Literal["event", "action", "repository", "branch", "bots", "filter"]
@@ -70,7 +72,8 @@ _HEAD_BRANCH: Mapping[str, tuple[str, ...]] = {
 }
 _HEADS = "refs/heads/"
 _FULL_NAME = ("repository", "fullName")
-_MISSING: Any = object()
+#: what `lookup` answers for a path that is not there (None is a value: JSON null)
+MISSING: Any = object()
 
 
 @dataclass(frozen=True)
@@ -105,19 +108,19 @@ class Decision:
         }
 
 
-def _lookup(root: Any, segments: Sequence[str]) -> Any:
-    """The value at a dotted path, or `_MISSING`; integer segments index lists."""
+def lookup(root: Any, segments: Sequence[str]) -> Any:
+    """The value at a dotted path, or `MISSING`; integer segments index lists."""
     current = root
     for segment in segments:
         if isinstance(current, dict | Mapping):  # dict first: the fast, common case
-            current = current.get(segment, _MISSING)
+            current = current.get(segment, MISSING)
         elif isinstance(current, list) and segment.isdigit() and segment.isascii():
             index = int(segment)
-            current = current[index] if index < len(current) else _MISSING
+            current = current[index] if index < len(current) else MISSING
         else:
-            return _MISSING
-        if current is _MISSING:
-            return _MISSING
+            return MISSING
+        if current is MISSING:
+            return MISSING
     return current
 
 
@@ -168,10 +171,10 @@ def event_branch(github: Mapping[str, Any]) -> tuple[str | None, str]:
 
 def _string(github: Mapping[str, Any], path: tuple[str, ...]) -> tuple[str | None, str]:
     where = "github." + ".".join(path)
-    value = _lookup(github, path)
+    value = lookup(github, path)
     if isinstance(value, str) and value:
         return value, where
-    if value is _MISSING:
+    if value is MISSING:
         return None, f"{where} is missing"
     return None, f"{where} is {_show(value)}"
 
@@ -187,7 +190,7 @@ def _heads(github: Mapping[str, Any], path: tuple[str, ...]) -> tuple[str | None
 
 def _show(value: Any, limit: int = 80) -> str:
     """A short JSON rendering of a value for a decision's detail (never the whole of it)."""
-    if value is _MISSING:
+    if value is MISSING:
         return "missing"
     if isinstance(value, str):
         text = json.dumps(value[:limit], ensure_ascii=False)
@@ -227,11 +230,11 @@ class _FilterCheck:
                 self.error = str(exc)
 
     def holds(self, envelope: Mapping[str, Any]) -> bool:
-        value = _lookup(envelope, self.segments)
+        value = lookup(envelope, self.segments)
         op = self.filter.op
         if op == "exists":
-            return (value is not _MISSING and value is not None) is bool(self.filter.value)
-        if value is _MISSING:
+            return (value is not MISSING and value is not None) is bool(self.filter.value)
+        if value is MISSING:
             return False
         if op == "equals":
             return json_equal(value, self.filter.value)
@@ -242,7 +245,7 @@ class _FilterCheck:
     def detail(self, envelope: Mapping[str, Any]) -> str:
         if self.error is not None:
             return f"filter {self.number} ({self.filter.path}): {self.error}"
-        value = _lookup(envelope, self.segments)
+        value = lookup(envelope, self.segments)
         return (
             f"filter {self.number}: {self.filter.path} {self.filter.op} "
             f"{_show(self.filter.value)}, actual value {_show(value)}"
@@ -329,7 +332,7 @@ class _Rule:
     def _repository_ok(self, github: Mapping[str, Any]) -> bool:
         if self.repositories is None and self.mounted is None:
             return "repository" not in self.invalid
-        name = _lookup(github, _FULL_NAME)
+        name = lookup(github, _FULL_NAME)
         if not isinstance(name, str):
             return False
         if self.repositories is not None:
@@ -360,7 +363,7 @@ class _Rule:
             sources = _listed(self.branches.sources if self.branches else ())
             return f"branch {branch!r} ({where}) matches none of {sources}"
         if failed == "bots":
-            login = _lookup(github, ("sender", "login"))
+            login = lookup(github, ("sender", "login"))
             return f"sender {_show(login)} is a Bot and the trigger does not set bots: true"
         for check in self.filters:
             if not check.holds(envelope):
@@ -368,7 +371,7 @@ class _Rule:
         return "no filter failed"  # unreachable while `failed` and `detail` agree
 
     def _repository_detail(self, github: Mapping[str, Any]) -> str:
-        name = _lookup(github, _FULL_NAME)
+        name = lookup(github, _FULL_NAME)
         if not isinstance(name, str):
             return f"the event has no repository (github.repository.fullName is {_show(name)})"
         if self.repositories is not None:

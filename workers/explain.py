@@ -23,7 +23,7 @@ from typing import Any
 from agents import CompiledAgent, Mount, Trigger
 from triggers.envelope import build_envelope
 from triggers.envelope import session_input as make_session_input
-from triggers.matching import Decision, TriggerIndex
+from triggers.matching import MISSING, Decision, TriggerIndex, lookup
 from workers.agents_source import AgentSet
 from workers.connections import ConnectionStore
 from workers.errors import WorkerError
@@ -40,7 +40,6 @@ EVENT_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 DELIVERY_RE = re.compile(r"[A-Za-z0-9-]{1,64}")
 _LEVELS = {"read": 1, "write": 2, "admin": 3}
 _PREVIEW = 200
-_MISSING: Any = object()
 
 
 class ExplainError(WorkerError):
@@ -166,36 +165,21 @@ def _failed_filter(
         probe = dataclasses.replace(agent, mounts=(), triggers=(alone,))
         [decision] = TriggerIndex((probe,)).evaluate(envelope)
         if not decision.fires:
-            actual = _lookup(envelope, filter_.path.split("."))
+            actual = lookup(envelope, filter_.path.split("."))
             return {
                 "index": number,
                 "path": filter_.path,
                 "op": filter_.op,
                 "expected": filter_.value,
-                "present": actual is not _MISSING,
+                "present": actual is not MISSING,
                 "actual": _preview(actual),
             }
     return None
 
 
-def _lookup(root: Any, segments: Sequence[str]) -> Any:
-    current = root
-    for segment in segments:
-        if isinstance(current, Mapping):
-            current = current.get(segment, _MISSING)
-        elif isinstance(current, list) and segment.isdigit() and segment.isascii():
-            index = int(segment)
-            current = current[index] if index < len(current) else _MISSING
-        else:
-            return _MISSING
-        if current is _MISSING:
-            return _MISSING
-    return current
-
-
 def _preview(value: Any) -> Any:
     """A value small enough to show: long strings cut, big objects and lists summarized."""
-    if value is _MISSING:
+    if value is MISSING:
         return None
     if isinstance(value, str):
         return value if len(value) <= _PREVIEW else value[:_PREVIEW] + "…"

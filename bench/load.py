@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import redis
 from harness import (
     QUEUE,
+    SECRET,
     Audit,
     Bench,
     Proc,
@@ -64,6 +65,7 @@ from harness import (
     wait_settled,
 )
 
+from tests.secret_scan import file_haystacks, leaks, redis_haystacks
 from workers import keys
 
 P99_LIMIT = 1.0
@@ -261,6 +263,7 @@ def main() -> None:
             final = run_step(bench, port, roots, args.rate, args.seconds, "load")
             print(f"  {final.line()}")
             report(final, noop, workers)
+            scan_for_secrets(bench)
             return
         passing: list[float] = []
         for n, rate in enumerate(float(r) for r in args.rates.split(",")):
@@ -280,6 +283,25 @@ def main() -> None:
         report(final, noop, workers)
         status = "met" if not final.failures() and final.rate >= 400 else "not met"
         print(f"  highest sustained rate: {final.rate:g}/s (goal >= 400/s: {status})")
+        scan_for_secrets(bench)
+
+
+def scan_for_secrets(bench: Bench) -> None:
+    """Minted tokens and the webhook secret in Redis (decoded), its files, or the logs?"""
+    tokens = list(bench.github._tokens)  # every token the stand-in issued
+    secrets = {"webhook secret": SECRET} | {f"token {t[:6]}…": t for t in tokens}
+    client = bench.client()
+    try:
+        files = [p for p in sorted(bench.redis.data_dir.rglob("*"))]
+        files += [proc.log for proc in bench.procs]
+        found, scanned = leaks(secrets, [*redis_haystacks(client), *file_haystacks(files)])
+    finally:
+        client.close()
+    verdict = "none found" if not found else "FOUND:\n    " + "\n    ".join(found)
+    print(
+        f"  secret scan: {len(tokens)} minted tokens + the webhook secret over {scanned} "
+        f"Redis values, files and logs: {verdict}"
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ the process logs or the dispatched specs.
 from __future__ import annotations
 
 import base64
-import binascii
 import contextlib
 import copy
 import itertools
@@ -22,7 +21,6 @@ import sys
 import threading
 import time
 import uuid
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,6 +44,7 @@ from tests.pipeline.conftest import (
     example,
     write_agents,
 )
+from tests.secret_scan import redis_haystacks
 from triggers.signature import sign
 from workers import keys
 from workers.planning import trigger_spawn_id
@@ -765,12 +764,7 @@ class Cluster:
         """Everything a secret could have leaked into, with where it came from."""
         client = redis.Redis.from_url(self.redis.url)
         try:
-            for key in client.scan_iter(count=1000):
-                name = key.decode(errors="replace")
-                yield f"redis key name {name}", key
-                for n, value in enumerate(_redis_values(client, key)):
-                    for form in _expanded(value):
-                        yield f"redis {name} value #{n}", form
+            yield from redis_haystacks(client)
         finally:
             client.close()
         for path in sorted(self.redis.data_dir.rglob("*")):
@@ -806,41 +800,6 @@ def _completed(view: dict[str, Any], spawns: set[str]) -> bool:
     outcomes = view["outcomes"]
     dispatched = [o.get("sessionId") for o in outcomes if o["outcome"] == "dispatched"]
     return len(outcomes) == len(spawns) and sorted(dispatched) == sorted(spawns)
-
-
-def _redis_values(client: redis.Redis, key: bytes) -> list[bytes]:
-    kind = cast(bytes, client.type(key)).decode()
-    if kind == "string":
-        value = cast(bytes | None, client.get(key))
-        return [value] if value is not None else []
-    if kind == "hash":
-        pairs = cast(dict[bytes, bytes], client.hgetall(key))
-        return [b for pair in pairs.items() for b in pair]
-    if kind == "list":
-        return cast(list[bytes], client.lrange(key, 0, -1))
-    if kind == "set":
-        return list(cast(set[bytes], client.smembers(key)))
-    if kind == "zset":
-        return cast(list[bytes], client.zrange(key, 0, -1))
-    if kind == "stream":
-        entries = cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(key))
-        return [b for _, fields in entries for pair in fields.items() for b in pair]
-    return []
-
-
-def _expanded(value: bytes) -> list[bytes]:
-    """The value, plus what it decodes to: zlib bodies, kombu's base64 message bodies."""
-    forms = [value]
-    with contextlib.suppress(zlib.error):
-        forms.append(zlib.decompress(value))
-    try:
-        message = json.loads(value)
-    except ValueError:
-        return forms
-    if isinstance(message, dict) and isinstance(message.get("body"), str):
-        with contextlib.suppress(binascii.Error, ValueError):
-            forms.append(base64.b64decode(message["body"], validate=True))
-    return forms
 
 
 class Stream:

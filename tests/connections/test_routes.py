@@ -14,7 +14,6 @@ from tests.conftest import make_settings
 from tests.connections.conftest import Payload
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
-from triggers import routes_connections
 from triggers.api import create_app
 from workers.connections import ConnectionStore
 from workers.runtime import build_runtime
@@ -26,8 +25,6 @@ AUTH = {"Authorization": f"Bearer {ADMIN}"}
 def app_for(**settings: Any) -> Iterator[httpx.Client]:
     rt = build_runtime(make_settings(admin_token=ADMIN, **settings))
     app: FastAPI = create_app(rt)
-    if not any(getattr(r, "path", None) == "/connections" for r in app.routes):
-        app.include_router(routes_connections.router)  # until the lead wires it into create_app
     try:
         with live_client(app) as client:
             yield client

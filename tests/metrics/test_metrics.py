@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from tests.conftest import SECRET, make_settings
-from tests.dispatch_target import DispatchTarget, dispatch_target
+from tests.dispatch_target import DispatchTarget
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
 from tests.metrics.conftest import Scrape, scrape
@@ -150,23 +150,6 @@ def test_github_errors_and_processing_retries(hs: Hookspawn) -> None:
         "hookspawn_deliveries_processed_total", event="pull_request", status="processed"
     )
     assert processed == 1
-
-
-@pytest.fixture
-def target() -> Iterator[DispatchTarget]:
-    with dispatch_target() as t:
-        yield t
-
-
-@pytest.fixture
-def hs_http(
-    tmp_path: Path,
-    redis_url: str,
-    github: GitHubStandin,
-    webhooks_dir: Path,
-    target: DispatchTarget,
-) -> Iterator[Hookspawn]:
-    yield from start_hookspawn(tmp_path, redis_url, github, webhooks_dir, dispatch_url=target.url)
 
 
 def test_dispatch_retries_counted(hs_http: Hookspawn, target: DispatchTarget) -> None:

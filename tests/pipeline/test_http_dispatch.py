@@ -2,31 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
-from tests.dispatch_target import DispatchTarget, dispatch_target
-from tests.github_standin import GitHubStandin
-from tests.pipeline.conftest import Hookspawn, connect, start_hookspawn
-
-
-@pytest.fixture
-def target() -> Iterator[DispatchTarget]:
-    with dispatch_target() as t:
-        yield t
-
-
-@pytest.fixture
-def hs_http(
-    tmp_path: Path,
-    redis_url: str,
-    github: GitHubStandin,
-    webhooks_dir: Path,
-    target: DispatchTarget,
-) -> Iterator[Hookspawn]:
-    yield from start_hookspawn(tmp_path, redis_url, github, webhooks_dir, dispatch_url=target.url)
+from tests.dispatch_target import DispatchTarget
+from tests.pipeline.conftest import Hookspawn, connect
 
 
 def test_500_500_201_makes_one_session_under_one_key(

@@ -56,8 +56,8 @@ def _fingerprint(directory: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(found)
 
 
-def empty_set() -> AgentSet:
-    return AgentSet(CompileResult((), {}, (), ()), TriggerIndex(()))
+def empty_set(fingerprint: tuple[tuple[str, int, int], ...] = ()) -> AgentSet:
+    return AgentSet(CompileResult((), {}, (), ()), TriggerIndex(()), fingerprint)
 
 
 class AgentsSource:
@@ -96,7 +96,7 @@ class AgentsSource:
     def _load(self, fingerprint: tuple[tuple[str, int, int], ...]) -> AgentSet:
         if not fingerprint:
             self.last_errors = ()
-            return AgentSet(empty_set().result, empty_set().index, fingerprint)
+            return empty_set(fingerprint)
         result = compile_dir(self.directory, secret_names=self.secret_names)
         if not result.ok:
             self.last_errors = tuple(str(e) for e in result.errors)
@@ -108,7 +108,7 @@ class AgentsSource:
             )
             if self._current is not None:
                 return AgentSet(self._current.result, self._current.index, fingerprint)
-            return AgentSet(empty_set().result, empty_set().index, fingerprint)
+            return empty_set(fingerprint)
         self.last_errors = ()
         log.info("loaded %d agent(s) from %s", len(result.agents), self.directory)
         loaded = AgentSet(result, TriggerIndex(result.agents), fingerprint)

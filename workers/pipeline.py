@@ -37,7 +37,7 @@ from workers.planning import (
     trigger_spawn_id,
 )
 from workers.processing import RunResult
-from workers.session_spec import Origin
+from workers.session_spec import Origin, SessionSpec
 from workers.sessions import SpawnRecords
 from workers.token_cache import TokenCache
 
@@ -197,7 +197,7 @@ class SpawnPipeline:
         texts: tuple[str | None, str | None, str | None],
         origin: Origin | None,
         requester: str | None,
-    ) -> Any:
+    ) -> SessionSpec:
         envelope = context.envelope if context else None
         grants = self._coverage(agent, envelope)
         input_: dict[str, Any] | None = None

@@ -117,7 +117,7 @@ class Runtime:
         factory: Callable[[redis.Redis], Pipeline]
         if pipeline is None:
             factory = partial(build_pipeline, settings)
-        elif isinstance(pipeline, SpawnPipeline) or hasattr(pipeline, "run"):
+        elif hasattr(pipeline, "run"):
             fixed = cast(Pipeline, pipeline)
             factory = lambda client: fixed  # noqa: E731
         else:

@@ -56,9 +56,6 @@ class SessionStore:
         raws = cast(list[bytes | None], self.client.mget([keys.session(i.decode()) for i in ids]))
         return [decode_session(r) for r in raws if r]
 
-    def count(self) -> int:
-        return int(self.client.zcard(keys.SESSIONS))
-
 
 class SpawnRecords:
     """What became of each spawn id: it is dispatched once its session is recorded.

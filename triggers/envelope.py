@@ -38,11 +38,18 @@ def camelize(value: Any) -> Any:
         return _camelize_deep(value)
 
 
+#: JSON scalars: passed through as they are, without a call
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _camelize(value: Any) -> Any:
     if isinstance(value, dict):
-        return {camel(k): _camelize(v) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out[camel(k)] = v if type(v) in _SCALARS else _camelize(v)
+        return out
     if isinstance(value, list):
-        return [_camelize(v) for v in value]
+        return [v if type(v) in _SCALARS else _camelize(v) for v in value]
     return value
 
 

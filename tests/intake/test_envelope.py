@@ -73,3 +73,13 @@ def test_integers_of_any_size_stay_exact() -> None:
     assert isinstance(loaded["n"], int)
     assert json.loads(dump_json(loaded)) == loaded
     assert load_body(b'{"n": 1}') == {"n": 1}
+
+
+def test_nested_containers_of_any_kind_are_walked() -> None:
+    from collections import OrderedDict
+
+    body = {"outer_key": OrderedDict(inner_key=[[{"deep_key": 1}], ("t_u",)]), "n_1": None}
+    assert camelize(body) == {
+        "outerKey": {"innerKey": [[{"deepKey": 1}], ("t_u",)]},
+        "n1": None,
+    }

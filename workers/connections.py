@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
@@ -53,6 +54,8 @@ class ConnectionStore:
     def __init__(self, client: redis.Redis, *, clock: Callable[[], float] = time.time) -> None:
         self.client = client
         self.clock = clock
+        #: (generation, state) as last read; reused while the generation is unchanged
+        self._read: tuple[bytes, State] | None = None
 
     # reading ------------------------------------------------------------------------------
     def all(self) -> list[Installation]:
@@ -68,7 +71,12 @@ class ConnectionStore:
         return _covering(self._load(), full_name)
 
     def resolve(
-        self, full_name: str, *, pinned: int | None, delivery_installation: int | None
+        self,
+        full_name: str,
+        *,
+        pinned: int | None,
+        delivery_installation: int | None,
+        generation: bytes | None = None,
     ) -> tuple[Installation, int] | None:
         """The installation a mount of `full_name` uses, with the repository id (SPEC §7).
 
@@ -76,8 +84,11 @@ class ConnectionStore:
         covering the repository; otherwise there is none (never another installation, never an
         id the project has no connection for). Unpinned: the delivery's installation when it is
         an active connection covering the repository, else the lowest-id one covering it.
+
+        `generation`: the connections generation the caller read in one of its own round
+        trips (see `generation()`); when it is the one last read here, no read is made.
         """
-        state = self._load()
+        state = self._load(generation)
         if pinned is not None:
             return _covered_by(state.get(pinned), full_name)
         if delivery_installation is not None:
@@ -114,8 +125,21 @@ class ConnectionStore:
         return self._update(lambda s, now: replace_all(s, list(installations), now=now))
 
     # internals ----------------------------------------------------------------------------
-    def _load(self) -> State:
-        return _parse(cast(dict[bytes, bytes], self.client.hgetall(keys.INSTALLATIONS)))
+    def _load(self, generation: bytes | None = None) -> State:
+        """Every installation; the copy read last when `generation` says nothing changed.
+
+        The returned state is shared: callers only read it.
+        """
+        read = self._read
+        if generation is not None and read is not None and read[0] == generation:
+            return read[1]
+        pipe = self.client.pipeline(transaction=True)
+        pipe.get(keys.INSTALLATIONS_GENERATION)
+        pipe.hgetall(keys.INSTALLATIONS)
+        current, raw = pipe.execute()
+        state = _parse(cast(dict[bytes, bytes], raw))
+        self._read = (current, state) if current is not None else None
+        return state
 
     def _update(self, change: Callable[[State, float], R]) -> R:
         """Read all, change, write back what changed, atomically against other writers."""
@@ -133,7 +157,9 @@ class ConnectionStore:
                     pipe.multi()
                     if writes:
                         pipe.hset(keys.INSTALLATIONS, mapping=writes)
+                        pipe.set(keys.INSTALLATIONS_GENERATION, uuid.uuid4().hex)
                     pipe.execute()
+                    self._read = None
                 except redis.WatchError:
                     continue
             for line in result.summary:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import zlib
 from collections.abc import Iterator, Mapping
@@ -44,8 +45,9 @@ return due
 """
 
 # Take a delivery for processing in one round trip: the lock, the pending check, a fresh
-# lease, and the record with its body. KEYS: lock, pending, record; ARGV: owner, lease ms,
-# lease deadline, id.
+# lease, the record with its body (counting the claim in it), and the connections generation
+# (so the pipeline reuses the connections it read before when nothing changed).
+# KEYS: lock, pending, record, connections generation; ARGV: owner, lease ms, deadline, id.
 _CLAIM = """
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {'busy'} end
 if not redis.call('ZSCORE', KEYS[2], ARGV[4]) then
@@ -53,7 +55,9 @@ if not redis.call('ZSCORE', KEYS[2], ARGV[4]) then
   return {'skipped'}
 end
 redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[4])
-return {'claimed', redis.call('HGETALL', KEYS[3])}
+local record = redis.call('HGETALL', KEYS[3])
+if #record > 0 then redis.call('HINCRBY', KEYS[3], 'claims', 1) end
+return {'claimed', record, redis.call('GET', KEYS[4])}
 """
 
 # Record a run and the delivery's new status, take it off the pending index and release
@@ -129,6 +133,11 @@ class Delivery:
     processed_at: float | None
     error: str | None
     runs: int
+    #: claims of it by a worker so far, this one included (set by `DeliveryStore.claim`):
+    #: 1 means no worker took it before, so none of its spawns can have happened yet
+    claims: int = 0
+    #: the connections generation when it was claimed (`keys.INSTALLATIONS_GENERATION`)
+    connections_generation: bytes | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -165,6 +174,7 @@ def _parse(delivery_id: str, raw: Mapping[bytes, bytes]) -> Delivery:
         processed_at=float(processed) if processed else None,
         error=_text(raw, "error"),
         runs=int(_text(raw, "runs") or 0),
+        claims=int(_text(raw, "claims") or 0),
     )
 
 
@@ -329,7 +339,12 @@ class DeliveryStore:
         answer = cast(
             list[Any],
             self._claim(
-                keys=[keys.delivery_lock(delivery_id), keys.PENDING, keys.delivery(delivery_id)],
+                keys=[
+                    keys.delivery_lock(delivery_id),
+                    keys.PENDING,
+                    keys.delivery(delivery_id),
+                    keys.INSTALLATIONS_GENERATION,
+                ],
                 args=[owner, int(self.lease * 1000), time.time() + self.lease, delivery_id],
             ),
         )
@@ -339,7 +354,13 @@ class DeliveryStore:
         flat = cast(list[bytes], answer[1])
         raw = dict(zip(flat[::2], flat[1::2], strict=True))
         packed = raw.pop(b"body", None)
-        return state, _parse(delivery_id, raw), zlib.decompress(packed) if packed else None
+        parsed = _parse(delivery_id, raw)
+        delivery = dataclasses.replace(
+            parsed,
+            claims=parsed.claims + 1,
+            connections_generation=answer[2] if len(answer) > 2 else None,
+        )
+        return state, delivery, zlib.decompress(packed) if packed else None
 
     def finish(
         self,

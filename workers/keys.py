@@ -55,6 +55,10 @@ def agent_sessions(agent: str) -> str:
 #: hash installation id → JSON installation record (account, status, repositories)
 INSTALLATIONS = f"{PREFIX}:installations"
 
+#: string: a fresh random token written with every change to INSTALLATIONS (in the same
+#: MULTI), so a process can keep the connections it read until the token changes
+INSTALLATIONS_GENERATION = f"{PREFIX}:installations:generation"
+
 # Metrics -------------------------------------------------------------------
 #: hash: one field per metric series (JSON [name, part, *label values]) → its count or sum,
 #: summed over every web and worker process (workers/metrics.py writes, the web reads)

@@ -54,6 +54,10 @@ class TriggerContext:
     trigger: Trigger
     envelope: Mapping[str, Any]
     received_at: float = 0.0  # when the delivery came in (epoch seconds), for latency
+    #: no worker claimed the delivery before: none of its spawns can exist yet
+    first_claim: bool = False
+    #: the connections generation read with the claim (None: read the connections)
+    connections_generation: bytes | None = None
 
 
 class SpawnPipeline:
@@ -95,7 +99,12 @@ class SpawnPipeline:
             if not decision.fires:
                 continue
             context = TriggerContext(
-                delivery.delivery_id, candidate.trigger, envelope, delivery.received_at
+                delivery.delivery_id,
+                candidate.trigger,
+                envelope,
+                delivery.received_at,
+                first_claim=delivery.claims == 1 and delivery.runs == 0,
+                connections_generation=delivery.connections_generation,
             )
             try:
                 outcome = self.spawn(candidate.agent, context=context)
@@ -170,7 +179,9 @@ class SpawnPipeline:
                 details=details,
             )
 
-        existing = self.spawns.dispatched(session_id)
+        # a spawn of a delivery claimed before may have been dispatched by that run; the
+        # dispatch itself is idempotent too, this only skips the work and keeps the outcome
+        existing = None if context and context.first_claim else self.spawns.dispatched(session_id)
         if existing:
             return outcome("dispatched", None, f"session {existing} (already dispatched)")
         try:
@@ -199,7 +210,9 @@ class SpawnPipeline:
         requester: str | None,
     ) -> SessionSpec:
         envelope = context.envelope if context else None
-        grants = self._coverage(agent, envelope)
+        grants = self._coverage(
+            agent, envelope, context.connections_generation if context else None
+        )
         input_: dict[str, Any] | None = None
         if context is not None:
             input_ = make_session_input(context.delivery_id, dict(context.envelope))
@@ -230,14 +243,17 @@ class SpawnPipeline:
         )
 
     def _coverage(
-        self, agent: CompiledAgent, envelope: Mapping[str, Any] | None
+        self,
+        agent: CompiledAgent,
+        envelope: Mapping[str, Any] | None,
+        generation: bytes | None = None,
     ) -> list[Grant | None]:
         """The installation each githubApp mount uses; suppressed/refused when not covered."""
         grants: list[Grant | None] = [None] * len(agent.mounts)
         delivery_installation = delivery_installation_of(envelope)
         for i, mount in github_mounts(agent):
             repository = mount.github_repository or mount.repository
-            resolved = resolve_mount(self.connections, mount, delivery_installation)
+            resolved = resolve_mount(self.connections, mount, delivery_installation, generation)
             if resolved is None:
                 message = not_covered_message(mount)
                 if envelope is not None:
@@ -312,7 +328,10 @@ def delivery_installation_of(envelope: Mapping[str, Any] | None) -> int | None:
 
 
 def resolve_mount(
-    connections: ConnectionStore, mount: Mount, delivery_installation: int | None
+    connections: ConnectionStore,
+    mount: Mount,
+    delivery_installation: int | None,
+    generation: bytes | None = None,
 ) -> tuple[Installation, int] | None:
     """The installation (and repository id) a githubApp mount uses, or None (SPEC §7)."""
     pinned = mount.auth.installation_id
@@ -320,6 +339,7 @@ def resolve_mount(
         mount.github_repository or mount.repository,
         pinned=int(pinned) if pinned and pinned.isdigit() else None,
         delivery_installation=delivery_installation,
+        generation=generation,
     )
 
 

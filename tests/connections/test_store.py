@@ -187,3 +187,64 @@ def test_concurrent_events_lose_no_update(redis_url: str) -> None:
     assert len(other.repositories) == threads * (per_thread // 5)
     assert acme.covers("acme/r7025") == 7025
     reader.client.close()
+
+
+def _generation(client: redis.Redis) -> bytes | None:
+    value = client.get(keys.INSTALLATIONS_GENERATION)
+    assert value is None or isinstance(value, bytes)
+    return value
+
+
+def _hgetall_calls(client: redis.Redis) -> int:
+    stats = client.info("commandstats")
+    return int(stats.get("cmdstat_hgetall", {}).get("calls", 0))
+
+
+def test_a_read_is_reused_until_the_generation_changes(
+    store: ConnectionStore, client: redis.Redis
+) -> None:
+    seed(store, ACME, (1, "acme/api"))
+    reader = ConnectionStore(client)  # another process
+    generation = _generation(client)
+    assert isinstance(generation, bytes)
+    found = reader.resolve("acme/api", pinned=None, delivery_installation=None)
+    assert found is not None and found[1] == 1
+    before = _hgetall_calls(client)
+    for _ in range(3):
+        again = reader.resolve(
+            "acme/api", pinned=None, delivery_installation=None, generation=generation
+        )
+        assert again is not None and again[0].id == ACME
+    assert _hgetall_calls(client) == before  # nothing read: the generation said no change
+    # another process changes the connections: the next generation makes the reader look
+    store.prune(ACME, [1])
+    changed = _generation(client)
+    assert changed != generation
+    before = _hgetall_calls(client)
+    found = reader.resolve("acme/api", pinned=None, delivery_installation=None, generation=changed)
+    assert found is None
+    assert _hgetall_calls(client) == before + 1
+    # without a generation the store always reads
+    assert reader.resolve("acme/api", pinned=None, delivery_installation=None) is None
+    assert _hgetall_calls(client) == before + 2
+
+
+def test_a_store_emptied_and_refilled_is_read_again(
+    store: ConnectionStore, client: redis.Redis
+) -> None:
+    seed(store, ACME, (1, "acme/api"))
+    reader = ConnectionStore(client)
+    old = _generation(client)
+    assert reader.resolve("acme/api", pinned=None, delivery_installation=None, generation=old)
+    client.flushdb()  # everything gone, the generation too
+    assert _generation(client) is None
+    assert (
+        reader.resolve("acme/api", pinned=None, delivery_installation=None, generation=None) is None
+    )
+    seed(store, ACME, (2, "acme/web"))
+    now = _generation(client)
+    assert now is not None and now != old  # a fresh random token, never a reused count
+    assert (
+        reader.resolve("acme/api", pinned=None, delivery_installation=None, generation=now) is None
+    )
+    assert reader.resolve("acme/web", pinned=None, delivery_installation=None, generation=now)

@@ -12,6 +12,7 @@ from tests.pipeline.conftest import (
     REPO_ID,
     Hookspawn,
 )
+from workers import keys
 
 
 def test_pr_opened_spawns_one_session_with_rendered_ref_and_title(connected: Hookspawn) -> None:
@@ -51,6 +52,30 @@ def test_pr_opened_spawns_one_session_with_rendered_ref_and_title(connected: Hoo
     assert len(replayed["runs"]) == 2
     assert hs.outcome(replayed, "pr-review")["sessionId"] == outcome["sessionId"]
     assert len(hs.sessions("pr-review")) == 1
+
+
+def test_a_delivery_recorded_again_after_expiry_keeps_its_one_session(
+    connected: Hookspawn,
+) -> None:
+    """GitHub redelivering an id whose record has expired: a new record, claimed for the first
+    time, yet its spawn ids are the old ones, and their sessions are not created twice."""
+    hs = connected
+    first = hs.outcome(
+        hs.processed(hs.send("pull_request", hs.pr(), delivery="pr-old")), "pr-review"
+    )
+    assert first["outcome"] == "dispatched" and "created" in first["message"]
+    store = hs.rt.client
+    store.delete(keys.delivery("pr-old"), keys.delivery_runs("pr-old"))
+    store.zrem(keys.DELIVERIES, "pr-old")
+    again = hs.outcome(
+        hs.processed(hs.send("pull_request", hs.pr(), delivery="pr-old")), "pr-review"
+    )
+    assert again["outcome"] == "dispatched"
+    assert again["sessionId"] == first["sessionId"]
+    assert "already existed" in again["message"]
+    assert len(hs.sessions("pr-review")) == 1
+    # the new record counts its claims from one again
+    assert hs.rt.client.hget(keys.delivery("pr-old"), "claims") == b"1"
 
 
 def test_missing_or_null_ref_token_refuses_only_that_agent(connected: Hookspawn) -> None:

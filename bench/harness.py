@@ -707,7 +707,7 @@ def audit(client: redis.Redis, bench: Bench, accepted: dict[str, str], firing: s
         for d in chunk:
             pipe.hmget(keys.delivery(d), "status", "receivedAt")
             pipe.lrange(keys.delivery_runs(d), 0, -1)
-            pipe.get(keys.session(bench.spawn_id(d)))
+            pipe.hgetall(keys.session(bench.spawn_id(d)))
         answers = pipe.execute()
         for i, d in enumerate(chunk):
             (status, received), runs, session = answers[3 * i : 3 * i + 3]
@@ -730,7 +730,7 @@ def audit(client: redis.Redis, bench: Bench, accepted: dict[str, str], firing: s
                 continue
             if dispatched < 1:
                 report.wrong.append(d)
-            if session is None:
+            if not session:
                 report.missing.append(d)
                 continue
             report.sessions += 1
@@ -998,6 +998,9 @@ def noop_worker(concurrency: int) -> int:
 
     url = os.environ["HOOKSPAWN_REDIS_URL"]
     logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # as `hookspawn worker` does: no INFO line per task received and succeeded
+    for name in ("celery.app.trace", "celery.worker.strategy"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     app = Celery("bench-noop", set_as_current=False)
     app.conf.update(celery_config(url))
 

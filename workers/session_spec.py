@@ -80,8 +80,30 @@ class SessionSpec(_Model):
         for an untyped dict; integers of any size stay exact either way."""
         if self.input is None:
             return super().to_bytes()
-        rest = self.model_dump_json(by_alias=True, exclude={"input"}).encode()
+        rest = self.without_input()
         return b'%s,"input":%s}' % (rest[:-1], dump_json(self.input))
+
+    def without_input(self) -> bytes:
+        """The JSON document without its `input` member."""
+        return self.model_dump_json(by_alias=True, exclude={"input"}).encode()
+
+    @property
+    def input_from_delivery(self) -> tuple[str, str] | None:
+        """(event, delivery id) when the input is `session_input` of a recorded delivery.
+
+        Every trigger-spawned session's input is built that way (SpawnPipeline._plan), so it
+        can be rebuilt from the delivery's recorded body.
+        """
+        if self.origin.kind != "trigger" or not self.input or not self.origin.delivery_id:
+            return None
+        payload = self.input.get("payload")
+        github = payload.get("github") if isinstance(payload, dict) else None
+        event = github.get("event") if isinstance(github, dict) else None
+        if self.input.get("triggerEventId") != self.origin.delivery_id or not isinstance(
+            event, str
+        ):
+            return None
+        return event, self.origin.delivery_id
 
 
 def session_json_schema() -> dict[str, Any]:

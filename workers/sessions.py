@@ -4,28 +4,53 @@ from __future__ import annotations
 
 import time
 import zlib
+from collections.abc import Mapping
 from typing import Any, cast
 
 import redis
 
-from triggers.envelope import load_body
+from triggers.envelope import build_envelope, dump_json, load_body, session_input
 from workers import keys
 from workers.session_spec import SessionSpec
 
 # Create a session unless one with its id exists, and index it, atomically.
-# KEYS: session, index, agent index; ARGV: id, spec JSON, now
+# The record is a hash: `spec` (the JSON spec without its input) and either `input` (zlib
+# JSON; absent when there is none), or, for a trigger-spawned session, `event`, `deliveryId`
+# and `body`: the delivery's recorded body (zlib), copied from its record inside Redis, which
+# the input is rebuilt from. KEYS: session, index, agent index, delivery record (mode
+# `delivery`); ARGV: id, spec JSON, now, mode (`delivery` or `inline`), event or packed input
+# ('' for none), delivery id. Answers 1 created, 0 already there, -1 the delivery is gone.
 _CREATE = """
-if not redis.call('SET', KEYS[1], ARGV[2], 'NX') then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if ARGV[4] == 'delivery' then
+  local body = redis.call('HGET', KEYS[4], 'body')
+  if not body then return -1 end
+  redis.call('HSET', KEYS[1], 'spec', ARGV[2], 'event', ARGV[5], 'deliveryId', ARGV[6],
+             'body', body)
+elseif ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[1], 'spec', ARGV[2], 'input', ARGV[5])
+else
+  redis.call('HSET', KEYS[1], 'spec', ARGV[2])
+end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
 return 1
 """
 
 
-def decode_session(raw: bytes) -> dict[str, Any]:
-    """A stored session record (zlib-compressed JSON) as a dict."""
-    loaded: dict[str, Any] = load_body(zlib.decompress(raw))
-    return loaded
+def decode_session(record: Mapping[bytes, bytes]) -> dict[str, Any]:
+    """A stored session record (the hash's fields) as the spec's JSON document."""
+    spec: dict[str, Any] = load_body(record[b"spec"])
+    if b"body" in record:
+        delivery_id = record[b"deliveryId"].decode()
+        payload = load_body(zlib.decompress(record[b"body"]))
+        envelope = build_envelope(record[b"event"].decode(), delivery_id, payload)
+        spec["input"] = session_input(delivery_id, envelope)
+    elif b"input" in record:
+        spec["input"] = load_body(zlib.decompress(record[b"input"]))
+    else:
+        spec["input"] = None
+    return spec
 
 
 class SessionStore:
@@ -36,16 +61,33 @@ class SessionStore:
         self._create = client.register_script(_CREATE)
 
     def create(self, spec: SessionSpec) -> bool:
-        """Store `spec` unless a session with its id exists; True when it was created now."""
+        """Store `spec` unless a session with its id exists; True when it was created now.
+
+        A trigger-spawned session does not carry a second copy of its event payload: the
+        record keeps the delivery's compressed body (copied inside Redis) instead.
+        """
+        source = spec.input_from_delivery
+        session_key = keys.session(spec.id)
+        index_keys = [keys.SESSIONS, keys.agent_sessions(spec.agent)]
+        now = time.time()
+        if source is not None:
+            event, delivery_id = source
+            created = self._create(
+                keys=[session_key, *index_keys, keys.delivery(delivery_id)],
+                args=[spec.id, spec.without_input(), now, "delivery", event, delivery_id],
+            )
+            if created != -1:
+                return bool(created)
+            # the delivery's record is gone (expired): keep the input itself
+        packed = zlib.compress(dump_json(spec.input), 1) if spec.input is not None else b""
         created = self._create(
-            keys=[keys.session(spec.id), keys.SESSIONS, keys.agent_sessions(spec.agent)],
-            # compressed: a spec carries the whole event payload in its input
-            args=[spec.id, zlib.compress(spec.to_bytes(), 1), time.time()],
+            keys=[session_key, *index_keys, session_key],
+            args=[spec.id, spec.without_input(), now, "inline", packed, ""],
         )
         return bool(created)
 
     def get(self, session_id: str) -> dict[str, Any] | None:
-        raw = cast(bytes | None, self.client.get(keys.session(session_id)))
+        raw = cast(dict[bytes, bytes], self.client.hgetall(keys.session(session_id)))
         return decode_session(raw) if raw else None
 
     def list(self, *, agent: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
@@ -53,8 +95,10 @@ class SessionStore:
         ids = cast(list[bytes], self.client.zrevrange(index, 0, limit - 1))
         if not ids:
             return []
-        raws = cast(list[bytes | None], self.client.mget([keys.session(i.decode()) for i in ids]))
-        return [decode_session(r) for r in raws if r]
+        pipe = self.client.pipeline(transaction=False)
+        for session_id in ids:
+            pipe.hgetall(keys.session(session_id.decode()))
+        return [decode_session(raw) for raw in pipe.execute() if raw]
 
 
 class SpawnRecords:

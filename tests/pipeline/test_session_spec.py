@@ -1,41 +1,111 @@
-"""The session spec's JSON: one document whatever writes its parts, integers of any size kept."""
+"""The session spec's JSON, and its stored record: one document however its parts are kept."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
 
 from triggers.envelope import build_envelope, load_body, session_input
+from workers import keys
+from workers.deliveries import DeliveryStore, NewDelivery
 from workers.session_spec import Origin, SessionEnvironment, SessionSpec
+from workers.sessions import SessionStore
 
 
-def _spec(input_: dict[str, object] | None) -> SessionSpec:
+def _spec(input_: dict[str, Any] | None, *, kind: str = "trigger", sid: str = "s-1") -> SessionSpec:
     return SessionSpec(
-        id="s-1",
+        id=sid,
         agent="pr-review",
         harness="claude",
         environment=SessionEnvironment(name="default", resource={"image": "x"}),
         display_title="Review #2",
         input=input_,
-        origin=Origin(kind="trigger", delivery_id="d-1", trigger=0, trigger_key="k"),
+        origin=Origin(kind=kind, delivery_id="d-1" if kind == "trigger" else None),
         created_at="2026-11-29T00:00:00Z",
     )
 
 
-def test_spec_bytes_are_the_models_json(webhooks_dir: Path) -> None:
+def _body(webhooks_dir: Path) -> bytes:
     body = load_body((webhooks_dir / "pull_request/opened.payload.json").read_bytes())
     body["huge"] = 2**70
     body["text"] = 'é \u2028 "quoted" \\ {{ 7*7 }}'
-    spec = _spec(session_input("d-1", build_envelope("pull_request", "d-1", body)))
+    return json.dumps(body).encode()
+
+
+def _trigger_spec(raw: bytes, sid: str = "s-1") -> SessionSpec:
+    envelope = build_envelope("pull_request", "d-1", load_body(raw))
+    return _spec(session_input("d-1", envelope), sid=sid)
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    connection = redis.Redis.from_url(redis_url)
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+def _record(client: redis.Redis, raw: bytes) -> None:
+    store = DeliveryStore(client, retention=timedelta(days=1))
+    new = NewDelivery("d-1", "pull_request", "opened", "Codertocat/Hello-World", 1, "42", raw)
+    assert store.record(new)
+
+
+def test_spec_bytes_are_the_models_json(webhooks_dir: Path) -> None:
+    spec = _trigger_spec(_body(webhooks_dir))
     written = json.loads(spec.to_bytes())
     assert written == json.loads(spec.model_dump_json(by_alias=True))
     assert written["input"]["payload"]["github"]["huge"] == 2**70
     assert written["input"]["payload"]["github"]["pullRequest"]["number"] == 2
     assert set(written) == set(spec.to_json())
+    assert json.loads(_spec(None).to_bytes()) == _spec(None).to_json()
 
 
-def test_spec_without_input() -> None:
-    spec = _spec(None)
-    written = json.loads(spec.to_bytes())
-    assert written["input"] is None
-    assert written == spec.to_json()
+def test_a_trigger_session_keeps_the_deliverys_body_not_a_second_payload(
+    client: redis.Redis, webhooks_dir: Path
+) -> None:
+    raw = _body(webhooks_dir)
+    _record(client, raw)
+    spec = _trigger_spec(raw)
+    store = SessionStore(client)
+    assert store.create(spec) is True
+    record = client.hgetall(keys.session("s-1"))
+    assert set(record) == {b"spec", b"event", b"deliveryId", b"body"}
+    assert record[b"body"] == client.hget(keys.delivery("d-1"), "body")  # the same bytes
+    assert b"pullRequest" not in record[b"spec"]
+    assert store.get("s-1") == json.loads(spec.to_bytes())
+    assert store.create(spec) is False  # created once
+
+
+def test_a_session_whose_delivery_is_gone_keeps_its_input(
+    client: redis.Redis, webhooks_dir: Path
+) -> None:
+    spec = _trigger_spec(_body(webhooks_dir))  # no delivery record to copy from
+    store = SessionStore(client)
+    assert store.create(spec) is True
+    assert set(client.hgetall(keys.session("s-1"))) == {b"spec", b"input"}
+    stored = store.get("s-1")
+    assert stored == json.loads(spec.to_bytes())
+    assert stored is not None and stored["input"]["payload"]["github"]["huge"] == 2**70
+
+
+def test_sessions_without_input_and_listing(client: redis.Redis, webhooks_dir: Path) -> None:
+    raw = _body(webhooks_dir)
+    _record(client, raw)
+    store = SessionStore(client)
+    manual = _spec(None, kind="manual", sid="m-1")
+    assert store.create(manual) is True
+    assert store.create(_trigger_spec(raw, sid="t-1")) is True
+    assert store.get("m-1") == manual.to_json()
+    listed = store.list()
+    assert [s["id"] for s in listed] == ["t-1", "m-1"]
+    assert listed[0]["input"]["triggerEventId"] == "d-1"
+    assert [s["id"] for s in store.list(agent="pr-review", limit=1)] == ["t-1"]
+    assert store.get("missing") is None

@@ -1,23 +1,24 @@
 """Pipeline drain against Celery's own no-op drain, and webhook → session latency at 200/s.
 
-1. Drain. A real `hookspawn worker --concurrency 2` (prefork, a subprocess), embedded dispatch
-   (no HOOKSPAWN_DISPATCH_URL), the GitHub App configured against the stand-in (in this
+1. Drain. A real `hookspawn worker` (prefork, a subprocess; its default concurrency, twice the
+   cores, unless --concurrency says otherwise), embedded dispatch (no
+   HOOKSPAWN_DISPATCH_URL), the GitHub App configured against the stand-in (in this
    process), 1,000 agents loaded: per PR delivery one agent fires (a githubApp mount with a
    templated PR ref, so a scoped token is needed), 9 more pull_request triggers on other
    repositories do not, 990 agents listen to other events. A warm-up batch first (agents
-   compiled and the token cache filled in both pool processes). Then N deliveries are
+   compiled and the token cache filled in every pool process). Then N deliveries are
    recorded and their task messages staged in pipelined `DeliveryStore.record` calls (the
    intake's own script, with a staging list as its queue); the clock starts at the RENAME
    of the staging list onto the Celery queue (all N there at once) and stops when
    `hookspawn:pending` is empty and N new sessions exist.
    Baseline, same run, same broker config: a no-op task registered on a Celery app built
    from `workers.celery_app.celery_config`, run by the same kind of worker (prefork,
-   concurrency 2, INFO log, `without_heartbeat`) on another database of the same
-   redis-server; N prebuilt messages staged and RENAMEd the same way; the clock stops when
-   the queue list and kombu's `unacked` hash are empty. Both workers stay up (the idle one
-   only polls the broker); runs alternate no-op / hookspawn, best and spread reported.
-   Every hookspawn run is audited: every delivery processed, one session per expected
-   spawn id, none created twice.
+   same concurrency, INFO log without the per-task lines, `without_heartbeat`) on another
+   database of the same redis-server; N prebuilt messages staged and RENAMEd the same way;
+   the clock stops when the queue list and kombu's `unacked` hash are empty. Both workers
+   stay up (the idle one only polls the broker); runs alternate no-op / hookspawn, best and
+   spread reported. Every hookspawn run is audited: every delivery processed, one session
+   per expected spawn id, none created twice.
 
 2. Latency. `hookspawn web` + the same worker; signed real PR payloads (opened / synchronize
    / reopened, 28 KB) posted over HTTP at a fixed 200/s for 20 s, open loop (each request
@@ -58,6 +59,8 @@ from harness import (
     wait_for_quiet,
     wait_settled,
 )
+
+from workers.cli import default_concurrency  # the project root, on the path through harness
 
 TARGET_RATIO = 0.70
 TARGET_P99_MS = 100.0
@@ -173,7 +176,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=3000, help="deliveries (and no-op tasks) per run")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=300)
-    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=default_concurrency())
     parser.add_argument("--rate", type=float, default=200.0, help="latency part: deliveries/s")
     parser.add_argument("--seconds", type=float, default=20.0, help="latency part: duration")
     parser.add_argument("--skip-latency", action="store_true")

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
 from workers import commands
+
+CONCURRENCY_HELP = "worker processes (default: twice the CPU cores, at least 2)"
+
+
+def default_concurrency() -> int:
+    """Worker processes: twice the cores. A delivery's process mostly waits (on Redis, on
+    GitHub for tokens, on the dispatch target), and with late acks and a prefetch of one each
+    process holds one delivery, so one per core would leave cores idle between deliveries."""
+    return max(2, 2 * (os.cpu_count() or 1))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--concurrency", type=int, default=2)
+    serve.add_argument(
+        "--concurrency", type=int, default=default_concurrency(), help=CONCURRENCY_HELP
+    )
 
     web = add("web", commands.web, "run the HTTP server (intake and API)")
     web.add_argument("--host", default="127.0.0.1")
@@ -42,7 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     web.add_argument("--access-log", action="store_true", help="log every request")
 
     worker = add("worker", commands.worker, "run a Celery worker that processes deliveries")
-    worker.add_argument("--concurrency", type=int, default=2)
+    worker.add_argument(
+        "--concurrency", type=int, default=default_concurrency(), help=CONCURRENCY_HELP
+    )
     worker.add_argument("--pool", default="prefork", choices=["prefork", "threads", "solo"])
 
     check = add("check", commands.check, "compile the agent files and report every error")

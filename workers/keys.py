@@ -37,7 +37,9 @@ def delivery_lock(delivery_id: str) -> str:
 
 
 # Spawns and sessions -------------------------------------------------------
-#: string: zlib-compressed JSON session spec, for every session dispatched (either dispatcher)
+#: hash, for every session dispatched (either dispatcher): `spec` (its JSON without the input)
+#: and either `input` (zlib JSON; absent when none) or, for a trigger-spawned session, `event`,
+#: `deliveryId` and `body` (the delivery's recorded body, which the input is rebuilt from)
 def session(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}"
 

@@ -62,3 +62,16 @@ def test_cli_round_trip(connected: Hookspawn) -> None:
     code, replayed = cli(hs, "deliveries", "replay", "cli-pr")
     assert code == 0
     assert replayed["status"] == "queued"
+
+
+def test_worker_processes_default_to_twice_the_cores(monkeypatch: Any) -> None:
+    import os
+
+    from workers import cli
+
+    for cores, expected in ((1, 2), (2, 4), (None, 2), (8, 16)):
+        monkeypatch.setattr(os, "cpu_count", lambda cores=cores: cores)
+        parser = cli._parser()
+        assert parser.parse_args(["worker"]).concurrency == expected
+        assert parser.parse_args(["serve"]).concurrency == expected
+        assert parser.parse_args(["worker", "--concurrency", "3"]).concurrency == 3

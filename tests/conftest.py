@@ -37,6 +37,16 @@ def redis_url(redis_server: RedisServer) -> str:
     return redis_server.url
 
 
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A client of that flushed database, closed after the test."""
+    connection = redis.Redis.from_url(redis_url)
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
 @pytest.fixture(scope="session")
 def webhooks_dir() -> Path:
     if not WEBHOOKS.is_dir():

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 
 from triggers.envelope import build_envelope, load_body, session_input
@@ -43,15 +41,6 @@ def _trigger_spec(raw: bytes, sid: str = "s-1") -> SessionSpec:
     return _spec(session_input("d-1", envelope), sid=sid)
 
 
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(redis_url)
-    try:
-        yield connection
-    finally:
-        connection.close()
-
-
 def _record(client: redis.Redis, raw: bytes) -> None:
     store = DeliveryStore(client, retention=timedelta(days=1))
     new = NewDelivery("d-1", "pull_request", "opened", "Codertocat/Hello-World", 1, "42", raw)
@@ -69,37 +58,37 @@ def test_spec_bytes_are_the_models_json(webhooks_dir: Path) -> None:
 
 
 def test_a_trigger_session_keeps_the_deliverys_body_not_a_second_payload(
-    client: redis.Redis, webhooks_dir: Path
+    redis_client: redis.Redis, webhooks_dir: Path
 ) -> None:
     raw = _body(webhooks_dir)
-    _record(client, raw)
+    _record(redis_client, raw)
     spec = _trigger_spec(raw)
-    store = SessionStore(client)
+    store = SessionStore(redis_client)
     assert store.create(spec) is True
-    record = client.hgetall(keys.session("s-1"))
+    record = redis_client.hgetall(keys.session("s-1"))
     assert set(record) == {b"spec", b"event", b"deliveryId", b"body"}
-    assert record[b"body"] == client.hget(keys.delivery("d-1"), "body")  # the same bytes
+    assert record[b"body"] == redis_client.hget(keys.delivery("d-1"), "body")  # the same bytes
     assert b"pullRequest" not in record[b"spec"]
     assert store.get("s-1") == json.loads(spec.to_bytes())
     assert store.create(spec) is False  # created once
 
 
 def test_a_session_whose_delivery_is_gone_keeps_its_input(
-    client: redis.Redis, webhooks_dir: Path
+    redis_client: redis.Redis, webhooks_dir: Path
 ) -> None:
     spec = _trigger_spec(_body(webhooks_dir))  # no delivery record to copy from
-    store = SessionStore(client)
+    store = SessionStore(redis_client)
     assert store.create(spec) is True
-    assert set(client.hgetall(keys.session("s-1"))) == {b"spec", b"input"}
+    assert set(redis_client.hgetall(keys.session("s-1"))) == {b"spec", b"input"}
     stored = store.get("s-1")
     assert stored == json.loads(spec.to_bytes())
     assert stored is not None and stored["input"]["payload"]["github"]["huge"] == 2**70
 
 
-def test_sessions_without_input_and_listing(client: redis.Redis, webhooks_dir: Path) -> None:
+def test_sessions_without_input_and_listing(redis_client: redis.Redis, webhooks_dir: Path) -> None:
     raw = _body(webhooks_dir)
-    _record(client, raw)
-    store = SessionStore(client)
+    _record(redis_client, raw)
+    store = SessionStore(redis_client)
     manual = _spec(None, kind="manual", sid="m-1")
     assert store.create(manual) is True
     assert store.create(_trigger_spec(raw, sid="t-1")) is True

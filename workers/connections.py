@@ -85,8 +85,9 @@ class ConnectionStore:
         id the project has no connection for). Unpinned: the delivery's installation when it is
         an active connection covering the repository, else the lowest-id one covering it.
 
-        `generation`: the connections generation the caller read in one of its own round
-        trips (see `generation()`); when it is the one last read here, no read is made.
+        `generation`: `keys.INSTALLATIONS_GENERATION` as the caller read it in one of its
+        own round trips (the delivery claim reads it); when it is the one last read here, no
+        read is made.
         """
         state = self._load(generation)
         if pinned is not None:

@@ -69,12 +69,13 @@ class SessionStore:
         source = spec.input_from_delivery
         session_key = keys.session(spec.id)
         index_keys = [keys.SESSIONS, keys.agent_sessions(spec.agent)]
+        document = spec.without_input()
         now = time.time()
         if source is not None:
             event, delivery_id = source
             created = self._create(
                 keys=[session_key, *index_keys, keys.delivery(delivery_id)],
-                args=[spec.id, spec.without_input(), now, "delivery", event, delivery_id],
+                args=[spec.id, document, now, "delivery", event, delivery_id],
             )
             if created != -1:
                 return bool(created)
@@ -82,7 +83,7 @@ class SessionStore:
         packed = zlib.compress(dump_json(spec.input), 1) if spec.input is not None else b""
         created = self._create(
             keys=[session_key, *index_keys, session_key],
-            args=[spec.id, spec.without_input(), now, "inline", packed, ""],
+            args=[spec.id, document, now, "inline", packed, ""],
         )
         return bool(created)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import copy
 import itertools
 import json
@@ -43,6 +42,7 @@ import httpx  # noqa: E402
 import redis  # noqa: E402
 
 from tests.github_standin import GitHubStandin  # noqa: E402
+from tests.procs import Proc, process_tree, status_kb  # noqa: E402
 from triggers.signature import sign  # noqa: E402
 from workers import keys  # noqa: E402
 from workers.celery_app import PROCESS_DELIVERY, celery_config  # noqa: E402
@@ -228,77 +228,6 @@ def mix_bodies() -> list[Body]:
 
 
 # --------------------------------------------------------------------------- processes
-
-
-def _stat(pid: int) -> tuple[int, int] | None:
-    """(ppid, pgrp) of a live process."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text.rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[1]), int(fields[2])
-
-
-def process_tree(root: int) -> list[int]:
-    """`root` and every live descendant."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            stat = _stat(int(entry.name))
-            if stat is not None:
-                parents[int(entry.name)] = stat[0]
-    tree, frontier = [root], [root]
-    while frontier:
-        frontier = [pid for pid, ppid in parents.items() if ppid in frontier]
-        tree += frontier
-    return [pid for pid in tree if pid == root or pid in parents]
-
-
-def status_kb(pid: int, name: str) -> int:
-    """A `kB` field of /proc/PID/status (VmRSS, VmHWM); 0 when the process is gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(name + ":"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-@dataclass
-class Proc:
-    """One subprocess in its own process group, logging to a file."""
-
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def tail(self, size: int = 3000) -> str:
-        return self.log.read_text(errors="replace")[-size:] if self.log.exists() else ""
-
-    def worker_children(self) -> list[int]:
-        return [pid for pid in process_tree(self.pid) if pid != self.pid]
-
-    def stop(self, timeout: float = 20.0) -> None:
-        """SIGTERM the group (a worker's warm shutdown), then SIGKILL whatever is left."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(5)
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

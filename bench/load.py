@@ -50,7 +50,6 @@ from harness import (
     SECRET,
     Audit,
     Bench,
-    Proc,
     RssSampler,
     SendReport,
     audit,
@@ -59,12 +58,12 @@ from harness import (
     mix_bodies,
     noop_drain,
     percentiles,
-    process_tree,
     send_at_rate,
     wait_for_quiet,
     wait_settled,
 )
 
+from tests.procs import Proc, process_tree
 from tests.secret_scan import file_haystacks, leaks, redis_haystacks
 from workers import keys
 

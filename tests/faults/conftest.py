@@ -44,6 +44,7 @@ from tests.pipeline.conftest import (
     example,
     write_agents,
 )
+from tests.procs import Proc, children_of, group_members
 from tests.secret_scan import redis_haystacks
 from triggers.signature import sign
 from workers import keys
@@ -250,54 +251,6 @@ class TargetWatch:
 
 
 # -- processes -------------------------------------------------------------------------------
-
-
-@dataclass
-class Proc:
-    """One `hookspawn web|worker` incarnation, in its own process group, logging to a file."""
-
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def tail(self, size: int = 3000) -> str:
-        return self.log_text()[-size:]
-
-
-def _proc_stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, ppid, pgrp) of a live process, from /proc."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return fields[0], int(fields[1]), int(fields[2])
-
-
-def _live_processes() -> Iterator[tuple[int, str, int, int]]:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            stat = _proc_stat(int(entry.name))
-            if stat is not None and stat[0] not in ("Z", "X"):
-                yield int(entry.name), *stat
-
-
-def children_of(pid: int) -> list[int]:
-    return [p for p, _, ppid, _ in _live_processes() if ppid == pid]
-
-
-def group_members(pgid: int) -> list[int]:
-    return [p for p, _, _, pgrp in _live_processes() if pgrp == pgid]
 
 
 def wait_until(

@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.faults.conftest import Cluster, group_members
+from tests.faults.conftest import Cluster
+from tests.procs import group_members
 
 BURST = 30
 

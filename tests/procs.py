@@ -1,0 +1,96 @@
+"""Subprocesses of the fault suite and the benchmarks: one per process group, read from /proc."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Proc:
+    """One subprocess (`hookspawn web|worker`, a no-op worker) in its own process group,
+    logging to a file."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def tail(self, size: int = 3000) -> str:
+        return self.log_text()[-size:]
+
+    def worker_children(self) -> list[int]:
+        return [pid for pid in process_tree(self.pid) if pid != self.pid]
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """SIGTERM the group (a worker's warm shutdown), then SIGKILL whatever is left."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(5)
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, ppid, pgrp) of a process, from /proc; None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()
+    return fields[0], int(fields[1]), int(fields[2])
+
+
+def live_processes() -> Iterator[tuple[int, int, int]]:
+    """(pid, ppid, pgrp) of every process that is neither a zombie nor dead."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = _stat(int(entry.name))
+            if stat is not None and stat[0] not in ("Z", "X"):
+                yield int(entry.name), stat[1], stat[2]
+
+
+def children_of(pid: int) -> list[int]:
+    return [p for p, ppid, _ in live_processes() if ppid == pid]
+
+
+def group_members(pgid: int) -> list[int]:
+    return [p for p, _, pgrp in live_processes() if pgrp == pgid]
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and every live descendant."""
+    parents = {pid: ppid for pid, ppid, _ in live_processes()}
+    tree, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, ppid in parents.items() if ppid in frontier]
+        tree += frontier
+    return tree
+
+
+def status_kb(pid: int, name: str) -> int:
+    """A `kB` field of /proc/PID/status (VmRSS, VmHWM); 0 when the process is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0

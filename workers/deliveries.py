@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -17,6 +17,8 @@ from redis.commands.core import AsyncScript
 
 from triggers.envelope import dump_json
 from workers import keys
+from workers.session_spec import SessionSpec
+from workers.sessions import STORE_SESSION_LUA
 
 # Record a new delivery and queue its task, or report a duplicate, in one atomic round trip.
 # KEYS: record, index, pending, broker queue; ARGV: id, ttl, now, lease deadline, task
@@ -61,9 +63,29 @@ return {'claimed', record, redis.call('GET', KEYS[4])}
 """
 
 # Record a run and the delivery's new status, take it off the pending index and release
-# the lock (when still ours), atomically. KEYS: record, runs, pending, swept, dead, lock;
-# ARGV: id, status, now, error ('' for none), run JSON, retention, owner ('' for none).
-_FINISH = """
+# the lock (when still ours), atomically; with the sessions the run spawned into hookspawn's
+# own store, created in the same step. A session is written only if none of them exists yet
+# and the record still holds its body (which each one keeps as its input): otherwise the
+# script answers 0 and writes nothing at all. KEYS: record, runs, pending, swept, dead,
+# lock, sessions index, then per session its key and its agent's index; ARGV: id, status,
+# now, error ('' for none), run JSON, retention, owner ('' for none), session count, then
+# per session its id, spec JSON (without input) and event.
+_FINISH = (
+    STORE_SESSION_LUA
+    + """
+local staged = tonumber(ARGV[8])
+if staged > 0 then
+  local body = redis.call('HGET', KEYS[1], 'body')
+  if not body then return 0 end
+  for i = 0, staged - 1 do
+    if redis.call('EXISTS', KEYS[8 + 2 * i]) == 1 then return 0 end
+  end
+  for i = 0, staged - 1 do
+    local a = 9 + 3 * i
+    store_session(KEYS[8 + 2 * i], KEYS[7], KEYS[9 + 2 * i], ARGV[a], ARGV[a + 1], ARGV[3],
+                  'event', ARGV[a + 2], 'deliveryId', ARGV[1], 'body', body)
+  end
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('HSET', KEYS[1], 'status', ARGV[2], 'processedAt', ARGV[3])
   if ARGV[4] ~= '' then
@@ -85,6 +107,7 @@ end
 if ARGV[7] ~= '' and redis.call('GET', KEYS[6]) == ARGV[7] then redis.call('DEL', KEYS[6]) end
 return 1
 """
+)
 
 # Extend a lock only while we still own it.
 _RENEW = """
@@ -370,29 +393,43 @@ class DeliveryStore:
         status: str,
         error: str | None,
         owner: str = "",
-    ) -> None:
+        sessions: Sequence[SessionSpec] = (),
+    ) -> bool:
         """Store a run and the delivery's new status, take it off the pending index and
-        release the lock `owner` holds, in one atomic step."""
+        release the lock `owner` holds, in one atomic step.
+
+        `sessions` (trigger-spawned from this delivery, to be stored in hookspawn's own
+        store) are created in that same step, keeping the delivery's body as their input.
+        False, with nothing written, when one of them exists already or the delivery's
+        record is gone: the caller creates them one by one and finishes again without them.
+        """
         now = time.time()
-        self._finish(
-            keys=[
-                keys.delivery(delivery_id),
-                keys.delivery_runs(delivery_id),
-                keys.PENDING,
-                keys.SWEPT,
-                keys.DEAD,
-                keys.delivery_lock(delivery_id),
-            ],
-            args=[
-                delivery_id,
-                status,
-                repr(now),
-                error or "",
-                dump_json({**run, "finishedAt": iso(now), "status": status}),
-                self.retention_seconds,
-                owner,
-            ],
-        )
+        keys_ = [
+            keys.delivery(delivery_id),
+            keys.delivery_runs(delivery_id),
+            keys.PENDING,
+            keys.SWEPT,
+            keys.DEAD,
+            keys.delivery_lock(delivery_id),
+            keys.SESSIONS,
+        ]
+        args: list[str | bytes | float | int] = [
+            delivery_id,
+            status,
+            repr(now),
+            error or "",
+            dump_json({**run, "finishedAt": iso(now), "status": status}),
+            self.retention_seconds,
+            owner,
+            len(sessions),
+        ]
+        for spec in sessions:
+            source = spec.input_from_delivery
+            if source is None or source[1] != delivery_id:
+                raise ValueError(f"session {spec.id} was not spawned by delivery {delivery_id}")
+            keys_ += [keys.session(spec.id), keys.agent_sessions(spec.agent)]
+            args += [spec.id, spec.without_input(), source[0]]
+        return bool(self._finish(keys=keys_, args=args))
 
     def requeue(self, delivery_id: str) -> bool:
         """Mark a recorded delivery for another run (replay); False when it is unknown."""

@@ -17,6 +17,10 @@ log = logging.getLogger(__name__)
 
 
 class Dispatcher(Protocol):
+    #: dispatching only writes the session into hookspawn's own store, so a trigger's
+    #: sessions can be written together with their delivery's run (`DeliveryStore.finish`)
+    local: bool
+
     def dispatch(self, spec: SessionSpec) -> bool:
         """Create the session; True when created now, False when it already existed.
 
@@ -26,6 +30,8 @@ class Dispatcher(Protocol):
 
 class EmbeddedDispatcher:
     """Sessions live in hookspawn's store (the default, no dispatch URL)."""
+
+    local = True
 
     def __init__(self, sessions: SessionStore) -> None:
         self.sessions = sessions
@@ -40,6 +46,8 @@ class HttpDispatcher:
     A few quick tries here; past them the whole delivery is retried with backoff by the task,
     always under the same key, so the target never sees two sessions for one spawn.
     """
+
+    local = False
 
     def __init__(
         self,

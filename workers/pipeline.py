@@ -58,6 +58,9 @@ class TriggerContext:
     first_claim: bool = False
     #: the connections generation read with the claim (None: read the connections)
     connections_generation: bytes | None = None
+    #: where a spawn leaves its session to be created with the delivery's run record
+    #: (None: dispatch it at once)
+    staged: list[SessionSpec] | None = None
 
 
 class SpawnPipeline:
@@ -94,6 +97,7 @@ class SpawnPipeline:
         decisions = agent_set.index.evaluate(envelope)
         candidates = agent_set.index.candidates(delivery.event)
         outcomes: list[dict[str, Any]] = []
+        staged: list[SessionSpec] | None = [] if self.dispatcher.local else None
         pending: Transient | None = None
         for candidate, decision in zip(candidates, decisions, strict=True):
             if not decision.fires:
@@ -105,6 +109,7 @@ class SpawnPipeline:
                 delivery.received_at,
                 first_claim=delivery.claims == 1 and delivery.runs == 0,
                 connections_generation=delivery.connections_generation,
+                staged=staged,
             )
             try:
                 outcome = self.spawn(candidate.agent, context=context)
@@ -124,11 +129,23 @@ class SpawnPipeline:
                 )
             outcomes.append(outcome.to_json())
         if pending is not None:
+            # the spawns that got through are not held back by the one to be retried
+            for spec in staged or ():
+                self.dispatcher.dispatch(spec)
             raise pending
-        result = RunResult(outcomes=outcomes, decisions=[d.to_json() for d in decisions])
+        result = RunResult(
+            outcomes=outcomes, decisions=[d.to_json() for d in decisions], staged=staged or []
+        )
         if notes:
             result.decisions.insert(0, {"connections": notes})
         return result
+
+    def dispatch_staged(self, result: RunResult) -> None:
+        existed = {spec.id for spec in result.staged if not self.dispatcher.dispatch(spec)}
+        for outcome in result.outcomes:
+            if outcome.get("sessionId") in existed:
+                outcome["message"] = _dispatched_message(outcome["sessionId"], created=False)
+        result.staged = []
 
     def _apply_lifecycle(self, event: str, body: Mapping[str, Any]) -> list[str]:
         if event not in LIFECYCLE_EVENTS:
@@ -193,12 +210,14 @@ class SpawnPipeline:
         except ConfigurationError as exc:
             log.error("GitHub App configuration error: %s", exc.message)
             return outcome("failed", exc.code, exc.message)
+        if context is not None and context.staged is not None:
+            context.staged.append(spec)  # created with the delivery's run record
+            return outcome("dispatched", None, _dispatched_message(spec.id, created=True))
         created = self.dispatcher.dispatch(spec)
         if created and context is not None and context.received_at:
             latency = max(0.0, time.time() - context.received_at)
             metrics.observe(metrics.SESSION_LATENCY, latency)
-        note = "created" if created else "already existed"
-        return outcome("dispatched", None, f"session {spec.id} {note}")
+        return outcome("dispatched", None, _dispatched_message(spec.id, created=created))
 
     def _plan(
         self,
@@ -315,6 +334,10 @@ class SpawnPipeline:
             grant.installation_id,
             grant.repository_id,
         )
+
+
+def _dispatched_message(session_id: str, *, created: bool) -> str:
+    return f"session {session_id} {'created' if created else 'already existed'}"
 
 
 def delivery_installation_of(envelope: Mapping[str, Any] | None) -> int | None:

@@ -17,6 +17,7 @@ from triggers.envelope import build_envelope, load_body
 from workers import metrics
 from workers.deliveries import FAILED, PROCESSED, Delivery, DeliveryStore, iso
 from workers.errors import Transient
+from workers.session_spec import SessionSpec
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,9 @@ class RunResult:
 
     outcomes: list[dict[str, Any]] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    #: sessions decided (their outcomes say `dispatched`) but not written yet: they are
+    #: created together with the run's record, in one atomic step (`DeliveryStore.finish`)
+    staged: list[SessionSpec] = field(default_factory=list)
 
 
 class Pipeline(Protocol):
@@ -39,6 +43,10 @@ class Pipeline(Protocol):
         final_attempt: bool,
     ) -> RunResult:
         """Decide and carry out every spawn of the delivery; raise Transient to be retried."""
+
+    def dispatch_staged(self, result: RunResult) -> None:
+        """Create `result.staged` one by one (when they could not go with the run's record),
+        correcting the outcomes of those that existed already; empties `staged`."""
 
 
 def backoff(retries: int, retry_after: float | None, *, cap: float) -> float:
@@ -137,7 +145,19 @@ class DeliveryProcessor:
             "outcomes": result.outcomes,
             "decisions": result.decisions,
         }
-        self.store.finish(delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner)
+        staged = result.staged
+        if not self.store.finish(
+            delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner, sessions=staged
+        ):
+            # a session of this spawn exists already (the delivery was recorded again after
+            # its record expired), or the record itself is gone: one by one, then the run
+            self.pipeline.dispatch_staged(result)
+            staged = []
+            self.store.finish(delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner)
+        if staged and delivery.received_at:
+            latency = max(0.0, time.time() - delivery.received_at)
+            for _ in staged:
+                metrics.observe(metrics.SESSION_LATENCY, latency)
         metrics.count_outcomes(result.outcomes)
         metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event, PROCESSED)
         if log.isEnabledFor(logging.INFO):

@@ -13,29 +13,41 @@ from triggers.envelope import build_envelope, dump_json, load_body, session_inpu
 from workers import keys
 from workers.session_spec import SessionSpec
 
-# Create a session unless one with its id exists, and index it, atomically.
-# The record is a hash: `spec` (the JSON spec without its input) and either `input` (zlib
-# JSON; absent when there is none), or, for a trigger-spawned session, `event`, `deliveryId`
-# and `body`: the delivery's recorded body (zlib), copied from its record inside Redis, which
-# the input is rebuilt from. KEYS: session, index, agent index, delivery record (mode
-# `delivery`); ARGV: id, spec JSON, now, mode (`delivery` or `inline`), event or packed input
-# ('' for none), delivery id. Answers 1 created, 0 already there, -1 the delivery is gone.
-_CREATE = """
+# Lua, shared by every script that writes sessions: store one session record (a hash whose
+# first field is `spec`, the JSON spec without its input, then the given field/value pairs)
+# and index it, overall and per agent. The caller has checked that it does not exist yet.
+# A trigger-spawned session's fields are `event`, `deliveryId` and `body`: the delivery's
+# recorded body (zlib), copied from its record inside Redis, which the input is rebuilt
+# from; any other session's field is `input` (zlib JSON), absent when it has none.
+STORE_SESSION_LUA = """
+local function store_session(key, index, agent_index, id, spec, now, ...)
+  redis.call('HSET', key, 'spec', spec, ...)
+  redis.call('ZADD', index, now, id)
+  redis.call('ZADD', agent_index, now, id)
+end
+"""
+
+# Create a session unless one with its id exists. KEYS: session, index, agent index,
+# delivery record (mode `delivery`); ARGV: id, spec JSON, now, mode (`delivery` or
+# `inline`), event or packed input ('' for none), delivery id. Answers 1 created, 0 already
+# there, -1 the delivery is gone.
+_CREATE = (
+    STORE_SESSION_LUA
+    + """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if ARGV[4] == 'delivery' then
   local body = redis.call('HGET', KEYS[4], 'body')
   if not body then return -1 end
-  redis.call('HSET', KEYS[1], 'spec', ARGV[2], 'event', ARGV[5], 'deliveryId', ARGV[6],
-             'body', body)
+  store_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3],
+                'event', ARGV[5], 'deliveryId', ARGV[6], 'body', body)
 elseif ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[1], 'spec', ARGV[2], 'input', ARGV[5])
+  store_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], 'input', ARGV[5])
 else
-  redis.call('HSET', KEYS[1], 'spec', ARGV[2])
+  store_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
 end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
 return 1
 """
+)
 
 
 def decode_session(record: Mapping[bytes, bytes]) -> dict[str, Any]:

@@ -46,6 +46,9 @@ class Recording:
                 raise GitHubUnavailable("stand-in outage", retry_after=0.5)
         return RunResult(outcomes=[], decisions=[{"seen": True}])
 
+    def dispatch_staged(self, result: RunResult) -> None:
+        raise AssertionError("this pipeline stages no sessions")
+
 
 def post(client: httpx.Client, path: Path, event: str, delivery: str) -> httpx.Response:
     body = path.read_bytes()

@@ -315,6 +315,21 @@ def test_mint_500s_are_retried_without_prune(connected: Hookspawn) -> None:
     assert mine["pruned"] == []
 
 
+def test_a_spawn_that_got_through_is_not_held_back_by_one_to_retry(connected: Hookspawn) -> None:
+    """Two agents fire; the second one's token fails once (500). The first one's session is
+    created in that attempt all the same; the retry finds it there and creates the other."""
+    hs = connected
+    hs.github.fail_next("access_tokens", 500, times=1, after=1)
+    view = hs.processed(hs.send("pull_request", hs.pr()))
+    assert len(view["runs"]) == 1  # the first attempt recorded no run
+    outcomes = [hs.outcome(view, agent) for agent in ("pr-review", "head-branch")]
+    assert [o["outcome"] for o in outcomes] == ["dispatched", "dispatched"]
+    messages = sorted(o["message"].split(" ", 2)[2] for o in outcomes)
+    assert messages == ["(already dispatched)", "created"]
+    assert len(hs.sessions("pr-review")) == 1
+    assert len(hs.sessions("head-branch")) == 1
+
+
 def test_mint_401_is_loud_and_prunes_nothing(connected: Hookspawn) -> None:
     hs = connected
     hs.github.fail_next("access_tokens", 401, times=50)

@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 
 from triggers.envelope import build_envelope, load_body, session_input
@@ -98,3 +99,65 @@ def test_sessions_without_input_and_listing(redis_client: redis.Redis, webhooks_
     assert listed[0]["input"]["triggerEventId"] == "d-1"
     assert [s["id"] for s in store.list(agent="pr-review", limit=1)] == ["t-1"]
     assert store.get("missing") is None
+
+
+def test_a_run_and_its_sessions_are_recorded_in_one_step(
+    redis_client: redis.Redis, webhooks_dir: Path
+) -> None:
+    raw = _body(webhooks_dir)
+    _record(redis_client, raw)
+    deliveries = DeliveryStore(redis_client, retention=timedelta(days=1))
+    specs = [_trigger_spec(raw, sid="t-1"), _trigger_spec(raw, sid="t-2")]
+    assert deliveries.finish("d-1", {"run": 1}, status="processed", error=None, sessions=specs)
+    sessions = SessionStore(redis_client)
+    for spec in specs:
+        assert sessions.get(spec.id) == json.loads(spec.to_bytes())
+        assert redis_client.hget(keys.session(spec.id), "body") == redis_client.hget(
+            keys.delivery("d-1"), "body"
+        )
+    assert [s["id"] for s in sessions.list(agent="pr-review")] == ["t-2", "t-1"]
+    assert [r["status"] for r in deliveries.runs("d-1")] == ["processed"]
+    assert redis_client.hget(keys.delivery("d-1"), "status") == b"processed"
+
+
+def test_a_run_whose_session_exists_writes_nothing(
+    redis_client: redis.Redis, webhooks_dir: Path
+) -> None:
+    """One staged session exists already: no session, no run, the delivery still pending."""
+    raw = _body(webhooks_dir)
+    _record(redis_client, raw)
+    deliveries = DeliveryStore(redis_client, retention=timedelta(days=1))
+    sessions = SessionStore(redis_client)
+    assert sessions.create(_trigger_spec(raw, sid="t-2"))
+    specs = [_trigger_spec(raw, sid="t-1"), _trigger_spec(raw, sid="t-2")]
+    done = deliveries.finish("d-1", {"run": 1}, status="processed", error=None, sessions=specs)
+    assert done is False
+    assert sessions.get("t-1") is None
+    assert deliveries.runs("d-1") == []
+    assert redis_client.hget(keys.delivery("d-1"), "status") == b"queued"
+    assert deliveries.is_pending("d-1")
+    # without its sessions the same run is recorded
+    assert deliveries.finish("d-1", {"run": 1}, status="processed", error=None)
+    assert not deliveries.is_pending("d-1")
+
+
+def test_a_run_whose_record_is_gone_writes_no_session(
+    redis_client: redis.Redis, webhooks_dir: Path
+) -> None:
+    raw = _body(webhooks_dir)
+    deliveries = DeliveryStore(redis_client, retention=timedelta(days=1))
+    spec = _trigger_spec(raw, sid="t-1")
+    assert not deliveries.finish("d-1", {"run": 1}, status="processed", error=None, sessions=[spec])
+    assert SessionStore(redis_client).get("t-1") is None
+
+
+def test_only_sessions_of_the_delivery_itself_go_with_its_run(
+    redis_client: redis.Redis, webhooks_dir: Path
+) -> None:
+    raw = _body(webhooks_dir)
+    _record(redis_client, raw)
+    deliveries = DeliveryStore(redis_client, retention=timedelta(days=1))
+    manual = _spec(None, kind="manual", sid="m-1")
+    with pytest.raises(ValueError, match="m-1 was not spawned by delivery d-1"):
+        deliveries.finish("d-1", {"run": 1}, status="processed", error=None, sessions=[manual])
+    assert deliveries.runs("d-1") == []

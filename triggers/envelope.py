@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -80,12 +81,20 @@ def load_body(body: bytes) -> Any:
     return orjson.loads(body)
 
 
+def _json_default(value: Any) -> Any:
+    if isinstance(value, CamelView):
+        return value.materialize()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def dump_json(value: Any) -> bytes:
-    """JSON bytes of payload-derived data; integers past 64 bits (orjson refuses them) kept."""
+    """JSON bytes of payload-derived data (envelope views included); integers past 64 bits
+    (orjson refuses them) kept."""
     try:
-        return orjson.dumps(value)
+        return orjson.dumps(value, default=_json_default)
     except TypeError:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+        return text.encode()
 
 
 def build_envelope(event: str, delivery_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -94,6 +103,108 @@ def build_envelope(event: str, delivery_id: str, body: dict[str, Any]) -> dict[s
     github["event"] = event
     github["deliveryId"] = delivery_id
     return {"github": github}
+
+
+def envelope_view(event: str, delivery_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """`build_envelope`'s document, read through a `CamelView`: equal to it, but only the
+    objects that are looked into get their keys translated (a matcher and a few templates
+    read a handful of paths of a payload with hundreds of keys)."""
+    return {"github": CamelView(body, {"event": event, "deliveryId": delivery_id})}
+
+
+_UNREAD: Any = object()
+
+
+class CamelView(Mapping[str, Any]):
+    """A JSON object seen with `camel` keys, the same as `camelize` gives, translated on first
+    use. Nested objects are views too; arrays are lists (of views). `materialize` (and
+    `dump_json`, through it) gives the plain document. `extra` members come last, over any
+    member of that name (as `build_envelope` sets `event` and `deliveryId`)."""
+
+    __slots__ = ("_extra", "_keys", "_raw", "_values")
+
+    def __init__(self, raw: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
+        self._raw = raw
+        self._extra = extra
+        self._keys: dict[str, str] | None = None
+        #: every member read so far (nested objects as views); the extra ones from the start
+        self._values: dict[str, Any] = dict(extra) if extra else {}
+
+    def _index(self) -> dict[str, str]:
+        keys = self._keys
+        if keys is None:
+            # as in `camelize`: a name two raw keys translate to keeps the first one's place
+            # and the last one's value
+            keys = self._keys = dict(zip(map(camel, self._raw), self._raw, strict=True))
+        return keys
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._values.get(key, _UNREAD)
+        if value is not _UNREAD:
+            return value
+        raw_key = self._index().get(key, _UNREAD)
+        if raw_key is _UNREAD:
+            return default
+        value = self._raw[raw_key]
+        if type(value) not in _SCALARS:
+            value = _view(value)
+        self._values[key] = value
+        return value
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key, _UNREAD)
+        if value is _UNREAD:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values or key in self._index()
+
+    def __iter__(self) -> Iterator[str]:
+        keys = self._index()
+        yield from keys
+        if self._extra is not None:
+            yield from (k for k in self._extra if k not in keys)
+
+    def __len__(self) -> int:
+        keys = self._index()
+        return len(keys) + sum(1 for k in self._extra or () if k not in keys)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return dict(self.items()) == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CamelView({self.materialize()!r})"
+
+    def materialize(self) -> dict[str, Any]:
+        """The plain document (`camelize` of the object, then the extra members)."""
+        out: dict[str, Any] = camelize(self._raw)
+        if self._extra is not None:
+            out.update(self._extra)
+        return out
+
+
+def _view(value: Any) -> Any:
+    if isinstance(value, dict):
+        return CamelView(value)
+    if isinstance(value, list):
+        return [v if type(v) in _SCALARS else _view(v) for v in value]
+    return value
+
+
+def plain(value: Any) -> Any:
+    """`value` with every `CamelView` in it made a plain dict (for serialisers that need one)."""
+    if isinstance(value, CamelView):
+        return value.materialize()
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
 
 
 def session_input(delivery_id: str, envelope: dict[str, Any]) -> dict[str, Any]:

@@ -345,7 +345,7 @@ def delivery_installation_of(envelope: Mapping[str, Any] | None) -> int | None:
     if envelope is None:
         return None
     installation = envelope.get("github", {}).get("installation")
-    if isinstance(installation, dict) and isinstance(installation.get("id"), int):
+    if isinstance(installation, Mapping) and isinstance(installation.get("id"), int):
         return int(installation["id"])
     return None
 

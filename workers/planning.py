@@ -223,6 +223,6 @@ def github_mounts(agent: CompiledAgent) -> list[tuple[int, Mount]]:
 
 def requester_of(envelope: Mapping[str, Any]) -> str | None:
     sender = envelope.get("github", {}).get("sender")
-    if isinstance(sender, dict) and isinstance(sender.get("login"), str):
+    if isinstance(sender, Mapping) and isinstance(sender.get("login"), str):
         return str(sender["login"])
     return None

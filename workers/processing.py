@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from triggers.envelope import build_envelope, load_body
+from triggers.envelope import envelope_view, load_body
 from workers import metrics
 from workers.deliveries import FAILED, PROCESSED, Delivery, DeliveryStore, iso
 from workers.errors import Transient
@@ -137,7 +137,7 @@ class DeliveryProcessor:
     def _run(self, delivery: Delivery, body: bytes, owner: str, *, final_attempt: bool) -> None:
         started = time.time()
         payload = load_body(body)
-        envelope = build_envelope(delivery.event, delivery.delivery_id, payload)
+        envelope = envelope_view(delivery.event, delivery.delivery_id, payload)
         result = self.pipeline.run(delivery, payload, envelope, final_attempt=final_attempt)
         run = {
             "run": delivery.runs + 1,

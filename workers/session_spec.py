@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 from pydantic.alias_generators import to_camel
 
-from triggers.envelope import dump_json
+from triggers.envelope import dump_json, plain
 
 
 class _Model(BaseModel):
@@ -74,6 +75,11 @@ class SessionSpec(_Model):
     depth: int = 0
     created_at: str
 
+    @field_serializer("input")
+    def _plain_input(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        # a trigger's input holds the payload as an envelope view (triggers.envelope)
+        return None if value is None else plain(value)
+
     def to_bytes(self) -> bytes:
         """The JSON document. The session input (the whole event payload, plain JSON values)
         is written by orjson, which does it about ten times faster than pydantic-core does
@@ -97,8 +103,8 @@ class SessionSpec(_Model):
         if self.origin.kind != "trigger" or not self.input or not self.origin.delivery_id:
             return None
         payload = self.input.get("payload")
-        github = payload.get("github") if isinstance(payload, dict) else None
-        event = github.get("event") if isinstance(github, dict) else None
+        github = payload.get("github") if isinstance(payload, Mapping) else None
+        event = github.get("event") if isinstance(github, Mapping) else None
         if self.input.get("triggerEventId") != self.origin.delivery_id or not isinstance(
             event, str
         ):

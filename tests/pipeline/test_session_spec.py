@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import redis
 
-from triggers.envelope import build_envelope, load_body, session_input
+from triggers.envelope import build_envelope, envelope_view, load_body, session_input
 from workers import keys
 from workers.deliveries import DeliveryStore, NewDelivery
 from workers.session_spec import Origin, SessionEnvironment, SessionSpec
@@ -161,3 +161,19 @@ def test_only_sessions_of_the_delivery_itself_go_with_its_run(
     with pytest.raises(ValueError, match="m-1 was not spawned by delivery d-1"):
         deliveries.finish("d-1", {"run": 1}, status="processed", error=None, sessions=[manual])
     assert deliveries.runs("d-1") == []
+
+
+def test_a_spec_whose_input_is_an_envelope_view_is_the_same_document(
+    redis_client: redis.Redis, webhooks_dir: Path
+) -> None:
+    raw = _body(webhooks_dir)
+    built = _trigger_spec(raw)
+    viewed = _spec(session_input("d-1", envelope_view("pull_request", "d-1", load_body(raw))))
+    assert viewed.to_bytes() == built.to_bytes()
+    assert viewed.to_json() == built.to_json()
+    assert viewed.model_dump_json(by_alias=True) == built.model_dump_json(by_alias=True)
+    assert viewed.input_from_delivery == ("pull_request", "d-1")
+    store = SessionStore(redis_client)
+    assert store.create(viewed)  # no delivery record: the input is stored itself
+    assert set(redis_client.hgetall(keys.session("s-1"))) == {b"spec", b"input"}
+    assert store.get("s-1") == json.loads(built.to_bytes())

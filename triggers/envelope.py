@@ -133,9 +133,7 @@ class CamelView(Mapping[str, Any]):
     def _index(self) -> dict[str, str]:
         keys = self._keys
         if keys is None:
-            # as in `camelize`: a name two raw keys translate to keeps the first one's place
-            # and the last one's value
-            keys = self._keys = dict(zip(map(camel, self._raw), self._raw, strict=True))
+            keys = self._keys = _index_of(tuple(self._raw))
         return keys
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -186,6 +184,27 @@ class CamelView(Mapping[str, Any]):
         if self._extra is not None:
             out.update(self._extra)
         return out
+
+
+#: camelCase name → raw key, per object shape: a webhook's objects (a repository, a user, a
+#: pull request) come with the same keys delivery after delivery. Bounded, shapes of at most
+#: _SHAPE_KEYS keys only, so hostile payloads cannot grow it without limit.
+_INDEXES: dict[tuple[str, ...], dict[str, str]] = {}
+_MAX_SHAPES = 2048
+_SHAPE_KEYS = 256
+
+
+def _index_of(shape: tuple[str, ...]) -> dict[str, str]:
+    """`{camel(k): k}` over `shape`, shared (never changed once built). As in `camelize`, a
+    name two raw keys translate to keeps the first one's place and the last one's key."""
+    index = _INDEXES.get(shape)
+    if index is None:
+        index = dict(zip(map(camel, shape), shape, strict=True))
+        if len(shape) <= _SHAPE_KEYS:
+            if len(_INDEXES) >= _MAX_SHAPES:
+                _INDEXES.clear()
+            _INDEXES[shape] = index
+    return index
 
 
 def _view(value: Any) -> Any:

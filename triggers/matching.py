@@ -299,8 +299,8 @@ class _Rule:
                 self.invalid["branch"] = str(exc)
         self.filters = tuple(_FilterCheck(i, f) for i, f in enumerate(trigger.filters))
 
-    def decide(self, envelope: Mapping[str, Any], github: Mapping[str, Any]) -> Decision:
-        failed = self.failed(envelope, github)
+    def decide(self, event: _Event) -> Decision:
+        failed = self.failed(event)
         trigger = self.candidate.trigger
         return Decision(
             agent=self.candidate.agent.name,
@@ -309,69 +309,67 @@ class _Rule:
             name=trigger.name,
             fires=failed is None,
             failed=failed,
-            detail=self.detail(failed, envelope, github) if failed else None,
+            detail=self.detail(failed, event) if failed else None,
         )
 
-    def failed(self, envelope: Mapping[str, Any], github: Mapping[str, Any]) -> Condition | None:
+    def failed(self, event: _Event) -> Condition | None:
         """The first failing condition after `event` (the index already chose by event)."""
         if self.actions is not None:
-            action = github.get("action")
+            action = event.action()
             if not isinstance(action, str) or action not in self.actions:
                 return "action"
-        if not self._repository_ok(github):
+        if not self._repository_ok(event):
             return "repository"
-        if "branch" in self.invalid or (self.branches is not None and not self._branch_ok(github)):
+        if "branch" in self.invalid or (self.branches is not None and not self._branch_ok(event)):
             return "branch"
-        if not self.candidate.trigger.bots and _is_bot(github):
+        if not self.candidate.trigger.bots and event.from_bot():
             return "bots"
         for check in self.filters:
-            if not check.holds(envelope):
+            if not check.holds(event.envelope):
                 return "filter"
         return None
 
-    def _repository_ok(self, github: Mapping[str, Any]) -> bool:
+    def _repository_ok(self, event: _Event) -> bool:
         if self.repositories is None and self.mounted is None:
             return "repository" not in self.invalid
-        name = lookup(github, _FULL_NAME)
+        name = event.repository()
         if not isinstance(name, str):
             return False
         if self.repositories is not None:
             return self.repositories.match(name)
         return self.mounted is not None and name.lower() in self.mounted
 
-    def _branch_ok(self, github: Mapping[str, Any]) -> bool:
-        branch, _ = event_branch(github)
+    def _branch_ok(self, event: _Event) -> bool:
+        branch, _ = event.branch()
         return branch is not None and self.branches is not None and self.branches.match(branch)
 
-    def detail(
-        self, failed: Condition, envelope: Mapping[str, Any], github: Mapping[str, Any]
-    ) -> str:
+    def detail(self, failed: Condition, event: _Event) -> str:
         """What failed, with the values involved."""
         if failed in self.invalid:
             return self.invalid[failed]
         if failed == "action":
-            action = github.get("action")
+            action = event.action()
             if not isinstance(action, str):
                 return f"the event has no action; wanted one of {self.actions_listed}"
             return f"action {action!r} is not one of {self.actions_listed}"
         if failed == "repository":
-            return self._repository_detail(github)
+            return self._repository_detail(event)
         if failed == "branch":
-            branch, where = event_branch(github)
+            branch, where = event.branch()
             if branch is None:
                 return f"the event has no branch: {where}"
             sources = _listed(self.branches.sources if self.branches else ())
             return f"branch {branch!r} ({where}) matches none of {sources}"
         if failed == "bots":
-            login = lookup(github, ("sender", "login"))
+            login = lookup(event.github, ("sender", "login"))
             return f"sender {_show(login)} is a Bot and the trigger does not set bots: true"
         for check in self.filters:
-            if not check.holds(envelope):
-                return check.detail(envelope)
+            if not check.holds(event.envelope):
+                return check.detail(event.envelope)
         return "no filter failed"  # unreachable while `failed` and `detail` agree
 
-    def _repository_detail(self, github: Mapping[str, Any]) -> str:
-        name = lookup(github, _FULL_NAME)
+    def _repository_detail(self, event: _Event) -> str:
+        name = event.repository()
         if not isinstance(name, str):
             return f"the event has no repository (github.repository.fullName is {_show(name)})"
         if self.repositories is not None:
@@ -380,6 +378,45 @@ class _Rule:
             f"repository {name!r} is not one of the agent's mounted repositories "
             f"{self.mounted_listed} (the default when the trigger lists none)"
         )
+
+
+_UNREAD: Any = object()
+
+
+class _Event:
+    """One envelope as the rules read it: each fact they share (action, repository, sender,
+    branch) is looked up once, when a rule first needs it, not once per trigger."""
+
+    __slots__ = ("_action", "_bot", "_branch", "_repository", "envelope", "github")
+
+    def __init__(self, envelope: Mapping[str, Any], github: Mapping[str, Any]) -> None:
+        self.envelope = envelope
+        self.github = github
+        self._action: Any = _UNREAD
+        self._repository: Any = _UNREAD
+        self._bot: bool | None = None
+        self._branch: tuple[str | None, str] | None = None
+
+    def action(self) -> Any:
+        if self._action is _UNREAD:
+            self._action = self.github.get("action")
+        return self._action
+
+    def repository(self) -> Any:
+        """`github.repository.fullName`, or MISSING."""
+        if self._repository is _UNREAD:
+            self._repository = lookup(self.github, _FULL_NAME)
+        return self._repository
+
+    def from_bot(self) -> bool:
+        if self._bot is None:
+            self._bot = _is_bot(self.github)
+        return self._bot
+
+    def branch(self) -> tuple[str | None, str]:
+        if self._branch is None:
+            self._branch = event_branch(self.github)
+        return self._branch
 
 
 def _is_bot(github: Mapping[str, Any]) -> bool:
@@ -431,27 +468,28 @@ class TriggerIndex:
         github, event = _github(envelope)
         if event is None:
             return []
-        return [rule.decide(envelope, github) for rule in self._by_event.get(event, ())]
+        facts = _Event(envelope, github)
+        return [rule.decide(facts) for rule in self._by_event.get(event, ())]
 
     def match(self, envelope: Mapping[str, Any]) -> list[Candidate]:
         """The (agent, trigger) pairs the envelope fires, in index order."""
         github, event = _github(envelope)
         if event is None:
             return []
+        facts = _Event(envelope, github)
         return [
-            rule.candidate
-            for rule in self._by_event.get(event, ())
-            if rule.failed(envelope, github) is None
+            rule.candidate for rule in self._by_event.get(event, ()) if rule.failed(facts) is None
         ]
 
     def explain_all(self, envelope: Mapping[str, Any]) -> list[Decision]:
         """A decision for every trigger of every agent (the dry-run explain endpoint)."""
         github, event = _github(envelope)
+        facts = _Event(envelope, github)
         decisions = []
         for rule in self._rules:
             trigger = rule.candidate.trigger
             if trigger.event == event:
-                decisions.append(rule.decide(envelope, github))
+                decisions.append(rule.decide(facts))
                 continue
             decisions.append(
                 Decision(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -177,27 +176,35 @@ class Delivery:
         }
 
 
-def _text(raw: Mapping[bytes, bytes], name: str) -> str | None:
-    value = raw.get(name.encode())
+def _text(raw: Mapping[bytes, bytes], name: bytes) -> str | None:
+    value = raw.get(name)
     return value.decode() if value else None
 
 
-def _parse(delivery_id: str, raw: Mapping[bytes, bytes]) -> Delivery:
-    installation = _text(raw, "installationId")
-    processed = _text(raw, "processedAt")
+def _parse(
+    delivery_id: str,
+    raw: Mapping[bytes, bytes],
+    *,
+    claimed: bool = False,
+    generation: bytes | None = None,
+) -> Delivery:
+    """A record's fields as a Delivery; `claimed`: read by the claim that counted itself."""
+    installation = _text(raw, b"installationId")
+    processed = _text(raw, b"processedAt")
     return Delivery(
         delivery_id=delivery_id,
-        event=_text(raw, "event") or "",
-        action=_text(raw, "action"),
-        repository=_text(raw, "repository"),
+        event=_text(raw, b"event") or "",
+        action=_text(raw, b"action"),
+        repository=_text(raw, b"repository"),
         installation_id=int(installation) if installation else None,
-        hook_id=_text(raw, "hookId"),
-        status=_text(raw, "status") or QUEUED,
-        received_at=float(_text(raw, "receivedAt") or 0),
+        hook_id=_text(raw, b"hookId"),
+        status=_text(raw, b"status") or QUEUED,
+        received_at=float(_text(raw, b"receivedAt") or 0),
         processed_at=float(processed) if processed else None,
-        error=_text(raw, "error"),
-        runs=int(_text(raw, "runs") or 0),
-        claims=int(_text(raw, "claims") or 0),
+        error=_text(raw, b"error"),
+        runs=int(_text(raw, b"runs") or 0),
+        claims=int(_text(raw, b"claims") or 0) + (1 if claimed else 0),
+        connections_generation=generation,
     )
 
 
@@ -377,12 +384,8 @@ class DeliveryStore:
         flat = cast(list[bytes], answer[1])
         raw = dict(zip(flat[::2], flat[1::2], strict=True))
         packed = raw.pop(b"body", None)
-        parsed = _parse(delivery_id, raw)
-        delivery = dataclasses.replace(
-            parsed,
-            claims=parsed.claims + 1,
-            connections_generation=answer[2] if len(answer) > 2 else None,
-        )
+        generation = answer[2] if len(answer) > 2 else None
+        delivery = _parse(delivery_id, raw, claimed=True, generation=generation)
         return state, delivery, zlib.decompress(packed) if packed else None
 
     def finish(

@@ -485,11 +485,16 @@ _TICK = os.sysconf("SC_CLK_TCK")
 
 def cpu_seconds(pid: int) -> float:
     """user + system CPU seconds of one process so far (0 when it is gone)."""
+    return sum(cpu_split(pid))
+
+
+def cpu_split(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of one process so far ((0, 0) when it is gone)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
+        return 0.0, 0.0
+    return int(fields[11]) / _TICK, int(fields[12]) / _TICK
 
 
 class Probe:
@@ -504,10 +509,15 @@ class Probe:
             "redis": [redis_pid],
         }
         self.cpu: dict[str, float] = {}
+        self.system: dict[str, float] = {}
         self.commands: dict[str, int] = {}
 
     def _sample(self) -> tuple[dict[str, float], dict[str, int]]:
-        cpu = {name: sum(cpu_seconds(p) for p in pids) for name, pids in self.pids.items()}
+        cpu: dict[str, float] = {}
+        for name, pids in self.pids.items():
+            splits = [cpu_split(p) for p in pids]
+            cpu[name] = sum(u + s for u, s in splits)
+            cpu[name + "/sys"] = sum(s for _, s in splits)
         stats = cast(dict[str, dict[str, Any]], self.client.info("commandstats"))
         calls = {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
         return cpu, calls
@@ -518,14 +528,19 @@ class Probe:
     def stop(self, exclude: dict[str, int]) -> None:
         """`exclude`: commands this process issued meanwhile (the polls)."""
         cpu, calls = self._sample()
-        self.cpu = {k: cpu[k] - self._cpu0.get(k, 0.0) for k in cpu}
+        spent = {k: cpu[k] - self._cpu0.get(k, 0.0) for k in cpu}
+        self.cpu = {k: v for k, v in spent.items() if not k.endswith("/sys")}
+        self.system = {k.removesuffix("/sys"): v for k, v in spent.items() if k.endswith("/sys")}
         diff = {k: v - self._calls0.get(k, 0) - exclude.get(k, 0) for k, v in calls.items()}
         self.commands = {k: v for k, v in diff.items() if v > 0 and k != "info"}
 
     def per_item(self, n: int) -> str:
         total = sum(self.commands.values())
         top = sorted(self.commands.items(), key=lambda kv: -kv[1])[:16]
-        cpu = ", ".join(f"{k} {v / n * 1e3:.2f}" for k, v in self.cpu.items())
+        cpu = ", ".join(
+            f"{k} {v / n * 1e3:.2f} (sys {self.system.get(k, 0.0) / n * 1e3:.2f})"
+            for k, v in self.cpu.items()
+        )
         cmds = " ".join(f"{k} {v / n:.1f}" for k, v in top)
         return f"CPU ms/item: {cpu}; Redis commands/item {total / n:.1f} ({cmds})"
 

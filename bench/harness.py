@@ -512,6 +512,7 @@ class Probe:
         self.cpu: dict[str, float] = {}
         self.system: dict[str, float] = {}
         self.commands: dict[str, int] = {}
+        self.aof_rewrites = 0  # AOF rewrites that started or ran during the measurement
 
     def _sample(self) -> tuple[dict[str, float], dict[str, int]]:
         cpu: dict[str, float] = {}
@@ -523,8 +524,13 @@ class Probe:
         calls = {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
         return cpu, calls
 
+    def _rewrites(self) -> tuple[int, bool]:
+        info = cast(dict[str, Any], self.client.info("persistence"))
+        return int(info.get("aof_rewrites", 0)), bool(info.get("aof_rewrite_in_progress"))
+
     def start(self) -> None:
         self._cpu0, self._calls0 = self._sample()
+        self._rewrites0 = self._rewrites()
 
     def stop(self, exclude: dict[str, int]) -> None:
         """`exclude`: commands this process issued meanwhile (the polls)."""
@@ -543,7 +549,10 @@ class Probe:
             for k, v in self.cpu.items()
         )
         cmds = " ".join(f"{k} {v / n:.1f}" for k, v in top)
-        return f"CPU ms/item: {cpu}; Redis commands/item {total / n:.1f} ({cmds})"
+        return (
+            f"CPU ms/item: {cpu}; AOF rewrites {self.aof_rewrites}; "
+            f"Redis commands/item {total / n:.1f} ({cmds})"
+        )
 
 
 def noop_drain(bench: Bench, n: int, *, worker: Proc | None = None) -> tuple[float, Probe | None]:

@@ -27,13 +27,16 @@ from workers.tasks import register_tasks
 from workers.token_cache import TokenCache
 
 
-def redis_client(url: str) -> redis.Redis:
+def redis_client(url: str, *, single_connection: bool = False) -> redis.Redis:
+    """`single_connection`: commands share one connection (under the client's lock) instead
+    of taking one from the pool and giving it back each time; pipelines still use the pool."""
     return redis.Redis.from_url(
         url,
         socket_timeout=5,
         socket_connect_timeout=2,
         health_check_interval=30,
         retry_on_timeout=False,
+        single_connection_client=single_connection,
     )
 
 
@@ -71,7 +74,9 @@ class PerProcess:
     def _ensure(self) -> None:
         if self._processor is not None and self._pid == os.getpid():
             return
-        client = redis_client(self.redis_url)
+        # a pool process runs one task at a time: one connection serves its commands (the
+        # lease keeper's and the metrics flusher's rare ones wait on the client's lock)
+        client = redis_client(self.redis_url, single_connection=True)
         store = DeliveryStore(
             client, retention=self.settings.retention, lease=self.settings.lease_seconds
         )

@@ -45,13 +45,12 @@ from tests.github_standin import GitHubStandin  # noqa: E402
 from tests.procs import Proc, process_tree, status_kb  # noqa: E402
 from triggers.signature import sign  # noqa: E402
 from workers import keys  # noqa: E402
-from workers.celery_app import PROCESS_DELIVERY, celery_config, lower_pool_priority  # noqa: E402
+from workers.celery_app import PROCESS_DELIVERY, celery_config  # noqa: E402
 from workers.connections import ConnectionStore  # noqa: E402
 from workers.deliveries import DeliveryStore, NewDelivery  # noqa: E402
 from workers.planning import trigger_spawn_id  # noqa: E402
 from workers.redis_server import RedisServer, free_port  # noqa: E402
 from workers.sessions import decode_session  # noqa: E402
-from workers.settings import Settings  # noqa: E402
 from workers.task_message import TaskMessages  # noqa: E402
 
 WEBHOOKS = ROOT.parent / "shared" / "github-webhooks"
@@ -957,7 +956,6 @@ def noop_worker(concurrency: int) -> int:
         logging.getLogger(name).setLevel(logging.WARNING)
     app = Celery("bench-noop", set_as_current=False)
     app.conf.update(celery_config(url))
-    lower_pool_priority(Settings().pool_nice)  # as `hookspawn worker` does
 
     @app.task(name=NOOP_TASK, shared=False)  # type: ignore[untyped-decorator]
     def noop(*args: object) -> None:

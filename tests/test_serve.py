@@ -15,7 +15,6 @@ import httpx
 import pytest
 
 from tests.conftest import wait_for
-from tests.procs import children_of
 from workers.redis_server import free_port
 
 pytestmark = pytest.mark.slow
@@ -65,10 +64,6 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "Z"
-
-
-def _nice(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
 
 
 def redis_processes(address: str) -> list[int]:
@@ -149,16 +144,6 @@ def test_serve_accepts_a_sent_payload_and_stops_everything(
         return shown.returncode == 0 and '"status": "processed"' in shown.stdout
 
     wait_for(processed, timeout=60)
-
-    # the worker's pool runs HOOKSPAWN_POOL_NICE (5) lower than the worker and the web
-    parts = children_of(proc.pid)
-    workers = [p for p in parts if "workers.cli worker" in _cmdline(p)]
-    webs = [p for p in parts if "workers.cli web" in _cmdline(p)]
-    assert len(workers) == 1 and len(webs) == 1
-    pool = children_of(workers[0])
-    assert pool
-    assert _nice(webs[0]) == _nice(workers[0]) == _nice(proc.pid)
-    assert [_nice(p) for p in pool] == [_nice(proc.pid) + 5] * len(pool)
 
     tree = descendants(proc.pid)
     proc.send_signal(signal.SIGTERM)

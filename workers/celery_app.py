@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
 
 #: hard limit of one task run; every countdown stays far below the visibility timeout
 TASK_TIME_LIMIT = 300
@@ -51,19 +49,3 @@ def make_celery(broker_url: str) -> Celery:
     app = Celery("hookspawn", set_as_current=False)
     app.conf.update(celery_config(broker_url))
     return app
-
-
-def lower_pool_priority(increment: int) -> None:
-    """Pool processes started from now on in this process run `increment` nice levels lower.
-
-    When the pool keeps the cores busy, the worker's main process (one thread that takes,
-    hands out and acknowledges every task) and the web process next to it still get the
-    CPU as soon as they need it: intake and task flow stay prompt, the pool gets the rest.
-    """
-    if increment <= 0:
-        return
-
-    def lower(**_: Any) -> None:
-        os.nice(increment)
-
-    worker_process_init.connect(lower, weak=False)

@@ -56,7 +56,6 @@ def web(args: argparse.Namespace) -> int:
 
 
 def worker(args: argparse.Namespace) -> int:
-    from workers.celery_app import lower_pool_priority
     from workers.runtime import build_runtime
     from workers.sweep import Sweeper
 
@@ -66,9 +65,7 @@ def worker(args: argparse.Namespace) -> int:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         for name in ("celery.app.trace", "celery.worker.strategy"):
             logging.getLogger(name).setLevel(logging.WARNING)
-    settings = _settings()
-    lower_pool_priority(settings.pool_nice)
-    rt = build_runtime(settings)
+    rt = build_runtime(_settings())
     sweeper = Sweeper(rt.store, rt.enqueue, interval=min(5.0, rt.store.lease / 3)).start()
     try:
         w = rt.celery.Worker(

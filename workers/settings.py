@@ -64,9 +64,6 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(default=30.0, gt=0, le=50)
     #: retries of one delivery (transient errors) before it is dead-lettered
     max_retries: int = Field(default=8, ge=0, le=50)
-    #: how much lower (nice) a worker's pool processes run than its main process, which
-    #: takes, hands out and acknowledges every task, and than the web process beside them
-    pool_nice: int = Field(default=5, ge=0, le=19)
 
     @property
     def github_app_configured(self) -> bool:

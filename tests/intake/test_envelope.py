@@ -50,14 +50,19 @@ def test_envelope_of_a_real_payload(webhooks_dir: Path) -> None:
     assert session_input("d-1", envelope) == {"triggerEventId": "d-1", "payload": envelope}
 
 
-def test_deep_bodies_take_the_iterative_walk() -> None:
+def _nested(levels: int) -> list[object]:
+    """`[{"a_b": [{"a_b": [... []]}]}]`, `levels` objects deep."""
     nested: list[object] = []
     cursor = nested
-    for _ in range(5000):
+    for _ in range(levels):
         inner: list[object] = []
         cursor.append({"a_b": inner})
         cursor = inner
-    converted = camelize({"x_y": nested})
+    return nested
+
+
+def test_deep_bodies_take_the_iterative_walk() -> None:
+    converted = camelize({"x_y": _nested(5000)})
     level = converted["xY"]
     for _ in range(5000):
         assert list(level[0]) == ["aB"]
@@ -142,13 +147,7 @@ def test_a_view_translates_only_what_is_read() -> None:
 
 
 def test_a_deep_view_reads_and_materializes() -> None:
-    nested: list[object] = []
-    cursor = nested
-    for _ in range(5000):
-        inner: list[object] = []
-        cursor.append({"a_b": inner})
-        cursor = inner
-    github = envelope_view("push", "d-1", {"x_y": nested, "n": 2**70})["github"]
+    github = envelope_view("push", "d-1", {"x_y": _nested(5000), "n": 2**70})["github"]
     level = github["xY"]
     for _ in range(100):  # read lazily, a level at a time
         assert list(level[0]) == ["aB"]

@@ -42,10 +42,12 @@ def _trigger_spec(raw: bytes, sid: str = "s-1") -> SessionSpec:
     return _spec(session_input("d-1", envelope), sid=sid)
 
 
-def _record(client: redis.Redis, raw: bytes) -> None:
+def _record(client: redis.Redis, raw: bytes) -> DeliveryStore:
+    """Delivery d-1 recorded with `raw` as its body; its store."""
     store = DeliveryStore(client, retention=timedelta(days=1))
     new = NewDelivery("d-1", "pull_request", "opened", "Codertocat/Hello-World", 1, "42", raw)
     assert store.record(new)
+    return store
 
 
 def test_spec_bytes_are_the_models_json(webhooks_dir: Path) -> None:
@@ -105,8 +107,7 @@ def test_a_run_and_its_sessions_are_recorded_in_one_step(
     redis_client: redis.Redis, webhooks_dir: Path
 ) -> None:
     raw = _body(webhooks_dir)
-    _record(redis_client, raw)
-    deliveries = DeliveryStore(redis_client, retention=timedelta(days=1))
+    deliveries = _record(redis_client, raw)
     specs = [_trigger_spec(raw, sid="t-1"), _trigger_spec(raw, sid="t-2")]
     assert deliveries.finish("d-1", {"run": 1}, status="processed", error=None, sessions=specs)
     sessions = SessionStore(redis_client)
@@ -125,8 +126,7 @@ def test_a_run_whose_session_exists_writes_nothing(
 ) -> None:
     """One staged session exists already: no session, no run, the delivery still pending."""
     raw = _body(webhooks_dir)
-    _record(redis_client, raw)
-    deliveries = DeliveryStore(redis_client, retention=timedelta(days=1))
+    deliveries = _record(redis_client, raw)
     sessions = SessionStore(redis_client)
     assert sessions.create(_trigger_spec(raw, sid="t-2"))
     specs = [_trigger_spec(raw, sid="t-1"), _trigger_spec(raw, sid="t-2")]
@@ -155,8 +155,7 @@ def test_only_sessions_of_the_delivery_itself_go_with_its_run(
     redis_client: redis.Redis, webhooks_dir: Path
 ) -> None:
     raw = _body(webhooks_dir)
-    _record(redis_client, raw)
-    deliveries = DeliveryStore(redis_client, retention=timedelta(days=1))
+    deliveries = _record(redis_client, raw)
     manual = _spec(None, kind="manual", sid="m-1")
     with pytest.raises(ValueError, match="m-1 was not spawned by delivery d-1"):
         deliveries.finish("d-1", {"run": 1}, status="processed", error=None, sessions=[manual])

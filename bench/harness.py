@@ -524,7 +524,7 @@ class Probe:
         return cpu, calls
 
     def _rewrites(self) -> tuple[int, bool]:
-        info = cast(dict[str, Any], self.client.info("persistence"))
+        info = self.client.info("persistence")
         return int(info.get("aof_rewrites", 0)), bool(info.get("aof_rewrite_in_progress"))
 
     def start(self) -> None:

@@ -12,6 +12,7 @@ import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
 
+from tests.dispatch_target import DispatchTarget, dispatch_target
 from workers.redis_server import RedisServer
 from workers.runtime import Runtime
 from workers.settings import Settings
@@ -94,3 +95,10 @@ def running_worker(rt: Runtime, *, concurrency: int = 2) -> Iterator[None]:
         loglevel="WARNING",
     ):
         yield
+
+
+@pytest.fixture
+def target() -> Iterator[DispatchTarget]:
+    """An HTTP dispatch target (HOOKSPAWN_DISPATCH_URL) recording what it is sent."""
+    with dispatch_target() as t:
+        yield t

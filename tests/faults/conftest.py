@@ -32,7 +32,7 @@ import pytest
 import redis
 
 from tests.conftest import WEBHOOKS
-from tests.dispatch_target import DispatchTarget, dispatch_target
+from tests.dispatch_target import DispatchTarget
 from tests.github_standin import ROUTES, GitHubStandin, _Answer
 from tests.pipeline.conftest import (
     ACCOUNT,
@@ -794,12 +794,6 @@ def github() -> Iterator[FaultStandin]:
         yield standin
     finally:
         standin.stop()
-
-
-@pytest.fixture
-def target() -> Iterator[DispatchTarget]:
-    with dispatch_target() as t:
-        yield t
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.pipeline.conftest import github as github  # the stand-in fixture
 from tests.pipeline.conftest import hs_http as hs_http  # hookspawn dispatching over HTTP
-from tests.pipeline.conftest import target as target  # the HTTP dispatch target
 from workers import metrics
 
 

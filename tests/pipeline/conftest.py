@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import SECRET, make_settings, running_worker, wait_for
-from tests.dispatch_target import DispatchTarget, dispatch_target
+from tests.dispatch_target import DispatchTarget
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
 from triggers.api import create_app
@@ -272,13 +272,6 @@ def hs(
     tmp_path: Path, redis_url: str, github: GitHubStandin, webhooks_dir: Path
 ) -> Iterator[Hookspawn]:
     yield from start_hookspawn(tmp_path, redis_url, github, webhooks_dir)
-
-
-@pytest.fixture
-def target() -> Iterator[DispatchTarget]:
-    """An HTTP dispatch target (HOOKSPAWN_DISPATCH_URL) recording what it is sent."""
-    with dispatch_target() as t:
-        yield t
 
 
 @pytest.fixture

@@ -81,8 +81,8 @@ if staged > 0 then
   end
   for i = 0, staged - 1 do
     local a = 9 + 3 * i
-    store_session(KEYS[8 + 2 * i], KEYS[7], KEYS[9 + 2 * i], ARGV[a], ARGV[a + 1], ARGV[3],
-                  'event', ARGV[a + 2], 'deliveryId', ARGV[1], 'body', body)
+    store_trigger_session(KEYS[8 + 2 * i], KEYS[7], KEYS[9 + 2 * i], ARGV[a], ARGV[a + 1],
+                          ARGV[3], ARGV[a + 2], ARGV[1], body)
   end
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then

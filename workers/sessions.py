@@ -25,6 +25,11 @@ local function store_session(key, index, agent_index, id, spec, now, ...)
   redis.call('ZADD', index, now, id)
   redis.call('ZADD', agent_index, now, id)
 end
+local function store_trigger_session(key, index, agent_index, id, spec, now, event, delivery,
+                                     body)
+  store_session(key, index, agent_index, id, spec, now,
+                'event', event, 'deliveryId', delivery, 'body', body)
+end
 """
 
 # Create a session unless one with its id exists. KEYS: session, index, agent index,
@@ -38,8 +43,8 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if ARGV[4] == 'delivery' then
   local body = redis.call('HGET', KEYS[4], 'body')
   if not body then return -1 end
-  store_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3],
-                'event', ARGV[5], 'deliveryId', ARGV[6], 'body', body)
+  store_trigger_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[5],
+                        ARGV[6], body)
 elseif ARGV[5] ~= '' then
   store_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], 'input', ARGV[5])
 else

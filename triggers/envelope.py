@@ -168,13 +168,6 @@ class CamelView(Mapping[str, Any]):
         keys = self._index()
         return len(keys) + sum(1 for k in self._extra or () if k not in keys)
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Mapping):
-            return dict(self.items()) == dict(other.items())
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return f"CamelView({self.materialize()!r})"
 

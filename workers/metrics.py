@@ -257,6 +257,16 @@ def observe(series: Series, value: float, *labels: str) -> None:
     RECORDER.observe(series, value, *labels)
 
 
+def session_created(received_at: float, count: int = 1) -> None:
+    """`count` webhook → session latencies, from `received_at` (epoch seconds) to now; none
+    when the receive time is unknown (0)."""
+    if not received_at:
+        return
+    latency = max(0.0, time.time() - received_at)
+    for _ in range(count):
+        observe(SESSION_LATENCY, latency)
+
+
 def flush(client: redis.Redis) -> bool:
     return RECORDER.flush(client)
 

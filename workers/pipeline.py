@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -214,9 +213,8 @@ class SpawnPipeline:
             context.staged.append(spec)  # created with the delivery's run record
             return outcome("dispatched", None, _dispatched_message(spec.id, created=True))
         created = self.dispatcher.dispatch(spec)
-        if created and context is not None and context.received_at:
-            latency = max(0.0, time.time() - context.received_at)
-            metrics.observe(metrics.SESSION_LATENCY, latency)
+        if created and context is not None:
+            metrics.session_created(context.received_at)
         return outcome("dispatched", None, _dispatched_message(spec.id, created=created))
 
     def _plan(

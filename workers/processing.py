@@ -154,10 +154,7 @@ class DeliveryProcessor:
             self.pipeline.dispatch_staged(result)
             staged = []
             self.store.finish(delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner)
-        if staged and delivery.received_at:
-            latency = max(0.0, time.time() - delivery.received_at)
-            for _ in staged:
-                metrics.observe(metrics.SESSION_LATENCY, latency)
+        metrics.session_created(delivery.received_at, len(staged))
         metrics.count_outcomes(result.outcomes)
         metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event, PROCESSED)
         if log.isEnabledFor(logging.INFO):

@@ -85,6 +85,25 @@ def test_integers_of_any_size_stay_exact() -> None:
     assert load_body(b'{"n": 1}') == {"n": 1}
 
 
+@pytest.mark.parametrize(
+    "number",
+    [
+        2**63 - 1,
+        2**64 - 1,  # the largest orjson reads exactly
+        2**64,
+        -(2**63),  # the smallest orjson reads exactly
+        -(2**63) - 1,  # 19 digits, and past 64 bits
+        -(10**19) + 1,
+        10**19,
+        -(10**40),
+    ],
+)
+def test_integers_at_the_64_bit_edges_stay_exact(number: int) -> None:
+    loaded = load_body(b'{"n": %d, "list": [%d]}' % (number, number))
+    assert loaded == {"n": number, "list": [number]}
+    assert all(type(v) is int for v in (loaded["n"], loaded["list"][0]))
+
+
 def test_nested_containers_of_any_kind_are_walked() -> None:
     from collections import OrderedDict
 

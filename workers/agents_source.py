@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import logging
 import os
@@ -9,6 +10,7 @@ import threading
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from multiprocessing.sharedctypes import RawValue
 from pathlib import Path
 
 from agents import CompiledAgent, CompileResult, compile_dir
@@ -56,6 +58,52 @@ def _fingerprint(directory: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(found)
 
 
+class ChangeWatch:
+    """Fingerprints a directory every `interval` seconds, in one daemon thread of the process
+    that starts it, and counts the changes in shared memory.
+
+    Processes forked from that process (a worker's pool) read the count, a memory read,
+    instead of each scanning the directory once a second themselves.
+    """
+
+    def __init__(self, directory: Path, *, interval: float = 1.0) -> None:
+        self.directory = directory
+        self.interval = interval
+        # anonymous shared memory: the same counter in every process forked after this
+        self._changes = RawValue(ctypes.c_uint64, 0)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def changes(self) -> int:
+        """How many times the directory was seen to change since the watch started."""
+        return int(self._changes.value)
+
+    def start(self) -> ChangeWatch:
+        seen = _fingerprint(self.directory)
+        self._thread = threading.Thread(
+            target=self._run, args=(seen,), name="agents-watch", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self, seen: tuple[tuple[str, int, int], ...]) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                now = _fingerprint(self.directory)
+            except Exception:  # never let the watch die: a dead one reloads nothing
+                log.exception("scanning %s for agent file changes failed", self.directory)
+                continue
+            if now != seen:
+                seen = now
+                self._changes.value += 1
+
+
 def empty_set(fingerprint: tuple[tuple[str, int, int], ...] = ()) -> AgentSet:
     return AgentSet(CompileResult((), {}, (), ()), TriggerIndex(()), fingerprint)
 
@@ -63,6 +111,8 @@ def empty_set(fingerprint: tuple[tuple[str, int, int], ...] = ()) -> AgentSet:
 class AgentsSource:
     """Compiles `directory` on first use and again whenever its files change.
 
+    Without a `watch` it looks at the files itself, at most every `check_interval` seconds;
+    with one it looks only when the watch has counted a change since its last look.
     A set that no longer compiles is reported (`last_errors`) and the last good one stays.
     """
 
@@ -72,26 +122,40 @@ class AgentsSource:
         *,
         secret_names: Collection[str] = (),
         check_interval: float = 1.0,
+        watch: ChangeWatch | None = None,
     ) -> None:
         self.directory = directory
         self.secret_names = tuple(secret_names)
         self.check_interval = check_interval
+        self.watch = watch
         self._lock = threading.Lock()
         self._current: AgentSet | None = None
         self._checked = 0.0
+        self._changes_seen = -1
         self.last_errors: tuple[str, ...] = ()
 
     def current(self) -> AgentSet:
+        if self.watch is not None:
+            # read before looking at the files: a change after this read moves the count
+            # again, so it is picked up by a later call
+            changes = self.watch.changes
+            if self._current is not None and changes == self._changes_seen:
+                return self._current
+            with self._lock:
+                self._changes_seen = changes
+                return self._reload_if_changed()
         now = time.monotonic()
         with self._lock:
             if self._current is not None and now - self._checked < self.check_interval:
                 return self._current
             self._checked = now
-            fingerprint = _fingerprint(self.directory)
-            if self._current is not None and fingerprint == self._current.fingerprint:
-                return self._current
+            return self._reload_if_changed()
+
+    def _reload_if_changed(self) -> AgentSet:
+        fingerprint = _fingerprint(self.directory)
+        if self._current is None or fingerprint != self._current.fingerprint:
             self._current = self._load(fingerprint)
-            return self._current
+        return self._current
 
     def _load(self, fingerprint: tuple[tuple[str, int, int], ...]) -> AgentSet:
         if not fingerprint:

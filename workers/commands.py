@@ -56,6 +56,7 @@ def web(args: argparse.Namespace) -> int:
 
 
 def worker(args: argparse.Namespace) -> int:
+    from workers.agents_source import ChangeWatch
     from workers.runtime import build_runtime
     from workers.sweep import Sweeper
 
@@ -65,7 +66,11 @@ def worker(args: argparse.Namespace) -> int:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         for name in ("celery.app.trace", "celery.worker.strategy"):
             logging.getLogger(name).setLevel(logging.WARNING)
-    rt = build_runtime(_settings())
+    settings = _settings()
+    # one scan of the agent files a second for the whole worker, not one per pool process:
+    # started before the pool is forked, which then reads its change count
+    watch = ChangeWatch(settings.agents_dir).start()
+    rt = build_runtime(settings, agents_watch=watch)
     sweeper = Sweeper(rt.store, rt.enqueue, interval=min(5.0, rt.store.lease / 3)).start()
     try:
         w = rt.celery.Worker(
@@ -75,6 +80,7 @@ def worker(args: argparse.Namespace) -> int:
         return int(w.exitcode or 0)
     finally:
         sweeper.stop()
+        watch.stop()
 
 
 def check(args: argparse.Namespace) -> int:

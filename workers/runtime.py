@@ -12,7 +12,7 @@ import redis
 from celery import Celery
 from celery.utils.nodenames import anon_nodename
 
-from workers.agents_source import AgentsSource
+from workers.agents_source import AgentsSource, ChangeWatch
 from workers.celery_app import PROCESS_DELIVERY, make_celery
 from workers.connections import ConnectionStore
 from workers.deliveries import DeliveryStore
@@ -40,8 +40,11 @@ def redis_client(url: str, *, single_connection: bool = False) -> redis.Redis:
     )
 
 
-def build_pipeline(settings: Settings, client: redis.Redis) -> SpawnPipeline:
-    """The spawn pipeline with everything it needs, for this process."""
+def build_pipeline(
+    settings: Settings, client: redis.Redis, *, agents_watch: ChangeWatch | None = None
+) -> SpawnPipeline:
+    """The spawn pipeline with everything it needs, for this process (`agents_watch`: the
+    worker's one watch of the agent files, shared by its pool processes)."""
     sessions = SessionStore(client)
     dispatcher: Dispatcher
     if settings.dispatch_url:
@@ -50,7 +53,9 @@ def build_pipeline(settings: Settings, client: redis.Redis) -> SpawnPipeline:
         dispatcher = EmbeddedDispatcher(sessions)
     github = GitHubApp.from_settings(settings)
     return SpawnPipeline(
-        agents=AgentsSource(settings.agents_dir, secret_names=settings.secret_names),
+        agents=AgentsSource(
+            settings.agents_dir, secret_names=settings.secret_names, watch=agents_watch
+        ),
         connections=ConnectionStore(client),
         dispatcher=dispatcher,
         spawns=SpawnRecords(client),
@@ -106,6 +111,7 @@ class Runtime:
         *,
         redis_url: str | None = None,
         pipeline: Pipeline | Callable[[redis.Redis], Pipeline] | None = None,
+        agents_watch: ChangeWatch | None = None,
     ) -> None:
         url = redis_url or settings.redis_url
         if not url:
@@ -121,7 +127,7 @@ class Runtime:
         self.celery: Celery = make_celery(url)
         factory: Callable[[redis.Redis], Pipeline]
         if pipeline is None:
-            factory = partial(build_pipeline, settings)
+            factory = partial(build_pipeline, settings, agents_watch=agents_watch)
         elif hasattr(pipeline, "run"):
             fixed = cast(Pipeline, pipeline)
             factory = lambda client: fixed  # noqa: E731
@@ -154,5 +160,6 @@ def build_runtime(
     *,
     redis_url: str | None = None,
     pipeline: Pipeline | Callable[[redis.Redis], Pipeline] | None = None,
+    agents_watch: ChangeWatch | None = None,
 ) -> Runtime:
-    return Runtime(settings, redis_url=redis_url, pipeline=pipeline)
+    return Runtime(settings, redis_url=redis_url, pipeline=pipeline, agents_watch=agents_watch)

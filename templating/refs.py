@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from templating.errors import InvalidRefError
@@ -16,6 +17,8 @@ _GIT_BAD_CHARS = frozenset(" ~^:?*[\\")
 # Beyond git: anything Unicode calls a control, format (bidi overrides, zero-width)
 # or surrogate character, so a ref cannot hide what it names.
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs"})
+# An ASCII character `_broken_char` would refuse: controls, DEL, whitespace, git's bad ones.
+_ASCII_UNSAFE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 
 
 def check_ref(ref: str) -> None:
@@ -36,7 +39,7 @@ def is_safe_ref(ref: str) -> bool:
     return _broken_rule(ref) is None
 
 
-def _broken_rule(ref: str) -> str | None:  # noqa: C901 - one flat list of rules
+def _broken_rule(ref: str) -> str | None:
     if not isinstance(ref, str):
         return "is not a string"
     if not ref:
@@ -47,6 +50,15 @@ def _broken_rule(ref: str) -> str | None:  # noqa: C901 - one flat list of rules
         return "is not valid UTF-8"
     if size > MAX_REF_BYTES:
         return f"is {size} bytes long, over the limit of {MAX_REF_BYTES}"
+    # plain ASCII with none of the characters `_broken_char` refuses needs no loop
+    if size != len(ref) or _ASCII_UNSAFE.search(ref) is not None:
+        reason = _broken_char(ref)
+        if reason is not None:
+            return reason
+    return _broken_shape(ref)
+
+
+def _broken_char(ref: str) -> str | None:
     for char in ref:
         if ord(char) < 0x20 or ord(char) == 0x7F:
             return f"contains the control character U+{ord(char):04X}"
@@ -56,6 +68,10 @@ def _broken_rule(ref: str) -> str | None:  # noqa: C901 - one flat list of rules
             return f"contains whitespace (U+{ord(char):04X})"
         if unicodedata.category(char) in _BAD_CATEGORIES:
             return f"contains the invisible or control character U+{ord(char):04X}"
+    return None
+
+
+def _broken_shape(ref: str) -> str | None:  # noqa: C901 - one flat list of rules
     if ref == "@":
         return "is '@', which git reserves"
     if ref.startswith("-"):

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from templating import InvalidRefError, check_ref, is_safe_ref
+from templating.refs import _broken_char, _broken_rule, _broken_shape
 from tests.templating.git import GIT, git_accepts
 
 pytestmark = pytest.mark.skipif(not GIT.exists(), reason="needs /usr/bin/git")
@@ -153,3 +154,12 @@ def _refusal(ref: str) -> str | None:
     except InvalidRefError as err:
         return err.reason
     return None
+
+
+@settings(max_examples=500, deadline=None)
+@given(ref=st.one_of(_REFLIKE, st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=30)))
+def test_the_ascii_shortcut_refuses_exactly_what_the_character_rules_refuse(ref: str) -> None:
+    # every ref goes through the full per-character rules here, shortcut or not
+    full = None if not ref else (_broken_char(ref) or _broken_shape(ref))
+    if ref and len(ref.encode("utf-8")) <= 255:
+        assert _broken_rule(ref) == full, ref

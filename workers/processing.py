@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import random
@@ -103,14 +104,16 @@ class DeliveryProcessor:
         self.store = store
         self.pipeline = pipeline
         self.leases = LeaseKeeper(store)
-        self._owner_prefix = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._instance = uuid.uuid4().hex[:8]
+        self._claims = itertools.count(1)
 
     def process(self, delivery_id: str, *, final_attempt: bool = False) -> str:
         """`processed`, `failed`, `skipped` (not pending) or `busy` (held by another worker).
 
         Raises Transient when the pipeline asks to be retried; the delivery stays pending.
         """
-        owner = f"{self._owner_prefix}:{uuid.uuid4().hex[:8]}"
+        # unique to this claim, also across processes forked with this processor
+        owner = f"{os.getpid()}:{self._instance}:{next(self._claims)}"
         state, delivery, body = self.store.claim(delivery_id, owner)
         if state != "claimed":
             return state

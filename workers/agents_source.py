@@ -49,11 +49,14 @@ def _fingerprint(directory: Path) -> tuple[tuple[str, int, int], ...]:
         except OSError:
             continue
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                todo.append(entry.path)
-            elif entry.is_file():
-                stat = entry.stat()
-                found.append((entry.path, stat.st_mtime_ns, stat.st_size))
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+                elif entry.is_file():
+                    stat = entry.stat()
+                    found.append((entry.path, stat.st_mtime_ns, stat.st_size))
+            except OSError:
+                continue  # removed while we looked: the next look sees it gone
     found.sort()
     return tuple(found)
 

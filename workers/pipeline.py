@@ -129,8 +129,8 @@ class SpawnPipeline:
             outcomes.append(outcome.to_json())
         if pending is not None:
             # the spawns that got through are not held back by the one to be retried
-            for spec in staged or ():
-                self.dispatcher.dispatch(spec)
+            created = sum(1 for spec in staged or () if self.dispatcher.dispatch(spec))
+            metrics.session_created(delivery.received_at, created)
             raise pending
         result = RunResult(
             outcomes=outcomes, decisions=[d.to_json() for d in decisions], staged=staged or []
@@ -139,12 +139,14 @@ class SpawnPipeline:
             result.decisions.insert(0, {"connections": notes})
         return result
 
-    def dispatch_staged(self, result: RunResult) -> None:
+    def dispatch_staged(self, result: RunResult) -> int:
         existed = {spec.id for spec in result.staged if not self.dispatcher.dispatch(spec)}
         for outcome in result.outcomes:
             if outcome.get("sessionId") in existed:
                 outcome["message"] = _dispatched_message(outcome["sessionId"], created=False)
+        created = len(result.staged) - len(existed)
         result.staged = []
+        return created
 
     def _apply_lifecycle(self, event: str, body: Mapping[str, Any]) -> list[str]:
         if event not in LIFECYCLE_EVENTS:

@@ -45,9 +45,10 @@ class Pipeline(Protocol):
     ) -> RunResult:
         """Decide and carry out every spawn of the delivery; raise Transient to be retried."""
 
-    def dispatch_staged(self, result: RunResult) -> None:
+    def dispatch_staged(self, result: RunResult) -> int:
         """Create `result.staged` one by one (when they could not go with the run's record),
-        correcting the outcomes of those that existed already; empties `staged`."""
+        correcting the outcomes of those that existed already; empties `staged`. Returns
+        how many it created."""
 
 
 def backoff(retries: int, retry_after: float | None, *, cap: float) -> float:
@@ -148,16 +149,20 @@ class DeliveryProcessor:
             "outcomes": result.outcomes,
             "decisions": result.decisions,
         }
-        staged = result.staged
+        created = len(result.staged)
         if not self.store.finish(
-            delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner, sessions=staged
+            delivery.delivery_id,
+            run,
+            status=PROCESSED,
+            error=None,
+            owner=owner,
+            sessions=result.staged,
         ):
             # a session of this spawn exists already (the delivery was recorded again after
             # its record expired), or the record itself is gone: one by one, then the run
-            self.pipeline.dispatch_staged(result)
-            staged = []
+            created = self.pipeline.dispatch_staged(result)
             self.store.finish(delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner)
-        metrics.session_created(delivery.received_at, len(staged))
+        metrics.session_created(delivery.received_at, created)
         metrics.count_outcomes(result.outcomes)
         metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event, PROCESSED)
         if log.isEnabledFor(logging.INFO):

@@ -46,7 +46,7 @@ class Recording:
                 raise GitHubUnavailable("stand-in outage", retry_after=0.5)
         return RunResult(outcomes=[], decisions=[{"seen": True}])
 
-    def dispatch_staged(self, result: RunResult) -> None:
+    def dispatch_staged(self, result: RunResult) -> int:
         raise AssertionError("this pipeline stages no sessions")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from tests.pipeline.conftest import (
     INSTALLATION,
     OTHER_REPO,
@@ -12,7 +14,19 @@ from tests.pipeline.conftest import (
     REPO_ID,
     Hookspawn,
 )
-from workers import keys
+from workers import keys, metrics
+
+
+def sessions_timed(hs: Hookspawn) -> float:
+    """How many webhook → session latencies /metrics has counted (this process's buffer
+    flushed to the store first)."""
+    metrics.flush(hs.rt.client)
+    text = hs.client.get("/metrics").text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "hookspawn_webhook_to_session_seconds_count":
+                return float(sample.value)
+    return 0.0
 
 
 def test_pr_opened_spawns_one_session_with_rendered_ref_and_title(connected: Hookspawn) -> None:
@@ -76,6 +90,31 @@ def test_a_delivery_recorded_again_after_expiry_keeps_its_one_session(
     assert len(hs.sessions("pr-review")) == 1
     # the new record counts its claims from one again
     assert hs.rt.client.hget(keys.delivery("pr-old"), "claims") == b"1"
+
+
+def test_when_one_session_of_a_delivery_exists_the_others_are_created_and_timed(
+    connected: Hookspawn,
+) -> None:
+    """Recorded again after expiry, with one of its two sessions gone meanwhile: the run
+    cannot go in one step with its sessions, so they are created one by one; the one
+    created is counted in the webhook → session latency, the one that existed is not."""
+    hs = connected
+    view = hs.processed(hs.send("pull_request", hs.pr(), delivery="pr-twice"))
+    ids = {agent: hs.outcome(view, agent)["sessionId"] for agent in ("pr-review", "head-branch")}
+    store = hs.rt.client
+    store.delete(
+        keys.delivery("pr-twice"), keys.delivery_runs("pr-twice"), keys.session(ids["head-branch"])
+    )
+    store.zrem(keys.DELIVERIES, "pr-twice")
+    before = sessions_timed(hs)
+
+    again = hs.processed(hs.send("pull_request", hs.pr(), delivery="pr-twice"))
+    messages = {agent: hs.outcome(again, agent)["message"] for agent in ids}
+    assert messages == {
+        "pr-review": f"session {ids['pr-review']} already existed",
+        "head-branch": f"session {ids['head-branch']} created",
+    }
+    assert sessions_timed(hs) - before == 1
 
 
 def test_missing_or_null_ref_token_refuses_only_that_agent(connected: Hookspawn) -> None:
@@ -319,6 +358,7 @@ def test_a_spawn_that_got_through_is_not_held_back_by_one_to_retry(connected: Ho
     """Two agents fire; the second one's token fails once (500). The first one's session is
     created in that attempt all the same; the retry finds it there and creates the other."""
     hs = connected
+    before = sessions_timed(hs)
     hs.github.fail_next("access_tokens", 500, times=1, after=1)
     view = hs.processed(hs.send("pull_request", hs.pr()))
     assert len(view["runs"]) == 1  # the first attempt recorded no run
@@ -328,6 +368,8 @@ def test_a_spawn_that_got_through_is_not_held_back_by_one_to_retry(connected: Ho
     assert messages == ["(already dispatched)", "created"]
     assert len(hs.sessions("pr-review")) == 1
     assert len(hs.sessions("head-branch")) == 1
+    # both sessions were created (one before the retry, one in it): both are timed
+    assert sessions_timed(hs) - before == 2
 
 
 def test_mint_401_is_loud_and_prunes_nothing(connected: Hookspawn) -> None:

@@ -30,6 +30,9 @@ class DispatchTarget:
     failures: dict[str, int] = field(default_factory=dict)
     delay: float = 0.0
     received: list[Received] = field(default_factory=list)
+    #: requests whose body ended before its Content-Length (the sender died mid-request):
+    #: refused, as any HTTP server would, and never seen by `answer`
+    truncated: int = 0
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     url: str = ""
@@ -58,7 +61,13 @@ def dispatch_target(**kwargs: Any) -> Iterator[DispatchTarget]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+            raw = self.rfile.read(length)
+            if len(raw) < length:
+                with target.lock:
+                    target.truncated += 1
+                self.send_error(400, "body shorter than its Content-Length")
+                return
+            body = json.loads(raw or b"{}")
             status = target.answer(self.headers.get("Idempotency-Key"), body)
             payload = json.dumps({"id": body.get("id")}).encode()
             self.send_response(status)

@@ -1,0 +1,42 @@
+"""The HTTP dispatch target stand-in treats a request cut off mid-body as a real server does."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from urllib.parse import urlsplit
+
+import httpx
+
+from tests.dispatch_target import dispatch_target
+
+
+def test_a_body_cut_short_is_refused_and_creates_no_session() -> None:
+    with dispatch_target() as target:
+        url = urlsplit(target.url)
+        with socket.create_connection((url.hostname, url.port), timeout=5) as sock:
+            # a sender killed after its headers, before its body
+            sock.sendall(
+                f"POST {url.path} HTTP/1.1\r\nHost: x\r\nIdempotency-Key: hs-1\r\n"
+                "Content-Type: application/json\r\nContent-Length: 40\r\n\r\n".encode()
+            )
+            sock.shutdown(socket.SHUT_WR)
+            answer = sock.recv(200)
+        assert answer.startswith(b"HTTP/1.0 400")
+        deadline = time.monotonic() + 5
+        while target.truncated == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert target.truncated == 1
+        assert target.received == [] and target.sessions == {}
+
+        # the same key sent whole afterwards is created, once
+        spec = {"id": "hs-1", "agent": "a"}
+        created = httpx.post(
+            target.url, content=json.dumps(spec), headers={"Idempotency-Key": "hs-1"}
+        )
+        again = httpx.post(
+            target.url, content=json.dumps(spec), headers={"Idempotency-Key": "hs-1"}
+        )
+        assert (created.status_code, again.status_code) == (201, 409)
+        assert target.sessions == {"hs-1": spec}

@@ -129,7 +129,7 @@ class SpawnPipeline:
             outcomes.append(outcome.to_json())
         if pending is not None:
             # the spawns that got through are not held back by the one to be retried
-            created = sum(1 for spec in staged or () if self.dispatcher.dispatch(spec))
+            created = self.dispatch_staged(RunResult(staged=staged or []))
             metrics.session_created(delivery.received_at, created)
             raise pending
         result = RunResult(

@@ -7,12 +7,13 @@ import multiprocessing
 import os
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import wait_for
 from workers.agents_source import AgentsSource, ChangeWatch
 
 ENVIRONMENT = """\
@@ -41,13 +42,6 @@ def write(root: Path, name: str, text: str) -> Path:
 
 def names(source: AgentsSource) -> list[str]:
     return sorted(agent.name for agent in source.current().agents)
-
-
-def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "not picked up in time"
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -111,7 +105,7 @@ def test_with_a_watch_the_source_looks_only_when_the_watch_counted_a_change(
         source = AgentsSource(tmp_path, watch=running)
         assert names(source) == ["first", "second"]
         write(tmp_path, "third", agent_file("third"))
-        wait_for(lambda: running.changes >= 1)
+        wait_for(lambda: running.changes >= 1, timeout=10)
         assert names(source) == ["first", "second", "third"]
     finally:
         running.stop()
@@ -122,7 +116,7 @@ def test_an_edit_in_place_is_seen_by_the_watch(tmp_path: Path, watch: ChangeWatc
     before = watch.changes
     with path.open("a") as handle:  # same name, same directory entry
         handle.write("# edited\n")
-    wait_for(lambda: watch.changes > before)
+    wait_for(lambda: watch.changes > before, timeout=10)
 
 
 def _count_in_child(watch: ChangeWatch, ready: Any, out: Any) -> None:

@@ -12,7 +12,8 @@ from typing import Any, cast
 import orjson
 import redis
 import redis.asyncio as aioredis
-from redis.commands.core import AsyncScript
+from redis.commands.core import AsyncScript, Script
+from redis.exceptions import NoScriptError
 
 from triggers.envelope import dump_json
 from workers import keys
@@ -208,6 +209,35 @@ def _parse(
     )
 
 
+def run_script(
+    client: redis.Redis, script: Script, keys_: Sequence[str], args: Sequence[Any]
+) -> Any:
+    """`script(keys=keys_, args=args)`, sent straight on the connection of a single-connection
+    client (a pool process's): redis-py 8 wraps each command in retries and observability hooks
+    that cost as much CPU as the round trip itself, twice per delivery.
+
+    Any error drops the connection (the next command connects again) and is raised without a
+    retry: a script that may have run is not sent a second time behind the caller's back. A
+    NOSCRIPT (Redis restarted without its script cache) and a pooled client go through
+    `script`, which loads the script first.
+    """
+    conn = client.connection
+    if conn is None:
+        return script(keys=keys_, args=args)
+    with client.single_connection_lock:
+        try:
+            conn.send_command(  # type: ignore[no-untyped-call]
+                "EVALSHA", script.sha, len(keys_), *keys_, *args
+            )
+            return conn.read_response()
+        except NoScriptError:
+            pass
+        except BaseException:
+            conn.disconnect()  # type: ignore[no-untyped-call]
+            raise
+    return script(keys=keys_, args=args)
+
+
 class DeliveryStore:
     """Delivery records keyed by X-GitHub-Delivery, kept for `retention`."""
 
@@ -368,14 +398,16 @@ class DeliveryStore:
         """
         answer = cast(
             list[Any],
-            self._claim(
-                keys=[
+            run_script(
+                self.client,
+                self._claim,
+                [
                     keys.delivery_lock(delivery_id),
                     keys.PENDING,
                     keys.delivery(delivery_id),
                     keys.INSTALLATIONS_GENERATION,
                 ],
-                args=[owner, int(self.lease * 1000), time.time() + self.lease, delivery_id],
+                [owner, int(self.lease * 1000), time.time() + self.lease, delivery_id],
             ),
         )
         state = answer[0].decode()
@@ -432,7 +464,7 @@ class DeliveryStore:
                 raise ValueError(f"session {spec.id} was not spawned by delivery {delivery_id}")
             keys_ += [keys.session(spec.id), keys.agent_sessions(spec.agent)]
             args += [spec.id, spec.without_input(), source[0]]
-        return bool(self._finish(keys=keys_, args=args))
+        return bool(run_script(self.client, self._finish, keys_, args))
 
     def requeue(self, delivery_id: str) -> bool:
         """Mark a recorded delivery for another run (replay); False when it is unknown."""

@@ -71,6 +71,12 @@ def settings(redis_url: str, tmp_path: Path) -> Settings:
     )
 
 
+def command_calls(client: redis.Redis, command: str) -> int:
+    """How many times the server ran `command` (lower case) since its stats were last reset."""
+    stats = client.info("commandstats")
+    return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
 def wait_for(
     predicate: Callable[[], object], timeout: float = 20.0, interval: float = 0.05
 ) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import redis
 
+from tests.conftest import command_calls
 from tests.connections.conftest import Payload
 from workers import keys
 from workers.connections import ConnectionStore
@@ -195,11 +196,6 @@ def _generation(client: redis.Redis) -> bytes | None:
     return value
 
 
-def _hgetall_calls(client: redis.Redis) -> int:
-    stats = client.info("commandstats")
-    return int(stats.get("cmdstat_hgetall", {}).get("calls", 0))
-
-
 def test_a_read_is_reused_until_the_generation_changes(
     store: ConnectionStore, client: redis.Redis
 ) -> None:
@@ -209,24 +205,24 @@ def test_a_read_is_reused_until_the_generation_changes(
     assert isinstance(generation, bytes)
     found = reader.resolve("acme/api", pinned=None, delivery_installation=None)
     assert found is not None and found[1] == 1
-    before = _hgetall_calls(client)
+    before = command_calls(client, "hgetall")
     for _ in range(3):
         again = reader.resolve(
             "acme/api", pinned=None, delivery_installation=None, generation=generation
         )
         assert again is not None and again[0].id == ACME
-    assert _hgetall_calls(client) == before  # nothing read: the generation said no change
+    assert command_calls(client, "hgetall") == before  # nothing read: the generation said no change
     # another process changes the connections: the next generation makes the reader look
     store.prune(ACME, [1])
     changed = _generation(client)
     assert changed != generation
-    before = _hgetall_calls(client)
+    before = command_calls(client, "hgetall")
     found = reader.resolve("acme/api", pinned=None, delivery_installation=None, generation=changed)
     assert found is None
-    assert _hgetall_calls(client) == before + 1
+    assert command_calls(client, "hgetall") == before + 1
     # without a generation the store always reads
     assert reader.resolve("acme/api", pinned=None, delivery_installation=None) is None
-    assert _hgetall_calls(client) == before + 2
+    assert command_calls(client, "hgetall") == before + 2
 
 
 def test_a_store_emptied_and_refilled_is_read_again(

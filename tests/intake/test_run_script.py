@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import redis
 
+from tests.conftest import command_calls
 from workers.deliveries import run_script
 from workers.runtime import redis_client
 
@@ -21,11 +22,6 @@ def single(redis_url: str) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
-
-
-def _evalsha_calls(client: redis.Redis) -> int:
-    stats = client.info("commandstats")
-    return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
 
 
 def test_answers_as_the_script_does_on_the_clients_one_connection(
@@ -79,11 +75,11 @@ def test_a_dropped_connection_is_raised_once_not_retried_then_reconnected(
     single.client_setname(name)
     [victim] = [c for c in redis_client.client_list() if c.get("name") == name]
     redis_client.client_kill_filter(_id=victim["id"])
-    before = _evalsha_calls(redis_client)
+    before = command_calls(redis_client, "evalsha")
     with pytest.raises(redis.ConnectionError):
         run_script(single, script, ["n"], [1])
     # raised at once: the script was not sent again behind the caller's back
-    assert _evalsha_calls(redis_client) == before
+    assert command_calls(redis_client, "evalsha") == before
     assert run_script(single, script, ["n"], [1]) == 1
     assert redis_client.get("n") == b"1"
 

@@ -56,7 +56,7 @@ from workers import keys  # noqa: E402
 from workers.redis_server import RedisServer, free_port  # noqa: E402
 
 SECRET = "bench-secret"
-EXAMPLE = ROOT.parent / "shared" / "github-webhooks" / "pull_request" / "opened.payload.json"
+EXAMPLE = ROOT / "tests" / "webhooks" / "pull_request" / "opened.payload.json"
 SERVER_CORE, LOAD_CORE = "0", "1"
 QUEUE = "hookspawn"  # the Celery queue's Redis list
 SCENARIOS = ("bare", "hookspawn", "naive")

@@ -18,7 +18,7 @@ from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
 
 ROOT = Path(__file__).resolve().parents[1]
-PAYLOAD = ROOT.parent / "shared" / "github-webhooks" / "pull_request" / "opened.payload.json"
+PAYLOAD = ROOT / "tests" / "webhooks" / "pull_request" / "opened.payload.json"
 OTHER_EVENTS = (
     "push",
     "issues",

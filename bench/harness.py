@@ -53,7 +53,7 @@ from workers.redis_server import RedisServer, free_port  # noqa: E402
 from workers.sessions import decode_session  # noqa: E402
 from workers.task_message import TaskMessages  # noqa: E402
 
-WEBHOOKS = ROOT.parent / "shared" / "github-webhooks"
+WEBHOOKS = ROOT / "tests" / "webhooks"
 SECRET = "bench-webhook-secret"
 QUEUE = "hookspawn"  # celery_config's task_default_queue: the broker list
 STAGING = "bench:staging"  # messages wait here until the timed RENAME onto QUEUE

@@ -5,7 +5,7 @@ Setup (bench/harness.py): redis-server (AOF everysec), `hookspawn web` and, by d
 two workers of the issue; `--workers 2 --concurrency 1` runs two worker processes
 instead), embedded dispatch, the GitHub App against the stand-in (in this process), the same
 1,000 generated agents as bench_pipeline.py. Traffic: a fixed cycle of 20 real payloads
-from ../shared/github-webhooks, signed: 14 pull_request opened / synchronize / reopened on
+from tests/webhooks, signed: 14 pull_request opened / synchronize / reopened on
 Codertocat/Hello-World (each fires exactly one agent, which mints a scoped token (cached)
 and dispatches a session), 2 pull_request labeled / closed and 4 issues / issue_comment /
 push / check_run (fire nothing). The sender is open loop: request i leaves at

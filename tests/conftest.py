@@ -17,7 +17,7 @@ from workers.redis_server import RedisServer
 from workers.runtime import Runtime
 from workers.settings import Settings
 
-WEBHOOKS = Path(__file__).resolve().parents[1].parent / "shared" / "github-webhooks"
+WEBHOOKS = Path(__file__).resolve().parent / "webhooks"
 
 
 @pytest.fixture(scope="session")

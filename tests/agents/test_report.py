@@ -6,9 +6,8 @@ import io
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
-
-import pytest
 
 from agents.report import run_check
 from tests.agents.conftest import BASE, Tree
@@ -94,10 +93,10 @@ def test_examples_compile_cleanly() -> None:
     assert "warning" not in out.getvalue()
 
 
-CLI = ROOT / ".venv" / "bin" / "hookspawn"
+#: the installed console script of the interpreter running the tests
+CLI = Path(sys.executable).parent / "hookspawn"
 
 
-@pytest.mark.skipif(not CLI.exists(), reason="hookspawn CLI not installed")
 def test_cli_check_runs_on_the_examples(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
     env["HOOKSPAWN_DATA_DIR"] = str(tmp_path)

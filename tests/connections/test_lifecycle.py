@@ -62,7 +62,7 @@ def covering(state: State, full_name: str) -> list[int]:
 def target_renamed(installation_id: int, old: str, new: str) -> dict[str, Any]:
     """`installation_target` renamed, shaped as GitHub's schema has it.
 
-    ../shared/github-webhooks has no recorded example of this event; the fields follow
+    tests/webhooks has no recorded example of this event; the fields follow
     `WebhookInstallationTargetRenamed` of GitHub's REST description (as generated in githubkit):
     the account as it is now, `changes.login.from`, a simple installation `{id, node_id}`.
     """

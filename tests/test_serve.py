@@ -7,15 +7,15 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
 from tests.conftest import wait_for
-from workers.redis_server import free_port
+from workers.redis_server import RedisServer, free_port, servers_using
 
 pytestmark = pytest.mark.slow
 
@@ -77,31 +77,68 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, str, str]]:
-    port = free_port()
+#: the installed console script, as a user runs it (not `python -m`, which would put the
+#: current directory first on sys.path)
+HOOKSPAWN = Path(sys.executable).parent / "hookspawn"
+
+#: folders a user's own repository often has, named like hookspawn's packages
+SHADOWS = ("agents", "workers", "triggers", "templating")
+
+
+def shadowing_folders(cwd: Path) -> None:
+    """A current directory whose folders would shadow hookspawn's packages if it were on
+    sys.path: `agents` is a package that raises when imported, the others are empty."""
+    for name in SHADOWS:
+        (cwd / name).mkdir(exist_ok=True)
+    (cwd / "agents" / "__init__.py").write_text("raise ImportError('the user agents package')\n")
+
+
+def serve_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
     env["HOOKSPAWN_LOG_LEVEL"] = "WARNING"
-    log = tmp_path / "serve.log"
+    return env
+
+
+def start_serve(cwd: Path, port: int, log: Path) -> subprocess.Popen[str]:
     with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "workers.cli", "serve", "--port", str(port)],
-            cwd=tmp_path,
-            env=env,
+        return subprocess.Popen(
+            [str(HOOKSPAWN), "serve", "--port", str(port), "--concurrency", "2"],
+            cwd=cwd,
+            env=serve_env(),
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,
         )
-    url = f"http://127.0.0.1:{port}"
 
+
+def wait_up(proc: subprocess.Popen[str], url: str, log: Path) -> None:
     def up() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(f"serve exited with {proc.returncode}:\n{log.read_text()}")
         try:
             return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 
+    wait_for(up, timeout=60)
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, str, str]]:
+    """`hookspawn serve` started from a directory with folders that shadow its packages."""
+    shadowing_folders(tmp_path)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    proc = start_serve(tmp_path, port, log)
+    url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(up, timeout=60)
+        wait_up(proc, url, log)
         text = log.read_text()
         secret = re.search(r"webhook secret (\S+)", text)
         redis_at = re.search(r"embedded Redis redis://(127\.0\.0\.1:\d+)/", text)
@@ -109,9 +146,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, str, st
         assert redis_at, text
         yield proc, url, secret.group(1), redis_at.group(1)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
+        stop(proc)
 
 
 def test_serve_accepts_a_sent_payload_and_stops_everything(
@@ -127,7 +162,7 @@ def test_serve_accepts_a_sent_payload_and_stops_everything(
 
     sent = subprocess.run(
         [
-            sys.executable, "-m", "workers.cli", "send",
+            str(HOOKSPAWN), "send",
             str(webhooks_dir / "pull_request/opened.payload.json"),
             "--event", "pull_request", "--delivery", "serve-1", "--url", f"{url}/webhooks/github",
         ],
@@ -138,7 +173,7 @@ def test_serve_accepts_a_sent_payload_and_stops_everything(
 
     def processed() -> bool:
         shown = subprocess.run(
-            [sys.executable, "-m", "workers.cli", "deliveries", "show", "serve-1", "--url", url],
+            [str(HOOKSPAWN), "deliveries", "show", "serve-1", "--url", url],
             cwd=cwd, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         return shown.returncode == 0 and '"status": "processed"' in shown.stdout
@@ -149,7 +184,6 @@ def test_serve_accepts_a_sent_payload_and_stops_everything(
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(60) == 0
     wait_for(lambda: not alive(tree), timeout=30)
-    time.sleep(0.5)
     assert redis_processes(redis_at) == [], "redis-server outlived serve"
     assert processes_mentioning(f"--port {url.rsplit(':', 1)[1]}") == []
 
@@ -165,7 +199,145 @@ def test_a_crashed_part_stops_everything(
     assert len(tree) >= 3  # redis-server, web, worker (and its pool once started)
     os.kill(web[0], signal.SIGKILL)
     assert proc.wait(60) != 0
-    time.sleep(0.5)
+    wait_for(lambda: not alive(tree), timeout=30)
     assert redis_processes(redis_at) == [], "redis-server outlived serve"
     assert processes_mentioning(f"--port {port}") == [], "a part outlived serve"
-    wait_for(lambda: not alive(tree), timeout=30)
+
+
+def test_sigkill_of_serve_leaves_no_process_and_frees_the_data_dir(
+    served: tuple[subprocess.Popen[str], str, str, str], tmp_path: Path
+) -> None:
+    proc, _, _, redis_at = served
+    client = redis.Redis.from_url(f"redis://{redis_at}/0")
+    try:
+        client.set("canary", "kept")
+    finally:
+        client.close()
+    # redis-server, web, worker and the worker's two pool processes
+    wait_for(lambda: len(descendants(proc.pid)) >= 5, timeout=30)
+    tree = descendants(proc.pid)
+
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    wait_for(lambda: not alive(tree), timeout=5)
+    assert redis_processes(redis_at) == []
+
+    # the lock died with it: a new serve takes the same data dir and the same AOF
+    port = free_port()
+    log = tmp_path / "serve-again.log"
+    again = start_serve(tmp_path, port, log)
+    try:
+        wait_up(again, f"http://127.0.0.1:{port}", log)
+        found = re.search(r"embedded Redis (redis://127\.0\.0\.1:\d+/0)", log.read_text())
+        assert found, log.read_text()
+        client = redis.Redis.from_url(found.group(1))
+        try:
+            assert client.get("canary") == b"kept"
+        finally:
+            client.close()
+        assert "left running" not in log.read_text()
+    finally:
+        stop(again)
+
+
+def test_a_second_serve_on_the_data_dir_exits_naming_the_first(
+    served: tuple[subprocess.Popen[str], str, str, str],
+) -> None:
+    proc, url, _, _ = served
+    cwd = Path(f"/proc/{proc.pid}/cwd").resolve()
+    second = subprocess.run(
+        [str(HOOKSPAWN), "serve", "--port", str(free_port())],
+        cwd=cwd,
+        env=serve_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert f"in use by another serve (pid {proc.pid}" in second.stderr
+    assert ".hookspawn/serve.lock" in second.stderr
+    assert httpx.get(f"{url}/readyz", timeout=5).status_code == 200  # the first one goes on
+
+
+def test_a_redis_left_on_the_aof_is_stopped_before_serve_starts_its_own(tmp_path: Path) -> None:
+    left = RedisServer(tmp_path / ".hookspawn" / "redis").start()  # as a crash would leave it
+    assert left.process is not None
+    left_pid = left.process.pid
+    try:
+        port = free_port()
+        log = tmp_path / "serve.log"
+        proc = start_serve(tmp_path, port, log)
+        try:
+            wait_up(proc, f"http://127.0.0.1:{port}", log)
+            text = log.read_text()
+            assert (
+                f"stopped redis-server pid {left_pid}, left running on .hookspawn/redis" in text
+            ), text
+            assert left.process.poll() is not None
+            assert servers_using(tmp_path / ".hookspawn" / "redis") != [left_pid]
+            assert len(servers_using(tmp_path / ".hookspawn" / "redis")) == 1
+        finally:
+            stop(proc)
+    finally:
+        left.stop()
+
+
+@pytest.mark.parametrize("command", ["web", "serve"])
+def test_an_open_admin_api_is_refused_before_anything_starts(command: str, tmp_path: Path) -> None:
+    refused = subprocess.run(
+        [str(HOOKSPAWN), command, "--host", "0.0.0.0", "--port", str(free_port())],
+        cwd=tmp_path,
+        env=serve_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.startswith(f"hookspawn {command}: refusing to listen on 0.0.0.0")
+    assert "HOOKSPAWN_ADMIN_TOKEN" in refused.stderr
+    assert "--allow-open-admin" in refused.stderr
+    assert not (tmp_path / ".hookspawn").exists()  # no Redis, no secret, no lock
+
+
+def test_web_and_worker_start_from_a_directory_that_shadows_their_packages(
+    tmp_path: Path, redis_url: str
+) -> None:
+    shadowing_folders(tmp_path)
+    env = {**serve_env(), "HOOKSPAWN_REDIS_URL": redis_url, "HOOKSPAWN_LOG_LEVEL": "INFO"}
+    port = free_port()
+    started: list[tuple[subprocess.Popen[bytes], Path]] = []
+    try:
+        for args in (["web", "--port", str(port)], ["worker", "--concurrency", "1"]):
+            log = tmp_path / f"{args[0]}.log"
+            with log.open("wb") as out:
+                started.append(
+                    (
+                        subprocess.Popen(
+                            [str(HOOKSPAWN), *args],
+                            cwd=tmp_path,
+                            env=env,
+                            stdout=out,
+                            stderr=subprocess.STDOUT,
+                        ),
+                        log,
+                    )
+                )
+        web_log, worker_log = (log for _, log in started)
+
+        def both_up() -> bool:
+            for proc, log in started:
+                if proc.poll() is not None:
+                    pytest.fail(f"{proc.args!r} exited with {proc.returncode}:\n{log.read_text()}")
+            try:
+                answered = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1)
+            except httpx.HTTPError:
+                return False
+            return answered.status_code == 200 and " ready." in worker_log.read_text()
+
+        wait_for(both_up, timeout=60)
+        assert "user agents package" not in web_log.read_text() + worker_log.read_text()
+    finally:
+        for proc, _ in started:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(60)

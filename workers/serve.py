@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from workers.agents_notice import agents_notice
+from workers.demo import demo_environment, demo_notes, record_connection
 from workers.redis_server import RedisServer
 from workers.settings import Settings
 
@@ -65,8 +67,11 @@ class Supervisor:
                 child.wait()
 
 
-def serve(settings: Settings, *, host: str, port: int, concurrency: int) -> int:
-    env = dict(os.environ)
+def serve(settings: Settings, *, host: str, port: int, concurrency: int, demo: bool = False) -> int:
+    """`demo`: `settings` are the demo's (workers.demo); its children get the demo's environment
+    and the demo connection is recorded in the store before they start."""
+    env = demo_environment(os.environ) if demo else dict(os.environ)
+    notes: list[str] = []
     redis_server: RedisServer | None = None
     supervisor = Supervisor()
 
@@ -85,14 +90,21 @@ def serve(settings: Settings, *, host: str, port: int, concurrency: int) -> int:
             assert secret is not None
             env["HOOKSPAWN_WEBHOOK_SECRET"] = secret
             secret_note = f"{secret}  (kept in {settings.data_dir / SECRET_FILE})"
+        if demo:
+            record_connection(env["HOOKSPAWN_REDIS_URL"])
+            notes = demo_notes(f"http://{host}:{port}")
         exe = [sys.executable, "-m", "workers.cli"]
         supervisor.spawn("web", [*exe, "web", "--host", host, "--port", str(port)], env)
         supervisor.spawn("worker", [*exe, "worker", "--concurrency", str(concurrency)], env)
         print(f"hookspawn: serving on http://{host}:{port}", flush=True)
         print(f"hookspawn: webhook URL   http://{host}:{port}/webhooks/github", flush=True)
         print(f"hookspawn: webhook secret {secret_note}", flush=True)
+        print(f"hookspawn: deliveries and sessions at http://{host}:{port}/ui", flush=True)
         if redis_server:
             print(f"hookspawn: embedded Redis {redis_server.url} (data in {redis_server.data_dir})")
+        print(f"hookspawn: {agents_notice(settings.agents_dir, settings.secret_names)[1]}")
+        for note in notes:
+            print(f"hookspawn: {note}", flush=True)
         return supervisor.wait()
     finally:
         supervisor.stop()

@@ -78,7 +78,7 @@ triggers:
       - {{path: github.comment.authorAssociation, in: [OWNER, MEMBER, COLLABORATOR]}}
     displayTitle: "/agent on #{{{{ github.issue.number }}}}"
     initialPrompt: |
-      {{{{ github.comment.user.login }}}} asked on {{{{ github.issue.htmlUrl }}}}:
+      {{{{ github.sender.login }}}} asked on {{{{ github.issue.htmlUrl }}}}:
 
       {{{{ github.comment.body }}}}
 

@@ -79,10 +79,16 @@ def with_extra(
     return dataclasses.replace(result, errors=tuple(errors), warnings=tuple(warnings))
 
 
-def directory_problem(auto_dir: Path) -> str | None:
+def directory_problem(auto_dir: Path, *, absolute: bool = False) -> str | None:
     """What makes `auto_dir` not a `.auto` directory (missing, a file, the `agents/` folder
-    itself, no `agents/` folder), in one line naming what was expected; None when it is one."""
-    shown = _openable(auto_dir)
+    itself, no `agents/` folder), in one line naming what was expected; None when it is one.
+
+    Paths are named as they open from the current directory, or `absolute`ly (for logs)."""
+
+    def named(path: Path) -> str:
+        return os.path.abspath(path) if absolute else _relative_openable(path)
+
+    shown = named(auto_dir)
     expected = "expected the .auto directory that holds agents/*.yaml"
     if not auto_dir.exists():
         return f"{shown}: no such directory ({expected})"
@@ -90,18 +96,18 @@ def directory_problem(auto_dir: Path) -> str | None:
         return f"{shown}: not a directory ({expected})"
     if not (auto_dir / "agents").is_dir():
         if auto_dir.resolve().name == "agents" and any(auto_dir.glob("*.yaml")):
-            parent = _openable(auto_dir.resolve().parent)
+            parent = named(auto_dir.resolve().parent)
             return (
                 f"{shown}: this is the agents/ folder; pass the .auto directory above it: {parent}"
             )
         starter = f"`hookspawn init {shown}` writes a starter set"
         return f"{shown}: no agents/ folder ({expected}; {starter})"
     if not any((auto_dir / "agents").glob("*.yaml")):
-        return f"{_openable(auto_dir / 'agents')}: no agent files ({expected})"
+        return f"{named(auto_dir / 'agents')}: no agent files ({expected})"
     return None
 
 
-def _openable(path: Path) -> str:
+def _relative_openable(path: Path) -> str:
     """`path` relative to the current directory when it is under it, else absolute."""
     absolute = Path(os.path.abspath(path))
     try:
@@ -119,7 +125,7 @@ def _openable_paths(result: CompileResult, auto_dir: Path) -> CompileResult:
     def fix(d: Diagnostic) -> Diagnostic:
         if not d.file.startswith(prefix):
             return d
-        return dataclasses.replace(d, file=_openable(root / d.file[len(prefix) :]))
+        return dataclasses.replace(d, file=_relative_openable(root / d.file[len(prefix) :]))
 
     return dataclasses.replace(
         result,

@@ -22,7 +22,7 @@ _WHAT_TO_DO = (
 def agents_notice(directory: Path, secret_names: Collection[str] = ()) -> tuple[int, str]:
     """(logging level, message) saying what a process starting on `directory` will work with."""
     shown = os.path.abspath(directory)
-    problem = directory_problem(directory)
+    problem = directory_problem(directory, absolute=True)
     if problem is not None:
         return logging.WARNING, (
             f"no agents loaded ({problem}): every delivery will fire nothing; "

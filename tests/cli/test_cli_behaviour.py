@@ -176,3 +176,15 @@ def test_piped_into_head_ends_quietly(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert done.stdout == "{\n"
     assert done.stderr == ""
+
+
+def test_send_example_alone_lists_the_samples(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = in_process(capsys, monkeypatch, "send", "--example")
+    assert done.returncode == 0
+    assert done.stdout.splitlines() == [
+        "issue_comment.created",
+        "pull_request.opened",
+        "push.main",
+    ]

@@ -50,12 +50,10 @@ class Server:
         content: bytes | None = None,
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
-        absolute: str | None = None,
     ) -> httpx.Response:
-        """One request (`absolute`: a full URL instead of base + path); an unreachable server
-        is a CommandError naming it."""
+        """One request; an unreachable server is a CommandError naming it."""
         auth = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        target = absolute or self.base + path
+        target = self.base + path
         try:
             return httpx.request(
                 method,

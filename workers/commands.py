@@ -218,9 +218,7 @@ def send(args: argparse.Namespace) -> int:
     event, body = chosen
     settings = _settings()
     server = Server.at(args.url, env_url=settings.url, token=None)
-    # --url may be the webhook URL itself, as GitHub is given it
-    webhook = server.base if server.base.endswith("/webhooks/github") else None
-    base = server.base.removesuffix("/webhooks/github")
+    base = server.base.removesuffix("/webhooks/github")  # --url may be the webhook URL itself
     delivery = args.delivery or str(uuid.uuid4())
     headers = {
         "Content-Type": "application/json",
@@ -229,12 +227,13 @@ def send(args: argparse.Namespace) -> int:
         "X-Hub-Signature-256": sign(body, _secret(settings, args.secret)),
         "User-Agent": "GitHub-Hookshot/hookspawn-send",
     }
-    response = Server(base).request(
-        "POST", "/webhooks/github", content=body, headers=headers, absolute=webhook
-    )
+    response = Server(base).request("POST", "/webhooks/github", content=body, headers=headers)
     if not response.is_success:
         raise CommandError(error_line(response))
-    status = response.json().get("status") if response.content else None
+    try:
+        status = response.json().get("status")
+    except (ValueError, AttributeError):
+        status = None
     print(
         f"{response.status_code} {status or 'accepted'}: delivery {delivery} ({event}); "
         f"follow it at {base}/ui/deliveries/{delivery}"

@@ -102,7 +102,8 @@ def serve(settings: Settings, *, host: str, port: int, concurrency: int, demo: b
         print(f"hookspawn: deliveries and sessions at http://{host}:{port}/ui", flush=True)
         if redis_server:
             print(f"hookspawn: embedded Redis {redis_server.url} (data in {redis_server.data_dir})")
-        print(f"hookspawn: {agents_notice(settings.agents_dir, settings.secret_names)[1]}")
+        _, agents_line = agents_notice(settings.agents_dir, settings.secret_names)
+        print(f"hookspawn: {agents_line}", flush=True)
         for note in notes:
             print(f"hookspawn: {note}", flush=True)
         return supervisor.wait()

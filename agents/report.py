@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
@@ -121,11 +122,17 @@ def _openable_paths(result: CompileResult, auto_dir: Path) -> CompileResult:
     the user gets them as a path they can open from here."""
     root = Path(os.path.abspath(auto_dir))
     prefix = (auto_dir.name or auto_dir.resolve().name) + "/"
+    # a file named inside a message (an import cycle, a missing import) ends at a space,
+    # a parenthesis or a comma
+    named = re.compile(r"(?<![\w./-])" + re.escape(prefix) + r"[^\s(),]+")
+
+    def openable(shown: str) -> str:
+        return _relative_openable(root / shown[len(prefix) :])
 
     def fix(d: Diagnostic) -> Diagnostic:
-        if not d.file.startswith(prefix):
-            return d
-        return dataclasses.replace(d, file=_relative_openable(root / d.file[len(prefix) :]))
+        file = openable(d.file) if d.file.startswith(prefix) else d.file
+        message = named.sub(lambda found: openable(found.group()), d.message)
+        return dataclasses.replace(d, file=file, message=message)
 
     return dataclasses.replace(
         result,

@@ -168,3 +168,24 @@ def test_the_examples_pass_strict(tmp_path: Path) -> None:
     done = check(str(EXAMPLES), "--strict", cwd=tmp_path)
     assert done.returncode == 0, done.stdout
     assert done.stdout.splitlines()[-1] == "ok: 3 agents compiled"
+
+
+def test_files_named_inside_messages_open_from_here_too(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write(project, "a.yaml", BASE + "imports: [../fragments/missing.yaml, ../fragments/b.yaml]\n")
+    fragments = project / ".auto" / "fragments"
+    fragments.mkdir()
+    (fragments / "b.yaml").write_text("imports: [c.yaml]\n")
+    (fragments / "c.yaml").write_text("imports: [b.yaml]\n")
+    done = check("project/.auto", cwd=tmp_path)
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert (
+        "project/.auto/agents/a.yaml:6: imports.0: '../fragments/missing.yaml': "
+        "no such file (project/.auto/fragments/missing.yaml)"
+    ) in lines
+    assert (
+        "project/.auto/fragments/c.yaml:1: imports.0: import cycle: "
+        "project/.auto/fragments/b.yaml → project/.auto/fragments/c.yaml → "
+        "project/.auto/fragments/b.yaml"
+    ) in lines

@@ -171,6 +171,7 @@ def _parser() -> argparse.ArgumentParser:
     connections = add("connections", commands.connections, "list or sync GitHub App connections")
     connections.add_argument("action", choices=["list", "sync"])
     server_url(connections)
+    as_json(connections)
     return p
 
 

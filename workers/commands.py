@@ -19,7 +19,14 @@ from triggers.signature import sign
 from workers.agents_notice import log_agents
 from workers.client import CommandError, Server, error_line
 from workers.settings import Settings
-from workers.summaries import deliveries_text, delivery_text, session_text, sessions_text
+from workers.summaries import (
+    connections_text,
+    deliveries_text,
+    delivery_text,
+    session_text,
+    sessions_text,
+    sync_text,
+)
 
 log = logging.getLogger("hookspawn")
 
@@ -306,9 +313,9 @@ def sessions(args: argparse.Namespace) -> int:
 def connections(args: argparse.Namespace) -> int:
     server = _server(args)
     if args.action == "sync":
-        _print_json(server.json("POST", "/connections/sync"))
+        _output(args, server.json("POST", "/connections/sync"), sync_text)
     else:
-        _print_json(server.json("GET", "/connections"))
+        _output(args, server.json("GET", "/connections"), connections_text)
     return 0
 
 

@@ -123,3 +123,29 @@ def session_text(s: Mapping[str, Any]) -> str:
             lines.append(f"{label}:")
             lines += [f"  {line}" for line in str(s[key]).splitlines()]
     return "".join(line + "\n" for line in lines)
+
+
+def connections_text(answer: Mapping[str, Any]) -> str:
+    """`connections list`: one line per installation with the repositories it covers."""
+    items = answer.get("items") or []
+    if not items:
+        return "no connections (install the GitHub App, or `hookspawn connections sync`)\n"
+    rows = [["INSTALLATION", "ACCOUNT", "STATUS", "COVERS"]]
+    for inst in items:
+        covers = ", ".join(r["fullName"] for r in inst.get("repositories") or []) or "-"
+        pruned = [r["fullName"] for r in inst.get("pruned") or []]
+        if pruned:
+            covers += f" (pruned: {', '.join(pruned)})"
+        rows.append(
+            [str(inst.get("id")), str(inst.get("account")), str(inst.get("status")), covers]
+        )
+    return _table(rows)
+
+
+def sync_text(answer: Mapping[str, Any]) -> str:
+    """`connections sync`: what the sync changed."""
+    head = (
+        f"synced {answer.get('installations')} installations covering "
+        f"{answer.get('repositories')} repositories"
+    )
+    return "".join(line + "\n" for line in [head, *(answer.get("summary") or [])])

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from workers.summaries import deliveries_text, delivery_text, session_text, sessions_text
+from workers.summaries import (
+    connections_text,
+    deliveries_text,
+    delivery_text,
+    session_text,
+    sessions_text,
+    sync_text,
+)
 
 DELIVERY = {
     "deliveryId": "d-1",
@@ -82,4 +89,27 @@ def test_sessions_list_and_show() -> None:
         "prompt:",
         "  Review it.",
         "  Carefully.",
+    ]
+
+
+def test_connections_list_and_sync() -> None:
+    answer = {
+        "items": [
+            {"id": 7, "account": "acme", "status": "active",
+             "repositories": [{"id": 1, "fullName": "acme/widgets"},
+                              {"id": 2, "fullName": "acme/gears"}],
+             "pruned": [{"id": 3, "fullName": "acme/old"}]},
+            {"id": 9, "account": "solo", "status": "suspended", "repositories": [], "pruned": []},
+        ]
+    }  # fmt: skip
+    assert connections_text(answer).splitlines() == [
+        "INSTALLATION  ACCOUNT  STATUS     COVERS",
+        "7             acme     active     acme/widgets, acme/gears (pruned: acme/old)",
+        "9             solo     suspended  -",
+    ]
+    assert connections_text({"items": []}).startswith("no connections")
+    report = {"installations": 1, "repositories": 2, "summary": ["installation 7 (acme) added"]}
+    assert sync_text(report).splitlines() == [
+        "synced 1 installations covering 2 repositories",
+        "installation 7 (acme) added",
     ]

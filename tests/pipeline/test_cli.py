@@ -12,7 +12,7 @@ from tests.pipeline.conftest import INSTALLATION, REPO, Hookspawn
 
 def cli(hs: Hookspawn, *args: str) -> tuple[int, Any]:
     url = str(hs.client.base_url).rstrip("/")
-    as_json = ["--json"] if args[0] in ("deliveries", "sessions", "start") else []
+    as_json = ["--json"] if args[0] in ("deliveries", "sessions", "start", "connections") else []
     result = subprocess.run(
         [sys.executable, "-m", "workers.cli", *args, "--url", url, *as_json],
         capture_output=True,

@@ -79,10 +79,17 @@ def record_connection(redis_url: str) -> None:
         client.close()
 
 
-def demo_notes(base_url: str) -> list[str]:
-    """What `serve --demo` prints under its banner: what runs and what to try."""
+def demo_notes(base_url: str, env: Mapping[str, str]) -> list[str]:
+    """What `serve --demo` prints under its banner: what it leaves aside, what runs, what to
+    try (`env`: the environment `serve` was started with)."""
     url = "" if base_url == DEFAULT_URL else f" --url {base_url}"
+    ignored = [name for name in _NOT_IN_DEMO if env.get(name)]
     return [
+        *(
+            [f"demo: ignoring {', '.join(ignored)} (the demo runs on the embedded default)"]
+            if ignored
+            else []
+        ),
         f"demo: connection {ACCOUNT} (installation {INSTALLATION_ID}) covers {REPOSITORY}",
         f"demo: in a second shell: hookspawn send --example pull_request.opened{url}",
         f"demo: then open {base_url}/ui",

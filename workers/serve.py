@@ -92,7 +92,7 @@ def serve(settings: Settings, *, host: str, port: int, concurrency: int, demo: b
             secret_note = f"{secret}  (kept in {settings.data_dir / SECRET_FILE})"
         if demo:
             record_connection(env["HOOKSPAWN_REDIS_URL"])
-            notes = demo_notes(f"http://{host}:{port}")
+            notes = demo_notes(f"http://{host}:{port}", os.environ)
         exe = [sys.executable, "-m", "workers.cli"]
         supervisor.spawn("web", [*exe, "web", "--host", host, "--port", str(port)], env)
         supervisor.spawn("worker", [*exe, "worker", "--concurrency", str(concurrency)], env)

@@ -100,10 +100,22 @@ def test_the_demo_connection_covers_the_examples_repository(
     covered = store.resolve("ACME/Widgets", pinned=None, delivery_installation=demo.INSTALLATION_ID)
     assert covered is not None
     assert covered[0].id == demo.INSTALLATION_ID and covered[1] == demo.REPOSITORY_ID
-    notes = demo.demo_notes("http://127.0.0.1:9999")
-    assert "hookspawn send --example pull_request.opened --url http://127.0.0.1:9999" in notes[1]
-    assert notes[2] == "demo: then open http://127.0.0.1:9999/ui"
-    assert demo.demo_notes("http://127.0.0.1:8000")[1].endswith("pull_request.opened")
+    notes = demo.demo_notes("http://127.0.0.1:9999", {"PATH": "/bin"})
+    assert notes == [
+        "demo: connection acme (installation 424242) covers acme/widgets",
+        "demo: in a second shell: hookspawn send --example pull_request.opened "
+        "--url http://127.0.0.1:9999",
+        "demo: then open http://127.0.0.1:9999/ui",
+    ]
+    notes = demo.demo_notes(
+        "http://127.0.0.1:8000",
+        {"HOOKSPAWN_REDIS_URL": "redis://elsewhere", "HOOKSPAWN_GITHUB_APP_ID": "1"},
+    )
+    assert notes[0] == (
+        "demo: ignoring HOOKSPAWN_REDIS_URL, HOOKSPAWN_GITHUB_APP_ID "
+        "(the demo runs on the embedded default)"
+    )
+    assert notes[2].endswith("hookspawn send --example pull_request.opened")
 
 
 def test_the_start_line_names_the_agents_and_their_directory(tmp_path: Path) -> None:

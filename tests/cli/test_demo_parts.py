@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tomllib
 from pathlib import Path
 
 import redis
@@ -144,3 +145,23 @@ def test_with_no_agents_the_start_line_says_what_to_do(tmp_path: Path) -> None:
     assert level == logging.ERROR
     assert line.startswith(f"no agents loaded: the agent files in {missing} do not compile (")
     assert f"`hookspawn check {missing}` lists them all" in line
+
+
+def test_the_package_data_patterns_ship_the_examples_and_samples() -> None:
+    # what a wheel (not an editable install) carries: pyproject's package-data for `workers`
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["workers"]
+    package = ROOT / "workers"
+    shipped = {
+        path.relative_to(package).as_posix()
+        for pattern in patterns
+        for path in package.glob(pattern)
+        if path.is_file()
+    }
+    agents = {
+        f"examples/auto/{p.relative_to(demo.AGENTS_DIR).as_posix()}"
+        for p in demo.AGENTS_DIR.rglob("*.yaml")
+    }
+    assert agents and agents <= shipped
+    payloads = {f"examples/payloads/{name}.json" for name in samples.names()}
+    assert payloads | {"examples/payloads/LICENSE", "examples/payloads/README.md"} <= shipped

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
+import sys
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from agents.compiler import compile_dir
+from agents.compiler import FILE_PATH, compile_dir
 from agents.errors import Diagnostic
 from agents.model import CompileResult
 
-__all__ = ["ExtraCheck", "format_result", "run_check", "with_extra"]
+__all__ = ["ExtraCheck", "directory_problem", "format_result", "run_check", "with_extra"]
 
 #: A check beyond compiling, supplied by the caller (the GitHub event-schema check lives at the
 #: edge, so this package stays free of githubkit): (compiled set, .auto dir) → diagnostics.
@@ -25,24 +28,32 @@ def run_check(
     as_json: bool,
     secret_names: Collection[str],
     out: TextIO,
+    err: TextIO | None = None,
     extra_checks: Sequence[ExtraCheck] = (),
     strict: bool = False,
 ) -> int:
     """Print every error and warning (and, on success, each agent); 1 on any error, else 0.
 
     `extra_checks` run on the compiled agents (even when some files failed to compile);
-    `strict` turns every warning into an error.
+    `strict` turns every warning into an error. File names are printed as the user can open
+    them from the current directory. A directory that is not a `.auto` directory at all is
+    one line on `err` (exit 2).
     """
+    problem = directory_problem(auto_dir)
+    if problem is not None:
+        (err or sys.stderr).write(f"hookspawn check: {problem}\n")
+        return 2
     result = with_extra(
         compile_dir(auto_dir, secret_names=secret_names), auto_dir, extra_checks, strict=strict
     )
+    result = _openable_paths(result, auto_dir)
     if as_json:
         body = {
             "ok": result.ok,
             "agents": [agent.to_json() for agent in result.agents],
             "environments": dict(result.environments),
-            "errors": [d.to_json() for d in result.errors],
-            "warnings": [d.to_json() for d in result.warnings],
+            "errors": [_json(d) for d in result.errors],
+            "warnings": [_json(d) for d in result.warnings],
         }
         out.write(json.dumps(body, indent=2, sort_keys=False) + "\n")
     else:
@@ -69,9 +80,83 @@ def with_extra(
     return dataclasses.replace(result, errors=tuple(errors), warnings=tuple(warnings))
 
 
+def directory_problem(auto_dir: Path, *, absolute: bool = False) -> str | None:
+    """What makes `auto_dir` not a `.auto` directory (missing, a file, the `agents/` folder
+    itself, no `agents/` folder), in one line naming what was expected; None when it is one.
+
+    Paths are named as they open from the current directory, or `absolute`ly (for logs)."""
+
+    def named(path: Path) -> str:
+        return os.path.abspath(path) if absolute else _relative_openable(path)
+
+    shown = named(auto_dir)
+    expected = "expected the .auto directory that holds agents/*.yaml"
+    if not auto_dir.exists():
+        return f"{shown}: no such directory ({expected})"
+    if not auto_dir.is_dir():
+        return f"{shown}: not a directory ({expected})"
+    if not (auto_dir / "agents").is_dir():
+        if auto_dir.resolve().name == "agents" and any(auto_dir.glob("*.yaml")):
+            parent = named(auto_dir.resolve().parent)
+            return (
+                f"{shown}: this is the agents/ folder; pass the .auto directory above it: {parent}"
+            )
+        starter = f"`hookspawn init {shown}` writes a starter set"
+        return f"{shown}: no agents/ folder ({expected}; {starter})"
+    if not any((auto_dir / "agents").glob("*.yaml")):
+        return f"{named(auto_dir / 'agents')}: no agent files ({expected})"
+    return None
+
+
+def _relative_openable(path: Path) -> str:
+    """`path` relative to the current directory when it is under it, else absolute."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix() or "."
+    except ValueError:
+        return absolute.as_posix()
+
+
+def _openable_paths(result: CompileResult, auto_dir: Path) -> CompileResult:
+    """Diagnostics name files relative to the `.auto` directory's name (`.auto/agents/a.yaml`);
+    the user gets them as a path they can open from here."""
+    root = Path(os.path.abspath(auto_dir))
+    prefix = (auto_dir.name or auto_dir.resolve().name) + "/"
+    # a file named inside a message (an import cycle, a missing import) ends at a space,
+    # a parenthesis or a comma
+    named = re.compile(r"(?<![\w./-])" + re.escape(prefix) + r"[^\s(),]+")
+
+    def openable(shown: str) -> str:
+        return _relative_openable(root / shown[len(prefix) :])
+
+    def fix(d: Diagnostic) -> Diagnostic:
+        file = openable(d.file) if d.file.startswith(prefix) else d.file
+        message = named.sub(lambda found: openable(found.group()), d.message)
+        return dataclasses.replace(d, file=file, message=message)
+
+    return dataclasses.replace(
+        result,
+        errors=tuple(fix(d) for d in result.errors),
+        warnings=tuple(fix(d) for d in result.warnings),
+    )
+
+
+def _line(d: Diagnostic) -> str:
+    """`FILE:LINE: field.path: message`, or `FILE:LINE: message` for a whole-file problem."""
+    where = f"{d.file}:{d.line}: " + ("warning: " if d.severity == "warning" else "")
+    return where + (d.message if d.path == FILE_PATH else f"{d.path}: {d.message}")
+
+
+def _json(d: Diagnostic) -> dict[str, object]:
+    body = d.to_json()
+    if d.path == FILE_PATH:
+        body["path"] = None
+    return body
+
+
 def format_result(result: CompileResult) -> str:
-    lines = [str(d) for d in result.errors]
-    lines += [f"{d.file}:{d.line}: warning: {d.path}: {d.message}" for d in result.warnings]
+    lines = [_line(d) for d in result.errors]
+    lines += [_line(d) for d in result.warnings]
     if result.ok:
         for agent in result.agents:
             lines.append(

@@ -129,10 +129,7 @@ def load_document(path: Path, display: str) -> tuple[YMap, list[tuple[Loc, str, 
                 )
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else 1
-        problem = " ".join(part for part in (exc.context, exc.problem) if part) or "syntax error"
-        raise SourceError(Loc(display, line), f"invalid YAML: {problem}") from exc
+        raise SourceError(*_yaml_problem(exc, display)) from exc
     except yaml.YAMLError as exc:
         raise SourceError(Loc(display, 1), f"invalid YAML: {exc}") from exc
     except RecursionError as exc:
@@ -144,6 +141,19 @@ def load_document(path: Path, display: str) -> tuple[YMap, list[tuple[Loc, str, 
     if not isinstance(node, YMap):
         raise SourceError(node.loc, f"an agent document must be a mapping, not {describe(node)}")
     return node, builder.problems
+
+
+def _yaml_problem(exc: yaml.MarkedYAMLError, display: str) -> tuple[Loc, str]:
+    """Where the YAML broke (the problem mark: the line a reader must fix) and what broke,
+    with the construct it was inside and where that started when the parser says so."""
+    mark = exc.problem_mark or exc.context_mark
+    line = mark.line + 1 if mark is not None else 1
+    message = f"invalid YAML: {exc.problem or exc.context or 'syntax error'}"
+    if exc.problem and exc.context:
+        started = exc.context_mark
+        where = f" started at line {started.line + 1}" if started is not None else ""
+        message += f" ({exc.context}{where})"
+    return Loc(display, line), message
 
 
 class _Builder:

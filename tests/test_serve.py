@@ -173,7 +173,7 @@ def test_serve_accepts_a_sent_payload_and_stops_everything(
 
     def processed() -> bool:
         shown = subprocess.run(
-            [str(HOOKSPAWN), "deliveries", "show", "serve-1", "--url", url],
+            [str(HOOKSPAWN), "deliveries", "show", "serve-1", "--json", "--url", url],
             cwd=cwd, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         return shown.returncode == 0 and '"status": "processed"' in shown.stdout

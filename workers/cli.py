@@ -6,8 +6,10 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from workers import commands
+from workers.client import DEFAULT_URL, CommandError
 
 CONCURRENCY_HELP = "worker processes (default: twice the CPU cores, at least 2)"
 OPEN_ADMIN_HELP = (
@@ -23,10 +25,15 @@ def default_concurrency() -> int:
     return max(2, 2 * (os.cpu_count() or 1))
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument error is one line (not the usage block), then exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="hookspawn", description="GitHub webhooks in, agent sessions out."
-    )
+    p = _Parser(prog="hookspawn", description="GitHub webhooks in, agent sessions out.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(
@@ -38,8 +45,13 @@ def _parser() -> argparse.ArgumentParser:
 
     def server_url(cmd: argparse.ArgumentParser) -> None:
         cmd.add_argument(
-            "--url", default=None, help="the running server (default http://127.0.0.1:8000)"
+            "--url",
+            default=None,
+            help=f"the running server (default: HOOKSPAWN_URL, else {DEFAULT_URL})",
         )
+
+    def as_json(cmd: argparse.ArgumentParser) -> None:
+        cmd.add_argument("--json", action="store_true", help="print the JSON answer")
 
     serve = add(
         "serve",
@@ -52,6 +64,12 @@ def _parser() -> argparse.ArgumentParser:
         "--concurrency", type=int, default=default_concurrency(), help=CONCURRENCY_HELP
     )
     serve.add_argument("--allow-open-admin", action="store_true", help=OPEN_ADMIN_HELP)
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="the example agents and a demo connection for their repository, on the embedded "
+        "default (try `hookspawn send --example pull_request.opened`)",
+    )
 
     web = add("web", commands.web, "run the HTTP server (intake and API)")
     web.add_argument("--host", default="127.0.0.1")
@@ -84,14 +102,32 @@ def _parser() -> argparse.ArgumentParser:
         help="skip checking template and filter paths against GitHub's webhook schemas",
     )
 
-    send = add("send", commands.send, "sign and post a webhook payload file to a running server")
-    send.add_argument("file")
-    send.add_argument("--event", required=True, help="the X-GitHub-Event name")
+    init = add("init", commands.init, "write a starter .auto directory (never overwrites)")
+    init.add_argument("dir", nargs="?", default=".auto", help="where (default .auto)")
+    init.add_argument(
+        "--repository",
+        default="your-org/your-repo",
+        help="owner/name the starter agents check out (default: a placeholder to edit)",
+    )
+
+    send = add("send", commands.send, "sign and post a webhook payload to a running server")
+    send.add_argument("file", nargs="?", default=None, help="the webhook body (JSON)")
+    send.add_argument(
+        "--example",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="NAME",
+        help="send a sample payload shipped with hookspawn; without NAME, list them",
+    )
+    send.add_argument(
+        "--event", default=None, help="the X-GitHub-Event name (with --example: from its name)"
+    )
     send.add_argument("--delivery", default=None, help="X-GitHub-Delivery (default: a new UUID)")
     send.add_argument(
         "--secret", default=None, help="default: HOOKSPAWN_WEBHOOK_SECRET or the data dir's"
     )
-    send.add_argument("--url", default=None, help="default http://127.0.0.1:8000/webhooks/github")
+    server_url(send)
 
     deliveries = add(
         "deliveries",
@@ -101,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
     deliveries.add_argument("action", choices=["list", "show", "replay", "recover"])
     deliveries.add_argument("id", nargs="?")
     server_url(deliveries)
+    as_json(deliveries)
     deliveries.add_argument(
         "--since",
         default="2h",
@@ -124,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("file", help="the webhook body (JSON), as GitHub sends it")
     explain.add_argument("--event", required=True, help="the X-GitHub-Event name")
     explain.add_argument("--delivery", default=None, help="compute spawn ids for this delivery id")
-    explain.add_argument("--json", action="store_true", help="print the JSON answer")
+    as_json(explain)
     server_url(explain)
 
     start = add("start", commands.start, "start a session of an agent by hand (no event)")
@@ -134,24 +171,43 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--message", default=None)
     start.add_argument("--idempotency-key", default=None, help="starting twice with it starts once")
     server_url(start)
+    as_json(start)
 
-    sessions = add("sessions", commands.sessions, "list sessions")
+    sessions = add("sessions", commands.sessions, "list sessions or show one")
     sessions.add_argument("action", choices=["list", "show"])
     sessions.add_argument("id", nargs="?")
     sessions.add_argument("--agent", default=None)
     sessions.add_argument("--limit", type=int, default=100)
     server_url(sessions)
+    as_json(sessions)
 
     connections = add("connections", commands.connections, "list or sync GitHub App connections")
     connections.add_argument("action", choices=["list", "sync"])
     server_url(connections)
+    as_json(connections)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. What goes wrong is one line on stderr and a non-zero exit, never a
+    traceback; output cut short by its reader (`| head`) ends quietly."""
     args = _parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
-    return func(args)
+    try:
+        code = func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except CommandError as exc:
+        print(f"hookspawn {args.command}: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        # the reader is gone: point stdout at /dev/null so the flush at exit cannot fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # what a shell reports for a command ended by SIGPIPE
+    except KeyboardInterrupt:
+        print(f"hookspawn {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -8,20 +8,53 @@ import logging
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-import httpx
+from pydantic import ValidationError
 
 from triggers.signature import sign
-from workers.serve import data_dir_secret
+from workers.agents_notice import log_agents
+from workers.client import CommandError, Server, error_line
 from workers.settings import Settings
+from workers.summaries import (
+    connections_text,
+    deliveries_text,
+    delivery_text,
+    session_text,
+    sessions_text,
+    sync_text,
+)
 
-DEFAULT_URL = "http://127.0.0.1:8000"
+log = logging.getLogger("hookspawn")
 
 
 def _settings() -> Settings:
-    return Settings()
+    try:
+        return Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "HOOKSPAWN_" + "_".join(str(part) for part in first["loc"]).upper()
+        raise CommandError(f"{name}: {first['msg']}", exit_code=2) from None
+
+
+def _server(args: argparse.Namespace) -> Server:
+    settings = _settings()
+    return Server.at(args.url, env_url=settings.url, token=settings.admin_token)
+
+
+def _print_json(answer: Any) -> None:
+    print(json.dumps(answer, indent=2))
+
+
+def _output(args: argparse.Namespace, answer: Any, readable: Callable[[Any], str]) -> None:
+    """The answer as JSON with --json, else as the readable summary."""
+    if args.json:
+        _print_json(answer)
+    else:
+        sys.stdout.write(readable(answer))
 
 
 def _logging() -> None:
@@ -38,14 +71,17 @@ def _logging() -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from workers.demo import demo_settings
     from workers.serve import serve as run
 
+    settings = demo_settings(_settings()) if args.demo else _settings()
     return run(
-        _settings(),
+        settings,
         host=args.host,
         port=args.port,
         concurrency=args.concurrency,
         allow_open_admin=args.allow_open_admin,
+        demo=args.demo,
     )
 
 
@@ -66,6 +102,7 @@ def web(args: argparse.Namespace) -> int:
     warning = open_admin_warning(args.host, args.port, token=token)
     if warning:
         logging.getLogger("hookspawn.web").warning("%s", warning)
+    log_agents(log, settings.agents_dir, settings.secret_names)
     rt = build_runtime(settings)
     uvicorn.run(
         create_app(rt),
@@ -89,6 +126,7 @@ def worker(args: argparse.Namespace) -> int:
         for name in ("celery.app.trace", "celery.worker.strategy"):
             logging.getLogger(name).setLevel(logging.WARNING)
     settings = _settings()
+    log_agents(log, settings.agents_dir, settings.secret_names)
     # one scan of the agent files a second for the whole worker, not one per pool process:
     # started before the pool is forked, which then reads its change count
     watch = ChangeWatch(settings.agents_dir).start()
@@ -131,72 +169,109 @@ def check(args: argparse.Namespace) -> int:
     )
 
 
+def init(args: argparse.Namespace) -> int:
+    from workers.starter import AlreadyThere, write_starter
+
+    directory = Path(args.dir)
+    try:
+        written = write_starter(directory, repository=args.repository)
+    except AlreadyThere as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"cannot write in {directory}: {exc.strerror or exc}") from None
+    for path in written:
+        print(f"wrote {path}")
+    print(f"check them with `hookspawn check --strict {directory}`", end="")
+    if args.repository == "your-org/your-repo":
+        print("; then put your repository in place of your-org/your-repo", end="")
+    print()
+    return 0
+
+
 def _secret(settings: Settings, given: str | None) -> str:
     if given:
         return given
     if settings.webhook_secret:
         return settings.webhook_secret[0]
+    from workers.serve import data_dir_secret
+
     kept = data_dir_secret(settings.data_dir, create=False)
     if kept:
         return kept
-    raise SystemExit("hookspawn send: no secret: pass --secret or set HOOKSPAWN_WEBHOOK_SECRET")
+    raise CommandError(
+        "no webhook secret: pass --secret, set HOOKSPAWN_WEBHOOK_SECRET, or run from the "
+        f"directory `hookspawn serve` runs in (it keeps one in {settings.data_dir})",
+        exit_code=2,
+    )
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror or exc}", exit_code=2) from None
+
+
+def _payload_to_send(args: argparse.Namespace) -> tuple[str, bytes] | None:
+    """(event, body) from FILE --event or --example; None when --example only asks the list."""
+    from workers import samples
+
+    if args.example is not None:
+        if args.file is not None:
+            raise CommandError("give either FILE or --example NAME, not both", exit_code=2)
+        if args.example == "":
+            return None
+        try:
+            path = samples.path_of(args.example)
+        except samples.SampleNotFound as exc:
+            raise CommandError(str(exc), exit_code=2) from None
+        return args.event or samples.event_of(args.example), path.read_bytes()
+    if args.file is None:
+        raise CommandError("give a payload FILE (with --event) or --example NAME", exit_code=2)
+    if not args.event:
+        raise CommandError(f"{args.file}: --event NAME is required with a FILE", exit_code=2)
+    return args.event, _read(args.file)
 
 
 def send(args: argparse.Namespace) -> int:
+    """Sign and post a payload: FILE --event NAME, or a sample with --example NAME."""
+    from workers import samples
+
+    chosen = _payload_to_send(args)
+    if chosen is None:
+        for name in samples.names():
+            print(name)
+        return 0
+    event, body = chosen
     settings = _settings()
-    body = Path(args.file).read_bytes()
+    server = Server.at(args.url, env_url=settings.url, token=None)
+    base = server.base.removesuffix("/webhooks/github")  # --url may be the webhook URL itself
     delivery = args.delivery or str(uuid.uuid4())
-    url = args.url or f"{DEFAULT_URL}/webhooks/github"
     headers = {
         "Content-Type": "application/json",
-        "X-GitHub-Event": args.event,
+        "X-GitHub-Event": event,
         "X-GitHub-Delivery": delivery,
         "X-Hub-Signature-256": sign(body, _secret(settings, args.secret)),
         "User-Agent": "GitHub-Hookshot/hookspawn-send",
     }
-    response = httpx.post(url, content=body, headers=headers, timeout=30)
-    print(f"{response.status_code} {response.text}")
-    return 0 if response.is_success else 1
-
-
-def _admin(settings: Settings) -> dict[str, str]:
-    return {"Authorization": f"Bearer {settings.admin_token}"} if settings.admin_token else {}
-
-
-def api_call(
-    method: str,
-    path: str,
-    *,
-    url: str | None,
-    body: Any = None,
-    params: dict[str, Any] | None = None,
-    headers: dict[str, str] | None = None,
-) -> int:
-    """Call the running server's API and print the JSON answer; exit 0 on 2xx."""
-    settings = _settings()
-    base = (url or DEFAULT_URL).rstrip("/")
+    response = Server(base).request("POST", "/webhooks/github", content=body, headers=headers)
+    if not response.is_success:
+        raise CommandError(error_line(response))
     try:
-        response = httpx.request(
-            method,
-            base + path,
-            json=body,
-            params={k: v for k, v in (params or {}).items() if v is not None},
-            headers={**_admin(settings), **(headers or {})},
-            timeout=120,
-        )
-    except httpx.HTTPError as exc:
-        print(f"hookspawn: cannot reach {base}: {exc}", file=sys.stderr)
-        return 2
-    try:
-        print(json.dumps(response.json(), indent=2))
-    except ValueError:
-        print(response.text)
-    return 0 if response.is_success else 1
+        status = response.json().get("status")
+    except (ValueError, AttributeError):
+        status = None
+    print(
+        f"{response.status_code} {status or 'accepted'}: delivery {delivery} ({event}); "
+        f"follow it at {base}/ui/deliveries/{delivery}"
+    )
+    return 0
 
 
 def deliveries(args: argparse.Namespace) -> int:
     if args.action == "recover":
         return recover(args)
+    server = _server(args)
     if args.action == "list":
         filters = {
             "event": args.event,
@@ -204,12 +279,24 @@ def deliveries(args: argparse.Namespace) -> int:
             "repository": args.repository,
             "limit": args.limit,
         }
-        return api_call("GET", "/deliveries", url=args.url, params=filters)
+        answer = server.json("GET", "/deliveries", params=filters)
+        _output(args, answer, deliveries_text)
+        return 0
     if not args.id:
-        raise SystemExit(f"hookspawn deliveries {args.action}: a delivery ID is required")
+        raise CommandError(f"{args.action}: a delivery ID is required", exit_code=2)
     if args.action == "show":
-        return api_call("GET", f"/deliveries/{args.id}", url=args.url)
-    return api_call("POST", f"/deliveries/{args.id}/replay", url=args.url)
+        answer = server.json("GET", f"/deliveries/{quote(args.id, safe='')}")
+        _output(args, answer, delivery_text)
+        return 0
+    answer = server.json("POST", f"/deliveries/{quote(args.id, safe='')}/replay")
+    if args.json:
+        _print_json(answer)
+    else:
+        print(
+            f"replay of {args.id} {answer.get('status', 'queued')}; follow it at "
+            f"{server.base}/ui/deliveries/{args.id}"
+        )
+    return 0
 
 
 def start(args: argparse.Namespace) -> int:
@@ -220,29 +307,36 @@ def start(args: argparse.Namespace) -> int:
         "requester": os.environ.get("USER"),
     }
     headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
-    return api_call(
+    answer = _server(args).json(
         "POST",
-        f"/agents/{args.agent}/sessions",
-        url=args.url,
+        f"/agents/{quote(args.agent, safe='')}/sessions",
         body={k: v for k, v in body.items() if v is not None},
         headers=headers,
     )
+    _output(args, answer, session_text)
+    return 0
 
 
 def sessions(args: argparse.Namespace) -> int:
+    server = _server(args)
     if args.action == "show":
         if not args.id:
-            raise SystemExit("hookspawn sessions show: a session ID is required")
-        return api_call("GET", f"/sessions/{args.id}", url=args.url)
-    return api_call(
-        "GET", "/sessions", url=args.url, params={"agent": args.agent, "limit": args.limit}
-    )
+            raise CommandError("show: a session ID is required", exit_code=2)
+        answer = server.json("GET", f"/sessions/{quote(args.id, safe='')}")
+        _output(args, answer, session_text)
+        return 0
+    answer = server.json("GET", "/sessions", params={"agent": args.agent, "limit": args.limit})
+    _output(args, answer, sessions_text)
+    return 0
 
 
 def connections(args: argparse.Namespace) -> int:
+    server = _server(args)
     if args.action == "sync":
-        return api_call("POST", "/connections/sync", url=args.url)
-    return api_call("GET", "/connections", url=args.url)
+        _output(args, server.json("POST", "/connections/sync"), sync_text)
+    else:
+        _output(args, server.json("GET", "/connections"), connections_text)
+    return 0
 
 
 def recover(args: argparse.Namespace) -> int:
@@ -290,26 +384,15 @@ def explain(args: argparse.Namespace) -> int:
     try:
         payload = json.loads(Path(args.file).read_bytes())
     except OSError as exc:
-        raise SystemExit(f"hookspawn explain: cannot read {args.file}: {exc.strerror}") from None
+        raise CommandError(f"cannot read {args.file}: {exc.strerror}", exit_code=2) from None
     except ValueError as exc:
-        raise SystemExit(f"hookspawn explain: {args.file} is not JSON: {exc}") from None
+        raise CommandError(f"{args.file} is not JSON: {exc}", exit_code=2) from None
     body: dict[str, Any] = {"event": args.event, "payload": payload}
     if args.delivery:
         body["deliveryId"] = args.delivery
-    settings = _settings()
-    base = (args.url or DEFAULT_URL).rstrip("/")
-    try:
-        response = httpx.post(base + "/explain", json=body, headers=_admin(settings), timeout=120)
-    except httpx.HTTPError as exc:
-        print(f"hookspawn: cannot reach {base}: {exc}", file=sys.stderr)
-        return 2
-    try:
-        answer = response.json()
-    except ValueError:
-        print(response.text)
-        return 1
-    if args.json or not response.is_success:
-        print(json.dumps(answer, indent=2))
+    answer = _server(args).json("POST", "/explain", body=body)
+    if args.json:
+        _print_json(answer)
     else:
         sys.stdout.write(format_explain(answer))
-    return 0 if response.is_success else 1
+    return 0

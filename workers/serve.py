@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from workers.agents_notice import agents_notice
+from workers.demo import demo_environment, demo_notes, record_connection
 from workers.exposure import OPEN_FLAG, open_admin_refusal
 from workers.lifeline import tied_to_this_process
 from workers.redis_server import (
@@ -136,7 +138,10 @@ def serve(
     port: int,
     concurrency: int,
     allow_open_admin: bool = False,
+    demo: bool = False,
 ) -> int:
+    """`demo`: `settings` are the demo's (workers.demo); its children get the demo's environment
+    and the demo connection is recorded in the store before they start."""
     refusal = open_admin_refusal(
         "serve", host, token=settings.admin_token, allowed=allow_open_admin
     )
@@ -147,7 +152,8 @@ def serve(
     if isinstance(lock, str):
         print(lock, file=sys.stderr)
         return 1
-    env = dict(os.environ)
+    env = demo_environment(os.environ) if demo else dict(os.environ)
+    notes: list[str] = []
     redis_server: RedisServer | None = None
     supervisor = Supervisor()
 
@@ -170,6 +176,9 @@ def serve(
             assert secret is not None
             env["HOOKSPAWN_WEBHOOK_SECRET"] = secret
             secret_note = f"{secret}  (kept in {settings.data_dir / SECRET_FILE})"
+        if demo:
+            record_connection(env["HOOKSPAWN_REDIS_URL"])
+            notes = demo_notes(f"http://{host}:{port}", os.environ)
         web = ["web", "--host", host, "--port", str(port)]
         if allow_open_admin:
             web.append(OPEN_FLAG)
@@ -178,6 +187,7 @@ def serve(
         print(f"hookspawn: serving on http://{host}:{port}", flush=True)
         print(f"hookspawn: webhook URL   http://{host}:{port}/webhooks/github", flush=True)
         print(f"hookspawn: webhook secret {secret_note}", flush=True)
+        print(f"hookspawn: deliveries and sessions at http://{host}:{port}/ui", flush=True)
         if redis_server:
             version = redis_server_version(redis_server.binary)
             print(
@@ -185,6 +195,10 @@ def serve(
                 f"{redis_server.data_dir}; redis-server {version} at {redis_server.binary})",
                 flush=True,
             )
+        _, agents_line = agents_notice(settings.agents_dir, settings.secret_names)
+        print(f"hookspawn: {agents_line}", flush=True)
+        for note in notes:
+            print(f"hookspawn: {note}", flush=True)
         return supervisor.wait()
     finally:
         supervisor.stop()

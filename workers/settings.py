@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(default=30.0, gt=0, le=50)
     #: retries of one delivery (transient errors) before it is dead-lettered
     max_retries: int = Field(default=8, ge=0, le=50)
+    #: the running server the client commands (send, deliveries, …) talk to, when no --url
+    url: str | None = None
 
     @property
     def github_app_configured(self) -> bool:

@@ -9,11 +9,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agents.report import run_check
 from tests.agents.conftest import BASE, Tree
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / ".auto"
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # `check` names files as they open from here: .auto/...
 
 
 def check(tree: Tree, *, as_json: bool = False, secrets: tuple[str, ...] = ()) -> tuple[int, str]:
@@ -117,6 +124,7 @@ def test_cli_check_runs_on_the_examples(tmp_path: Path) -> None:
     (bad / "x.yaml").write_text("name: x\n")
     done = subprocess.run(
         [str(CLI), "check", str(tmp_path / ".auto")],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         env=env,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -254,8 +254,10 @@ def test_cli_prints_each_trigger(
     assert code == 0
     assert json.loads(out.getvalue())["summary"]["fire"] == 3
 
-    out = io.StringIO()
-    with redirect_stdout(out):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
         code = main(["explain", str(payload), "--event", "Bad!", "--url", url])
     assert code == 1
-    assert json.loads(out.getvalue())["error"]["code"] == "invalid_request"
+    assert out.getvalue() == ""
+    (line,) = err.getvalue().splitlines()  # an error answer is one line on stderr
+    assert line.startswith("hookspawn explain: POST /explain: 400 invalid_request: ")

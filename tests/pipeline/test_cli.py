@@ -12,8 +12,9 @@ from tests.pipeline.conftest import INSTALLATION, REPO, Hookspawn
 
 def cli(hs: Hookspawn, *args: str) -> tuple[int, Any]:
     url = str(hs.client.base_url).rstrip("/")
+    as_json = ["--json"] if args[0] in ("deliveries", "sessions", "start", "connections") else []
     result = subprocess.run(
-        [sys.executable, "-m", "workers.cli", *args, "--url", url],
+        [sys.executable, "-m", "workers.cli", *args, "--url", url, *as_json],
         capture_output=True,
         text=True,
         timeout=60,
@@ -47,7 +48,9 @@ def test_cli_round_trip(connected: Hookspawn) -> None:
     assert started["displayTitle"] == "by hand"
     code, refused = cli(hs, "start", "pr-review")
     assert code == 1
-    assert refused["error"]["code"] == "event_required"
+    assert refused.startswith(
+        "hookspawn start: POST /agents/pr-review/sessions: 409 event_required: "
+    )
 
     code, sessions = cli(hs, "sessions", "list", "--agent", "nightly")
     assert code == 0

@@ -26,7 +26,8 @@ from workers.event_schemas import (
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> Tree:
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tree:
+    monkeypatch.chdir(tmp_path)  # `check` names files as they open from here: .auto/...
     return Tree(tmp_path / ".auto")
 
 

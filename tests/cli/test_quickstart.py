@@ -1,0 +1,176 @@
+"""The README Quick start, run as written: real `hookspawn serve --demo` on a free port, the
+sample sent from a second process, the delivery dispatched and its session shown in /ui."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import wait_for
+from workers.redis_server import free_port
+
+pytestmark = pytest.mark.slow
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+BIN = Path(sys.executable).parent  # the installed commands of the interpreter running the tests
+
+
+def code_blocks() -> list[str]:
+    """The `sh` code blocks of the README's Quick start."""
+    section = README.read_text().split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    return [part.split("```", 1)[0] for part in section.split("```sh\n")[1:]]
+
+
+def quick_start() -> tuple[list[str], str]:
+    """The commands of the Quick start's run steps, and the block that holds them."""
+    block = code_blocks()[0]
+    commands = [line for line in block.splitlines() if line and not line.startswith("#")]
+    return commands, block
+
+
+def test_the_quick_start_is_these_steps() -> None:
+    commands, block = quick_start()
+    assert commands == [
+        "pip install -e '.[dev]'",
+        "hookspawn serve --demo",
+        "hookspawn send --example pull_request.opened",
+    ]
+    assert block.index("# in a second shell:") < block.index("hookspawn send")
+    assert "# then open the /ui link that serve printed" in block
+    assert code_blocks()[1:] == ["pytest\n"]
+
+
+def command(line: str, *extra: str) -> list[str]:
+    """A README command line as argv, `hookspawn` being the installed one."""
+    argv = shlex.split(line)
+    assert argv[0] == "hookspawn"
+    return [str(BIN / "hookspawn"), *argv[1:], *extra]
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen[str]
+    cwd: Path
+    log: Path
+    url: str
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    """Step 2 in a fresh directory (no .auto, no data dir): `hookspawn serve --demo`."""
+    commands, _ = quick_start()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            command(commands[1], "--port", str(port)),
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        yield Served(proc, tmp_path, log, url)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served) -> None:
+    commands, _ = quick_start()
+    assert commands[0] == "pip install -e '.[dev]'"  # done: the tests run in that install
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"{served.url}/readyz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for(ready, timeout=60)
+    wait_for(lambda: "demo: then open" in served.log.read_text(), timeout=30)
+    banner = served.log.read_text()
+    assert f"serving on {served.url}" in banner
+    assert re.search(r"webhook secret \S{20,}", banner), banner
+    ui = re.search(r"deliveries and sessions at (http://\S+/ui)\n", banner)
+    assert ui and ui.group(1) == f"{served.url}/ui", banner
+    assert "loaded 3 agents from " in banner
+    assert "demo: connection acme (installation 424242) covers acme/widgets" in banner
+
+    # step 3, in a second process from the same directory (where serve keeps the secret)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
+    sent = subprocess.run(
+        command(commands[2], "--url", served.url),
+        cwd=served.cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    found = re.match(
+        r"202 queued: delivery (\S+) \(pull_request\); follow it at (\S+)\n", sent.stdout
+    )
+    assert found, sent.stdout
+    delivery, follow = found.groups()
+    assert follow == f"{served.url}/ui/deliveries/{delivery}"
+
+    def processed() -> dict[str, object] | None:
+        body = httpx.get(f"{served.url}/deliveries/{delivery}", timeout=5).json()
+        return body if body.get("status") == "processed" else None
+
+    wait_for(processed, timeout=60)
+    record = processed()
+    assert record is not None
+    outcomes = record["outcomes"]
+    assert isinstance(outcomes, list)
+    assert [(o["agent"], o["outcome"]) for o in outcomes] == [("pr-review", "dispatched")]
+    session = outcomes[0]["sessionId"]
+
+    # step 4: the /ui link of the banner shows the delivery, its outcome and its session
+    listing = httpx.get(ui.group(1), timeout=5)
+    assert listing.status_code == 200 and delivery in listing.text
+    page = httpx.get(follow, timeout=5)
+    assert page.status_code == 200
+    assert "dispatched" in page.text and session in page.text
+    session_page = httpx.get(f"{served.url}/ui/sessions/{session}", timeout=5)
+    assert session_page.status_code == 200
+    assert "pr-review" in session_page.text and "Review #2" in session_page.text
+
+    # the same from the CLI: a readable summary, and an error answer in one line
+    shown = subprocess.run(
+        command(f"hookspawn deliveries show {delivery}", "--url", served.url),
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert shown.returncode == 0
+    assert f"pr-review (trigger review): dispatched, session {session}" in shown.stdout
+    missing = subprocess.run(
+        command("hookspawn sessions show hs-missing", "--url", served.url),
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr.startswith("hookspawn sessions: GET /sessions/hs-missing: 404 ")
+    assert len(missing.stderr.splitlines()) == 1
+
+    # web and worker said at start what they loaded, and from where
+    log = served.log.read_text()
+    assert log.count("loaded 3 agents from ") >= 3, log
+    served.proc.send_signal(signal.SIGTERM)
+    assert served.proc.wait(60) == 0

@@ -1,0 +1,115 @@
+"""The readable summaries `deliveries` and `sessions` print without --json."""
+
+from __future__ import annotations
+
+from workers.summaries import (
+    connections_text,
+    deliveries_text,
+    delivery_text,
+    session_text,
+    sessions_text,
+    sync_text,
+)
+
+DELIVERY = {
+    "deliveryId": "d-1",
+    "event": "pull_request",
+    "action": "opened",
+    "repository": "acme/widgets",
+    "status": "processed",
+    "receivedAt": "2026-12-01T10:00:00Z",
+    "processedAt": "2026-12-01T10:00:01Z",
+    "error": None,
+    "outcomes": [
+        {"agent": "pr-review", "trigger": 0, "triggerKey": "review", "outcome": "dispatched",
+         "code": None, "message": "dispatched", "sessionId": "hs-1"},
+        {"agent": "fix", "trigger": 0, "triggerKey": None, "outcome": "suppressed",
+         "code": "repository_not_covered", "message": "acme/widgets is not covered",
+         "sessionId": None},
+    ],
+}  # fmt: skip
+
+
+def test_deliveries_list_is_a_table_newest_first() -> None:
+    push = {**DELIVERY, "deliveryId": "d-2", "event": "push", "action": None, "repository": None}
+    text = deliveries_text({"items": [push, DELIVERY]})
+    assert text.splitlines() == [
+        "DELIVERY  EVENT                REPOSITORY    STATUS     RECEIVED",
+        "d-2       push                 -             processed  2026-12-01T10:00:00Z",
+        "d-1       pull_request.opened  acme/widgets  processed  2026-12-01T10:00:00Z",
+    ]
+    assert deliveries_text({"items": []}) == "no deliveries\n"
+
+
+def test_delivery_show_says_each_outcome() -> None:
+    assert delivery_text(DELIVERY).splitlines() == [
+        "delivery d-1: pull_request.opened on acme/widgets",
+        "status: processed (received 2026-12-01T10:00:00Z, processed 2026-12-01T10:00:01Z)",
+        "outcomes:",
+        "  pr-review (trigger review): dispatched, session hs-1",
+        "  fix (trigger 0): suppressed repository_not_covered: acme/widgets is not covered",
+    ]
+    quiet = {**DELIVERY, "outcomes": []}
+    assert delivery_text(quiet).splitlines()[-1] == "outcomes: none (no trigger of any agent fired)"
+    failed = {**DELIVERY, "status": "failed", "error": "attempts_exhausted", "outcomes": []}
+    assert delivery_text(failed).splitlines()[-1] == "error: attempts_exhausted"
+
+
+SESSION = {
+    "id": "hs-1",
+    "agent": "pr-review",
+    "harness": "claude-code",
+    "createdAt": "2026-12-01T10:00:01Z",
+    "origin": {"kind": "trigger", "deliveryId": "d-1"},
+    "displayTitle": "Review #2",
+    "initialPrompt": "Review it.\nCarefully.",
+    "mounts": [
+        {"mountPath": "/workspace/w", "repository": "acme/widgets", "ref": "refs/pull/2/head",
+         "auth": "githubApp", "capabilities": {"contents": "read", "issues": "none"}},
+    ],
+}  # fmt: skip
+
+
+def test_sessions_list_and_show() -> None:
+    manual = {**SESSION, "id": "hs-2", "origin": {"kind": "manual"}, "displayTitle": None}
+    assert sessions_text({"items": [manual, SESSION]}).splitlines() == [
+        "SESSION  AGENT      CREATED               ORIGIN       TITLE",
+        "hs-2     pr-review  2026-12-01T10:00:01Z  manual",
+        "hs-1     pr-review  2026-12-01T10:00:01Z  trigger d-1  Review #2",
+    ]
+    assert sessions_text({"items": []}) == "no sessions\n"
+    assert session_text(SESSION).splitlines() == [
+        "session hs-1",
+        "agent: pr-review (claude-code)",
+        "created: 2026-12-01T10:00:01Z",
+        "origin: trigger d-1",
+        "title: Review #2",
+        "mounts:",
+        "  /workspace/w  acme/widgets @ refs/pull/2/head  (githubApp: contents read)",
+        "prompt:",
+        "  Review it.",
+        "  Carefully.",
+    ]
+
+
+def test_connections_list_and_sync() -> None:
+    answer = {
+        "items": [
+            {"id": 7, "account": "acme", "status": "active",
+             "repositories": [{"id": 1, "fullName": "acme/widgets"},
+                              {"id": 2, "fullName": "acme/gears"}],
+             "pruned": [{"id": 3, "fullName": "acme/old"}]},
+            {"id": 9, "account": "solo", "status": "suspended", "repositories": [], "pruned": []},
+        ]
+    }  # fmt: skip
+    assert connections_text(answer).splitlines() == [
+        "INSTALLATION  ACCOUNT  STATUS     COVERS",
+        "7             acme     active     acme/widgets, acme/gears (pruned: acme/old)",
+        "9             solo     suspended  -",
+    ]
+    assert connections_text({"items": []}).startswith("no connections")
+    report = {"installations": 1, "repositories": 2, "summary": ["installation 7 (acme) added"]}
+    assert sync_text(report).splitlines() == [
+        "synced 1 installations covering 2 repositories",
+        "installation 7 (acme) added",
+    ]

@@ -1,0 +1,46 @@
+"""The start-up line of `serve`, `web` and `worker`: how many agents, from which directory, or
+why there are none and what to do about it."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Collection
+from pathlib import Path
+
+from agents import compile_dir
+from agents.report import directory_problem
+
+__all__ = ["agents_notice", "log_agents"]
+
+_WHAT_TO_DO = (
+    "write a starter set with `hookspawn init {dir}`, point HOOKSPAWN_AGENTS_DIR at your .auto "
+    "directory, or try the example agents with `hookspawn serve --demo`"
+)
+
+
+def agents_notice(directory: Path, secret_names: Collection[str] = ()) -> tuple[int, str]:
+    """(logging level, message) saying what a process starting on `directory` will work with."""
+    shown = os.path.abspath(directory)
+    problem = directory_problem(directory, absolute=True)
+    if problem is not None:
+        return logging.WARNING, (
+            f"no agents loaded ({problem}): every delivery will fire nothing; "
+            + _WHAT_TO_DO.format(dir=shown)
+        )
+    result = compile_dir(directory, secret_names=secret_names)
+    if not result.ok:
+        count = len(result.errors)
+        return logging.ERROR, (
+            f"no agents loaded: the agent files in {shown} do not compile "
+            f"({count} error{'s' if count != 1 else ''}; the first: {result.errors[0]}); "
+            f"`hookspawn check {shown}` lists them all"
+        )
+    count = len(result.agents)
+    names = ", ".join(agent.name for agent in result.agents)
+    return logging.INFO, f"loaded {count} agent{'s' if count != 1 else ''} from {shown}: {names}"
+
+
+def log_agents(logger: logging.Logger, directory: Path, secret_names: Collection[str]) -> None:
+    level, message = agents_notice(directory, secret_names)
+    logger.log(level, "%s", message)

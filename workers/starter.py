@@ -1,0 +1,115 @@
+"""`hookspawn init [DIR]`: a starter `.auto` directory that passes `hookspawn check --strict`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["STARTER_FILES", "AlreadyThere", "write_starter"]
+
+#: the repository the starter agents work on until the user names theirs
+PLACEHOLDER_REPOSITORY = "your-org/your-repo"
+
+_RUNTIME = """\
+# The runtime every starter agent imports: harness and environment in one place.
+harness: claude-code
+environment:
+  name: agent-runtime
+  image:
+    kind: preset
+    name: node24
+"""
+
+_PR_REVIEW = """\
+# Reviews each opened or updated pull request. It reads the code (contents: read) and comments
+# (pullRequests: write); it cannot push.
+name: pr-review
+imports:
+  - ../fragments/runtime.yaml
+mounts:
+  - name: repo
+    kind: git
+    repository: {repository}
+    mountPath: /workspace/repo
+    ref: refs/pull/{{{{payload.github.pullRequest.number}}}}/head
+    auth:
+      kind: githubApp
+      capabilities:
+        contents: read
+        pullRequests: write
+triggers:
+  - kind: github
+    name: review
+    event: pull_request
+    actions: [opened, synchronize, reopened, ready_for_review]
+    displayTitle: "Review #{{{{ github.pullRequest.number }}}}"
+    initialPrompt: |
+      Review pull request {{{{ github.pullRequest.htmlUrl }}}}.
+      Leave inline comments for concrete problems and one summary review.
+systemPrompt: |
+  You review pull requests. You cannot push; comment instead.
+"""
+
+_COMMENT_COMMAND = """\
+# Answers "/agent ..." comments on issues and pull requests, from people who belong to the
+# repository only: anyone can comment on a public repository.
+name: comment-command
+imports:
+  - ../fragments/runtime.yaml
+mounts:
+  - name: repo
+    kind: git
+    repository: {repository}
+    mountPath: /workspace/repo
+    ref: main
+    auth:
+      kind: githubApp
+      capabilities:
+        contents: write
+        pullRequests: write
+        issues: write
+triggers:
+  - kind: github
+    name: agent-comment
+    event: issue_comment
+    actions: [created]
+    filters:
+      - {{path: github.comment.body, matches: "^/agent\\\\b"}}
+      - {{path: github.comment.authorAssociation, in: [OWNER, MEMBER, COLLABORATOR]}}
+    displayTitle: "/agent on #{{{{ github.issue.number }}}}"
+    initialPrompt: |
+      {{{{ github.sender.login }}}} asked on {{{{ github.issue.htmlUrl }}}}:
+
+      {{{{ github.comment.body }}}}
+
+      Do what the comment asks; open a pull request for any change.
+systemPrompt: |
+  You act on requests left in comments, in small reviewed pull requests.
+"""
+
+#: path under the .auto directory → text (a str.format template: `{repository}` is filled in)
+STARTER_FILES = {
+    "fragments/runtime.yaml": _RUNTIME,
+    "agents/pr-review.yaml": _PR_REVIEW,
+    "agents/comment-command.yaml": _COMMENT_COMMAND,
+}
+
+
+class AlreadyThere(FileExistsError):
+    """A file `init` would write exists; nothing was written."""
+
+
+def write_starter(directory: Path, *, repository: str = PLACEHOLDER_REPOSITORY) -> list[Path]:
+    """Write the starter files under `directory` (created as needed); the paths written.
+
+    Refuses (AlreadyThere, before writing anything) when any of them exists."""
+    targets = {directory / name: text for name, text in STARTER_FILES.items()}
+    for path in targets:
+        if path.exists() or path.is_symlink():
+            raise AlreadyThere(f"{path} already exists; init writes only new files")
+    for path, text in targets.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text.format(repository=repository))
+    return list(targets)

@@ -1,0 +1,151 @@
+"""Readable text for what the client commands print by default (`--json` prints the answer)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["deliveries_text", "delivery_text", "session_text", "sessions_text"]
+
+
+def _table(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        + "\n"
+        for row in rows
+    )
+
+
+def _event(item: Mapping[str, Any]) -> str:
+    action = item.get("action")
+    return f"{item.get('event')}.{action}" if action else str(item.get("event"))
+
+
+def deliveries_text(answer: Mapping[str, Any]) -> str:
+    """`deliveries list`: one line per delivery, newest first."""
+    items = answer.get("items") or []
+    if not items:
+        return "no deliveries\n"
+    rows = [["DELIVERY", "EVENT", "REPOSITORY", "STATUS", "RECEIVED"]]
+    rows += [
+        [
+            str(d.get("deliveryId")),
+            _event(d),
+            str(d.get("repository") or "-"),
+            str(d.get("status")),
+            str(d.get("receivedAt") or "-"),
+        ]
+        for d in items
+    ]
+    return _table(rows)
+
+
+def _outcome(o: Mapping[str, Any]) -> str:
+    trigger = o.get("triggerKey") or o.get("trigger")
+    head = f"{o.get('agent')} (trigger {trigger}): {o.get('outcome')}"
+    if o.get("outcome") == "dispatched":
+        return f"{head}, session {o.get('sessionId')}"
+    return f"{head} {o.get('code')}: {o.get('message')}"
+
+
+def delivery_text(d: Mapping[str, Any]) -> str:
+    """`deliveries show`: what arrived, where it stands, and one line per outcome."""
+    lines = [
+        f"delivery {d.get('deliveryId')}: {_event(d)} on {d.get('repository') or '-'}",
+        f"status: {d.get('status')} (received {d.get('receivedAt') or '-'}, "
+        f"processed {d.get('processedAt') or 'not yet'})",
+    ]
+    if d.get("error"):
+        lines.append(f"error: {d['error']}")
+    outcomes = d.get("outcomes") or []
+    if outcomes:
+        lines.append("outcomes:")
+        lines += [f"  {_outcome(o)}" for o in outcomes]
+    elif d.get("status") == "processed":
+        lines.append("outcomes: none (no trigger of any agent fired)")
+    return "".join(line + "\n" for line in lines)
+
+
+def sessions_text(answer: Mapping[str, Any]) -> str:
+    """`sessions list`: one line per session, newest first."""
+    items = answer.get("items") or []
+    if not items:
+        return "no sessions\n"
+    rows = [["SESSION", "AGENT", "CREATED", "ORIGIN", "TITLE"]]
+    rows += [
+        [
+            str(s.get("id")),
+            str(s.get("agent")),
+            str(s.get("createdAt") or "-"),
+            _origin(s.get("origin") or {}),
+            str(s.get("displayTitle") or ""),
+        ]
+        for s in items
+    ]
+    return _table(rows)
+
+
+def _origin(origin: Mapping[str, Any]) -> str:
+    kind = str(origin.get("kind") or "-")
+    if kind == "trigger" and origin.get("deliveryId"):
+        return f"trigger {origin['deliveryId']}"
+    if kind == "agent" and origin.get("parentSessionId"):
+        return f"agent {origin['parentSessionId']}"
+    return kind
+
+
+def _mount(m: Mapping[str, Any]) -> str:
+    capabilities = m.get("capabilities") or {}
+    granted = ", ".join(f"{k} {v}" for k, v in capabilities.items() if v != "none")
+    auth = f"{m.get('auth')}: {granted}" if granted else str(m.get("auth"))
+    return f"{m.get('mountPath')}  {m.get('repository')} @ {m.get('ref') or '-'}  ({auth})"
+
+
+def session_text(s: Mapping[str, Any]) -> str:
+    """`sessions show`: the session's agent, origin, mounts and texts."""
+    lines = [
+        f"session {s.get('id')}",
+        f"agent: {s.get('agent')} ({s.get('harness')})",
+        f"created: {s.get('createdAt')}",
+        f"origin: {_origin(s.get('origin') or {})}",
+    ]
+    if s.get("status"):
+        lines.append(f"status: {s['status']}")
+    if s.get("displayTitle"):
+        lines.append(f"title: {s['displayTitle']}")
+    mounts = s.get("mounts") or []
+    if mounts:
+        lines.append("mounts:")
+        lines += [f"  {_mount(m)}" for m in mounts]
+    for key, label in (("initialPrompt", "prompt"), ("message", "message")):
+        if s.get(key):
+            lines.append(f"{label}:")
+            lines += [f"  {line}" for line in str(s[key]).splitlines()]
+    return "".join(line + "\n" for line in lines)
+
+
+def connections_text(answer: Mapping[str, Any]) -> str:
+    """`connections list`: one line per installation with the repositories it covers."""
+    items = answer.get("items") or []
+    if not items:
+        return "no connections (install the GitHub App, or `hookspawn connections sync`)\n"
+    rows = [["INSTALLATION", "ACCOUNT", "STATUS", "COVERS"]]
+    for inst in items:
+        covers = ", ".join(r["fullName"] for r in inst.get("repositories") or []) or "-"
+        pruned = [r["fullName"] for r in inst.get("pruned") or []]
+        if pruned:
+            covers += f" (pruned: {', '.join(pruned)})"
+        rows.append(
+            [str(inst.get("id")), str(inst.get("account")), str(inst.get("status")), covers]
+        )
+    return _table(rows)
+
+
+def sync_text(answer: Mapping[str, Any]) -> str:
+    """`connections sync`: what the sync changed."""
+    head = (
+        f"synced {answer.get('installations')} installations covering "
+        f"{answer.get('repositories')} repositories"
+    )
+    return "".join(line + "\n" for line in [head, *(answer.get("summary") or [])])

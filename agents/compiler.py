@@ -12,7 +12,7 @@ from agents.environments import SecretUse, compile_env_map, compile_environment
 from agents.errors import Loc, SourceError
 from agents.merge import apply_remove, merge_documents
 from agents.model import CompiledAgent, CompileResult, Harness, Mount, Trigger
-from agents.mounts import compile_mount, resolve_working_directory
+from agents.mounts import compile_mounts, resolve_working_directory
 from agents.schema import NAME_RE, Sink, opt_enum, opt_str, opt_str_list, strict_map
 from agents.source import YMap, YNode, YScalar, YSeq, describe, join, load_document
 from agents.triggerdefs import compile_trigger
@@ -210,7 +210,7 @@ def _compile_agent(sink: Sink, doc: YMap, file: str) -> _Pending | None:
     secrets: list[SecretUse] = []
     env_node = doc.get("environment")
     env_name, env_resource = _environment(sink, env_node, secrets)
-    mounts_ok, mounts = _mounts(sink, doc.get("mounts"))
+    mounts_ok, mounts = compile_mounts(sink, doc.get("mounts"))
     triggers = _triggers(sink, doc.get("triggers"))
     working_directory = None
     if mounts_ok:
@@ -270,34 +270,6 @@ def _environment(
         f"must be an inline environment or the name of one, got {describe(node)}",
     )
     return None, None
-
-
-def _mounts(sink: Sink, node: YNode | None) -> tuple[bool, list[Mount]]:
-    if node is None:
-        return True, []
-    if not isinstance(node, YSeq):
-        sink.error(node.loc, "mounts", f"must be a list of mounts, got {describe(node)}")
-        return False, []
-    out: list[Mount] = []
-    ok = True
-    seen: dict[str, int] = {}
-    for index, item in enumerate(node.items):
-        mount = compile_mount(sink, item, join("mounts", index))
-        if mount is None:
-            ok = False
-            continue
-        if mount.mount_path in seen:
-            where = item.get("mountPath") if isinstance(item, YMap) else None
-            sink.error(
-                (where or item).loc,
-                join(join("mounts", index), "mountPath"),
-                f"{mount.mount_path} is already the mountPath of mounts.{seen[mount.mount_path]}",
-            )
-            ok = False
-            continue
-        seen[mount.mount_path] = index
-        out.append(mount)
-    return ok, out
 
 
 def _triggers(sink: Sink, node: YNode | None) -> list[Trigger]:

@@ -41,6 +41,7 @@ from pydantic import BaseModel
 
 from agents.errors import Diagnostic, SourceError
 from agents.model import CompiledAgent, CompileResult, Filter, Mount, Trigger
+from agents.mounts import normalize_mount_path
 from agents.source import YMap, YNode, YScalar, YSeq, load_document, to_plain
 from templating import Template
 from triggers.envelope import camel
@@ -716,7 +717,7 @@ class _Locator:
 
     def _find(self, agent: CompiledAgent, doc: YMap, locate: tuple[str, ...]) -> YNode | None:
         if locate[0] == "mount":
-            entry = _entry(doc, "mounts", lambda plain: plain.get("mountPath") == locate[1])
+            entry = _entry(doc, "mounts", lambda plain: _same_mount_path(plain, locate[1]))
             return _field_node(entry, ("ref",)) if entry is not None else None
         trigger = agent.triggers[int(locate[1])]
 
@@ -733,6 +734,11 @@ class _Locator:
 
         entry = _entry(doc, "triggers", same)
         return _field_node(entry, locate[2:]) if entry is not None else None
+
+
+def _same_mount_path(plain: Mapping[str, Any], mount_path: str) -> bool:
+    written = plain.get("mountPath")
+    return isinstance(written, str) and normalize_mount_path(written) == mount_path
 
 
 def _entry(doc: YMap, key: str, match: Callable[[Mapping[str, Any]], bool]) -> YMap | None:

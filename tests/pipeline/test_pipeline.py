@@ -54,7 +54,9 @@ def test_pr_opened_spawns_one_session_with_rendered_ref_and_title(connected: Hoo
         "trigger": 0,
         "triggerKey": session["origin"]["triggerKey"],
     }
-    assert session["requester"] == "Codertocat"
+    assert session["requester"] == {"login": "Codertocat", "id": 21031067}
+    assert session["mounts"][0]["url"] == f"https://github.com/{REPO}.git"
+    assert session["mounts"][0]["gitPermissions"] == {"contents": "read", "metadata": "read"}
     assert session["workingDirectory"] == "/workspace/hello"
     assert "token" not in str(session).lower().replace("triggerkey", "")
 

@@ -16,7 +16,7 @@ from templating import Dialect, Template
 from triggers.globs import validate_glob
 from triggers.regex_bound import PatternError, compile_bounded
 
-__all__ = ["MAX_PATTERN", "compile_trigger", "trigger_key"]
+__all__ = ["MAX_PATTERN", "compile_trigger", "compile_triggers", "trigger_key"]
 
 MAX_PATTERN = 1000
 EVENT_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
@@ -48,6 +48,29 @@ def trigger_key(definition: dict[str, Any]) -> str:
     """A stable short hash of a trigger's canonical JSON definition."""
     canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def compile_triggers(sink: Sink, node: YNode | None) -> list[Trigger]:
+    """The agent's trigger list; two triggers with one key (name, else definition) clash."""
+    if node is None:
+        return []
+    if not isinstance(node, YSeq):
+        sink.error(node.loc, "triggers", f"must be a list of triggers, got {describe(node)}")
+        return []
+    out: list[Trigger] = []
+    keys: dict[str, int] = {}
+    for index, item in enumerate(node.items):
+        path = join("triggers", index)
+        trigger = compile_trigger(sink, item, path, len(out))
+        if trigger is None:
+            continue
+        if trigger.key in keys:
+            what = f"name {trigger.name!r}" if trigger.name else "definition"
+            sink.error(item.loc, path, f"same {what} as triggers.{keys[trigger.key]}")
+            continue
+        keys[trigger.key] = index
+        out.append(trigger)
+    return out
 
 
 def compile_trigger(sink: Sink, node: YNode, path: str, index: int) -> Trigger | None:

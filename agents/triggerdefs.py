@@ -20,6 +20,9 @@ __all__ = ["MAX_PATTERN", "compile_trigger", "compile_triggers", "trigger_key"]
 
 MAX_PATTERN = 1000
 EVENT_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+# GitHub's own actions are snake_case; repository_dispatch carries the sender's event_type
+# (`on-demand-test` in GitHub's example)
+ACTION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 FILTER_PATH_RE = re.compile(r"github(\.[A-Za-z0-9_-]+)*")
 _REPO_SEGMENT = re.compile(r"[A-Za-z0-9._*?-]+")
 _BRANCH_BAD = re.compile(r"[\s~^:\[\\\x00-\x1f\x7f]")
@@ -93,7 +96,7 @@ def compile_trigger(sink: Sink, node: YNode, path: str, index: int) -> Trigger |
         entry.get("actions"),
         join(path, "actions"),
         non_empty_list=True,
-        pattern=EVENT_RE,
+        pattern=ACTION_RE,
         rule="an action name such as opened",
     )
     repositories = _globs(

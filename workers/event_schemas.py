@@ -46,6 +46,7 @@ from agents.source import YMap, YNode, YScalar, YSeq, load_document, to_plain
 from templating import Template
 from triggers.envelope import camel
 from triggers.matching import event_branch
+from workers.event_paths import ExamplePaths
 
 __all__ = [
     "EventSchemas",
@@ -232,8 +233,9 @@ class EventSchemas:
     _shared: EventSchemas | None = None
     _shared_lock = threading.Lock()
 
-    def __init__(self, package: str | None = None) -> None:
+    def __init__(self, package: str | None = None, examples: ExamplePaths | None = None) -> None:
         self.package = package or _latest_package()
+        self.examples = examples or ExamplePaths.shipped()
         self._lock = threading.RLock()
         self._names: frozenset[str] | None = None
         self._variants: dict[str, dict[str | None, tuple[type[BaseModel], ...]]] = {}
@@ -248,17 +250,23 @@ class EventSchemas:
             return cls._shared
 
     @property
-    def event_names(self) -> frozenset[str]:
-        """Every webhook event name the schemas know (cheap: no model is imported)."""
+    def modelled_events(self) -> frozenset[str]:
+        """The event names githubkit has models for (cheap: no model is imported)."""
         if self._names is None:
             namespace = importlib.import_module(f"{self.package}._namespace")
             self._names = frozenset(str(n) for n in namespace.VALID_EVENT_NAMES)
         return self._names
 
+    @property
+    def event_names(self) -> frozenset[str]:
+        """Every webhook event name known: githubkit's models and GitHub's example payloads."""
+        return self.modelled_events | self.examples.event_names
+
     def actions(self, event: str) -> tuple[str | None, ...]:
         """The event's action names (sorted); `(None,)` for an event without actions."""
-        variants = self._load(event)
-        return tuple(sorted(variants, key=lambda a: (a is not None, a or "")))
+        modelled = set(self._load(event)) if event in self.modelled_events else set()
+        known = modelled | set(self.examples.actions(event))
+        return tuple(sorted(known, key=lambda a: (a is not None, a or "")))
 
     def verdict(self, event: str, action: str | None, segments: Sequence[str]) -> PathVerdict:
         """The path below `github.` (envelope keys) for one (event, action); cached."""
@@ -273,20 +281,49 @@ class EventSchemas:
                 else _never(f"github.{segments[0]} is a string")
             )
         else:
-            models = self._load(event)[action]
-            if len(models) == 1:
-                found = self._walker.walk(models[0], segments, 0, "github")
-            else:
-                found = self._walker.union(models, segments, 0, "github")
+            found = self._modelled(event, action, segments)
+            if not found.possible:
+                found = self._exemplified(event, action, segments, found)
         with self._lock:
             self._verdicts[key] = found
         return found
+
+    def _modelled(self, event: str, action: str | None, segments: Sequence[str]) -> PathVerdict:
+        """The verdict of githubkit's models alone."""
+        models = self._load(event).get(action) if event in self.modelled_events else None
+        if not models:
+            what = f"{event} action {action}" if action else event
+            return _never(f"githubkit has no model of {what}")
+        if len(models) == 1:
+            return self._walker.walk(models[0], segments, 0, "github")
+        return self._walker.union(models, segments, 0, "github")
+
+    def _exemplified(
+        self, event: str, action: str | None, segments: Sequence[str], modelled: PathVerdict
+    ) -> PathVerdict:
+        """A path the models lack is still possible when GitHub's example payloads carry it:
+        for this action, or for another one when the models give this action its top object
+        (an object has one shape whatever the action)."""
+        known = self.examples.lookup(event, action, segments)
+        if known is None:
+            return modelled
+        path = ".".join(("github", *segments))
+        if known.for_action:
+            if known.kind == "n":
+                return PathVerdict(True, False, None, f"{path} is null in some example payloads")
+            return PathVerdict(True, True, known.scalar)
+        top = self._modelled(event, action, segments[:1]) if len(segments) > 1 else modelled
+        if not top.possible:
+            return modelled
+        shown = ", ".join(known.actions) or "other payloads"
+        why = f"{path} is in GitHub's example payloads of {event} {shown}, not in its schema"
+        return PathVerdict(True, False, known.scalar, why)
 
     def _load(self, event: str) -> dict[str | None, tuple[type[BaseModel], ...]]:
         found = self._variants.get(event)
         if found is not None:
             return found
-        if event not in self.event_names:
+        if event not in self.modelled_events:
             raise UnknownEvent(event)
         with self._lock:
             found = self._variants.get(event)
@@ -741,12 +778,16 @@ def _same_mount_path(plain: Mapping[str, Any], mount_path: str) -> bool:
     return isinstance(written, str) and normalize_mount_path(written) == mount_path
 
 
+_IDENTIFYING = frozenset({"name", "event", "actions", "mountPath"})
+
+
 def _entry(doc: YMap, key: str, match: Callable[[Mapping[str, Any]], bool]) -> YMap | None:
     seq = doc.get(key)
     for item in seq.items if isinstance(seq, YSeq) else ():
         if isinstance(item, YMap):
-            plain = to_plain(item)
-            if isinstance(plain, dict) and match(plain):
+            # only the keys an entry is recognised by: the rest (filters, texts) may be large
+            plain = {k: to_plain(v) for k, (_, v) in item.entries.items() if k in _IDENTIFYING}
+            if match(plain):
                 return item
     return None
 

@@ -22,6 +22,7 @@ from agents.schema import NAME_RE, Sink, opt_enum, opt_str, strict_map
 from agents.source import YMap, YNode, YScalar, YSeq, describe, join, load_document
 from agents.tools import compile_tools
 from agents.triggerdefs import compile_triggers
+from agents.trust import warn_untrusted
 
 __all__ = ["MAX_IMPORT_DEPTH", "compile_dir"]
 
@@ -227,6 +228,7 @@ def _compile_agent(sink: Sink, doc: YMap, file: str) -> _Pending | None:
     tools = compile_tools(sink, doc.get("tools"), mounts)
     if mounts_ok and not triggers:
         _warn_unstartable(sink, doc.get("mounts"), mounts)
+    warn_untrusted(sink, doc.get("triggers"), triggers, mounts)
     env = compile_env_map(sink, doc.get("env"), "env", secrets)
     if (
         env_resource is not None

@@ -148,7 +148,7 @@ def _scope(report: _Report, agent: CompiledAgent, trigger: Trigger) -> _TriggerS
         return _TriggerScope(trigger.event, known, listed=False)
     good: list[str | None] = []
     for n, action in enumerate(trigger.actions):
-        if action in known:
+        if action in known or schemas.free_actions(trigger.event):
             good.append(action)
             continue
         if known == (None,):

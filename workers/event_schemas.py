@@ -265,9 +265,21 @@ class EventSchemas:
             self._verdicts[key] = found
         return found
 
+    def free_actions(self, event: str) -> bool:
+        """Whether the event's action is free text (repository_dispatch: the sender's
+        `event_type`), so any action name is one it may have."""
+        if event not in self.modelled_events:
+            return False
+        return any("action" in model.model_fields for model in self._load(event).get(None, ()))
+
     def _modelled(self, event: str, action: str | None, segments: Sequence[str]) -> PathVerdict:
         """The verdict of githubkit's models alone."""
-        models = self._load(event).get(action) if event in self.modelled_events else None
+        models = None
+        if event in self.modelled_events:
+            variants = self._load(event)
+            models = variants.get(action) or (
+                variants.get(None) if self.free_actions(event) else None
+            )
         if not models:
             what = f"{event} action {action}" if action else event
             return _never(f"githubkit has no model of {what}")

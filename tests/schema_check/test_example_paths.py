@@ -169,6 +169,24 @@ def test_true_errors_stay_errors(tree: Tree) -> None:
     }
 
 
+def test_repository_dispatch_actions_are_the_senders_event_types(tree: Tree) -> None:
+    found = diagnose(
+        tree,
+        """\
+        triggers:
+          - event: repository_dispatch
+            actions: [deploy, on-demand-test]
+            displayTitle: "{{ github.action }} {{ github.nope }}"
+          - event: push
+            actions: [deploy]
+        """,
+    )
+    errors = sorted((d.path, d.message) for d in found if d.severity == "error")
+    assert [path for path, _ in errors] == ["triggers.0.displayTitle", "triggers.1.actions.0"]
+    assert "actions deploy, on-demand-test: github has no field 'nope'" in errors[0][1]
+    assert "event 'push' has no actions" in errors[1][1]
+
+
 def test_lookup_generalises_list_indexes_and_knows_events_githubkit_lacks() -> None:
     examples = ExamplePaths.shipped()
     known = examples.lookup("pull_request", "labeled", ("pullRequest", "labels", "7", "name"))

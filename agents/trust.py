@@ -34,6 +34,7 @@ UNTRUSTED_ASSOCIATIONS = (
     "MANNEQUIN",
 )
 _SENDER_PATHS = ("github.sender.login", "github.sender.id")
+_FORK_PATH = "github.pullRequest.head.repo.fork"
 
 
 def _admits(filter_: Filter, value: str) -> bool:
@@ -48,7 +49,11 @@ def _admits(filter_: Filter, value: str) -> bool:
 
 
 def limits_who(filter_: Filter) -> bool:
-    """A filter on the sender, or on an author association that admits no untrusted value."""
+    """A filter on the sender, on an author association that admits no untrusted value, or
+    one that leaves out pull requests from forks (a branch of the repository itself needs
+    push access)."""
+    if filter_.path == _FORK_PATH:
+        return filter_.op == "equals" and filter_.value is False
     if filter_.path in _SENDER_PATHS:
         return filter_.op != "exists"
     if filter_.path.endswith(".authorAssociation"):

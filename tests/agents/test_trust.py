@@ -79,6 +79,13 @@ def test_a_filter_that_still_admits_strangers_does_not(tree: Tree, filter_: str)
     assert len(_warnings(tree, filter_=filter_)) == 1
 
 
+def test_leaving_out_pull_requests_from_forks_limits_who(tree: Tree) -> None:
+    no_forks = "{path: github.pullRequest.head.repo.fork, equals: false}"
+    assert _warnings(tree, event="pull_request", filter_=no_forks) == []
+    forks = "{path: github.pullRequest.head.repo.fork, equals: true}"
+    assert len(_warnings(tree, event="pull_request", filter_=forks)) == 1
+
+
 def test_no_warning_without_write_or_for_events_strangers_cannot_cause(tree: Tree) -> None:
     read_only = "{contents: read, pullRequests: read, issues: read}"
     assert _warnings(tree, caps=read_only) == []

@@ -8,14 +8,21 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
 
-from agents.environments import SecretUse, compile_env_map, compile_environment
+from agents.environments import (
+    GeneratedEnvironment,
+    SecretUse,
+    compile_env_map,
+    compile_environment,
+)
 from agents.errors import Loc, SourceError
 from agents.merge import apply_remove, merge_documents
 from agents.model import CompiledAgent, CompileResult, Harness, Mount, Trigger
-from agents.mounts import compile_mount, resolve_working_directory
-from agents.schema import NAME_RE, Sink, opt_enum, opt_str, opt_str_list, strict_map
+from agents.mounts import compile_mounts, resolve_working_directory
+from agents.schema import NAME_RE, Sink, opt_enum, opt_str, strict_map
 from agents.source import YMap, YNode, YScalar, YSeq, describe, join, load_document
-from agents.triggerdefs import compile_trigger
+from agents.tools import compile_tools
+from agents.triggerdefs import compile_triggers
+from agents.trust import warn_untrusted
 
 __all__ = ["MAX_IMPORT_DEPTH", "compile_dir"]
 
@@ -210,15 +217,18 @@ def _compile_agent(sink: Sink, doc: YMap, file: str) -> _Pending | None:
     secrets: list[SecretUse] = []
     env_node = doc.get("environment")
     env_name, env_resource = _environment(sink, env_node, secrets)
-    mounts_ok, mounts = _mounts(sink, doc.get("mounts"))
-    triggers = _triggers(sink, doc.get("triggers"))
+    mounts_ok, mounts = compile_mounts(sink, doc.get("mounts"))
+    triggers = compile_triggers(sink, doc.get("triggers"))
     working_directory = None
     if mounts_ok:
         working_directory = resolve_working_directory(
             sink, doc.get("workingDirectory"), "workingDirectory", mounts
         )
     system_prompt = opt_str(sink, doc.get("systemPrompt"), "systemPrompt", non_empty=False)
-    tools = _tools(sink, doc.get("tools"), mounts)
+    tools = compile_tools(sink, doc.get("tools"), mounts)
+    if mounts_ok and not triggers:
+        _warn_unstartable(sink, doc.get("mounts"), mounts)
+    warn_untrusted(sink, doc.get("triggers"), triggers, mounts)
     env = compile_env_map(sink, doc.get("env"), "env", secrets)
     if (
         env_resource is not None
@@ -253,6 +263,24 @@ def _compile_agent(sink: Sink, doc: YMap, file: str) -> _Pending | None:
     )
 
 
+def _warn_unstartable(sink: Sink, node: YNode | None, mounts: list[Mount]) -> None:
+    """An event-dependent agent with no trigger can never start: manual starts are refused."""
+    if not isinstance(node, YSeq):
+        return
+    for index, mount in enumerate(mounts):
+        if not mount.event_dependent:
+            continue
+        item = node.items[index]
+        where = item.get("ref") if isinstance(item, YMap) else None
+        sink.warning(
+            (where or item).loc,
+            join(join("mounts", index), "ref"),
+            f"ref {mount.ref!r} needs an event, and the agent has no triggers: it can never "
+            "start (manual and agent starts are refused with event_required)",
+        )
+        return
+
+
 def _environment(
     sink: Sink, node: YNode | None, secrets: list[SecretUse]
 ) -> tuple[str | None, dict[str, Any] | None]:
@@ -272,106 +300,23 @@ def _environment(
     return None, None
 
 
-def _mounts(sink: Sink, node: YNode | None) -> tuple[bool, list[Mount]]:
-    if node is None:
-        return True, []
-    if not isinstance(node, YSeq):
-        sink.error(node.loc, "mounts", f"must be a list of mounts, got {describe(node)}")
-        return False, []
-    out: list[Mount] = []
-    ok = True
-    seen: dict[str, int] = {}
-    for index, item in enumerate(node.items):
-        mount = compile_mount(sink, item, join("mounts", index))
-        if mount is None:
-            ok = False
-            continue
-        if mount.mount_path in seen:
-            where = item.get("mountPath") if isinstance(item, YMap) else None
-            sink.error(
-                (where or item).loc,
-                join(join("mounts", index), "mountPath"),
-                f"{mount.mount_path} is already the mountPath of mounts.{seen[mount.mount_path]}",
-            )
-            ok = False
-            continue
-        seen[mount.mount_path] = index
-        out.append(mount)
-    return ok, out
-
-
-def _triggers(sink: Sink, node: YNode | None) -> list[Trigger]:
-    if node is None:
-        return []
-    if not isinstance(node, YSeq):
-        sink.error(node.loc, "triggers", f"must be a list of triggers, got {describe(node)}")
-        return []
-    out: list[Trigger] = []
-    keys: dict[str, int] = {}
-    for index, item in enumerate(node.items):
-        path = join("triggers", index)
-        trigger = compile_trigger(sink, item, path, len(out))
-        if trigger is None:
-            continue
-        if trigger.key in keys:
-            what = f"name {trigger.name!r}" if trigger.name else "definition"
-            sink.error(item.loc, path, f"same {what} as triggers.{keys[trigger.key]}")
-            continue
-        keys[trigger.key] = index
-        out.append(trigger)
-    return out
-
-
-def _tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[dict[str, Any]]:
-    if node is None:
-        return []
-    if not isinstance(node, YSeq):
-        sink.error(
-            node.loc, "tools", f"must be a list of {{kind: ...}} entries, got {describe(node)}"
-        )
-        return []
-    out: list[dict[str, Any]] = []
-    for index, item in enumerate(node.items):
-        path = join("tools", index)
-        if not isinstance(item, YMap):
-            sink.error(item.loc, path, f"must be a {{kind: ...}} entry, got {describe(item)}")
-            continue
-        kind = opt_enum(sink, item.get("kind"), join(path, "kind"), ("github",))
-        if "kind" not in item.entries:
-            sink.error(item.loc, join(path, "kind"), "required field 'kind' is missing")
-        if kind != "github":
-            continue
-        strict_map(sink, item, path, allowed=("kind", "allow"), what="a github tool entry")
-        tool: dict[str, Any] = {"kind": "github"}
-        allow = opt_str_list(sink, item.get("allow"), join(path, "allow"))
-        if allow is not None:
-            tool["allow"] = allow
-        if not any(mount.auth.kind == "githubApp" for mount in mounts):
-            sink.warning(
-                item.loc,
-                path,
-                "the github tool needs a githubApp mount; without one it does nothing",
-            )
-        out.append(tool)
-    return out
-
-
 def _finish(
     sink: Sink, pending: list[_Pending], secret_names: set[str], declared: set[str]
 ) -> CompileResult:
-    generated: dict[str, tuple[dict[str, Any], _Pending]] = {}
+    generated: dict[str, GeneratedEnvironment] = {}
     for agent in pending:
         if agent.env_resource is None:
             continue
         first = generated.get(agent.env_name)
         if first is None:
-            generated[agent.env_name] = (agent.env_resource, agent)
-        elif first[0] != agent.env_resource:
+            generated[agent.env_name] = GeneratedEnvironment.first(agent.env_resource, agent.file)
+            continue
+        problem = first.absorb(agent.env_resource, agent.file)
+        if problem is not None:
             sink.error(
                 agent.env_loc,
                 "environment",
-                f"Conflicting generated resource: environment {agent.env_name!r} generated by "
-                f"{agent.file} differs from the one generated by {first[1].file}",
+                f"Conflicting generated resource: environment {agent.env_name!r}: {problem}",
             )
     compiled: list[CompiledAgent] = []
     names: dict[str, str] = {}
@@ -404,12 +349,13 @@ def _finish(
                     )
         if sink.error_count > before or entry is None:
             continue
+        _warn_setup_skipped(sink, agent, entry)
         compiled.append(
             CompiledAgent(
                 name=agent.name,
                 harness=agent.harness,
                 environment=agent.env_name,
-                environment_resource=entry[0],
+                environment_resource=entry.resource,
                 source_file=agent.file,
                 mounts=tuple(agent.mounts),
                 triggers=tuple(agent.triggers),
@@ -419,8 +365,19 @@ def _finish(
                 env=agent.env,
             )
         )
-    environments = {name: resource for name, (resource, _) in generated.items()}
+    environments = {name: entry.resource for name, entry in generated.items()}
     return _result(sink, compiled, environments)
+
+
+def _warn_setup_skipped(sink: Sink, agent: _Pending, entry: GeneratedEnvironment) -> None:
+    if agent.working_directory is None and entry.resource["spec"]["setup"]:
+        sink.warning(
+            agent.env_loc,
+            "environment.setup",
+            f"setup of environment {agent.env_name!r} never runs for agent {agent.name!r}: it "
+            "has no working directory (no mounts and no absolute workingDirectory), and setup "
+            "is skipped without one",
+        )
 
 
 def _result(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agents.errors import Loc
+from agents.mounts import normalize_mount_path
 from agents.schema import Sink, join, opt_str_list
 from agents.source import YMap, YNode, YScalar, YSeq, describe
 
@@ -55,27 +56,39 @@ def _scalar_key(item: YNode, key: str) -> str | None:
 
 
 def _merge_mounts(old: YNode, new: YNode) -> YNode:
-    """Match by authoring ``name`` when the later item has one, else by ``mountPath``."""
+    """Match by authoring ``name`` when both items have one, else by (normalised) ``mountPath``:
+    a named override of an unnamed imported mount at the same path merges into it."""
     if not (isinstance(old, YSeq) and isinstance(new, YSeq)):
         return new
     items = list(old.items)
     for item in new.items:
-        name = _scalar_key(item, "name")
-        path = _scalar_key(item, "mountPath")
-        match = None
-        for index, earlier in enumerate(items):
-            if name is not None:
-                if _scalar_key(earlier, "name") == name:
-                    match = index
-                    break
-            elif path is not None and _scalar_key(earlier, "mountPath") == path:
-                match = index
-                break
+        match = _mount_match(items, item)
         if match is None:
             items.append(item)
         else:
             items[match] = deep_merge(items[match], item)
     return YSeq(new.loc, items)
+
+
+def _mount_path_key(item: YNode) -> str | None:
+    path = _scalar_key(item, "mountPath")
+    return normalize_mount_path(path) if path is not None and path.startswith("/") else path
+
+
+def _mount_match(items: list[YNode], item: YNode) -> int | None:
+    name = _scalar_key(item, "name")
+    if name is not None:
+        for index, earlier in enumerate(items):
+            if _scalar_key(earlier, "name") == name:
+                return index
+    path = _mount_path_key(item)
+    if path is None:
+        return None
+    for index, earlier in enumerate(items):
+        both_named = name is not None and _scalar_key(earlier, "name") is not None
+        if not both_named and _mount_path_key(earlier) == path:
+            return index
+    return None
 
 
 def _merge_triggers(old: YNode, new: YNode) -> YNode:

@@ -110,6 +110,14 @@ class Mount:
     kind: Literal["git"] = "git"
 
     @property
+    def url(self) -> str:
+        """The address staging fetches (mounts seed): a bare owner/repo is on github.com over
+        https; a full https:// or git@ address is used as written."""
+        if self.repository == self.github_repository:
+            return f"https://github.com/{self.repository}.git"
+        return self.repository
+
+    @property
     def event_dependent(self) -> bool:
         return self.ref_template is not None and bool(self.ref_template.tokens)
 
@@ -117,6 +125,7 @@ class Mount:
         return {
             "kind": self.kind,
             "repository": self.repository,
+            "url": self.url,
             "githubRepository": self.github_repository,
             "mountPath": self.mount_path,
             "ref": self.ref,

@@ -7,11 +7,17 @@ import re
 
 from agents.model import CAPABILITY_FIELDS, Auth, Capabilities, Mount
 from agents.schema import Sink, join, opt_enum, opt_int, opt_str, strict_map
-from agents.source import YMap, YNode, YScalar
+from agents.source import YMap, YNode, YScalar, YSeq, describe
 from agents.templates import compile_field
 from templating import Dialect, InvalidRefError, Template, TemplateError, check_ref
 
-__all__ = ["compile_mount", "github_repository", "resolve_working_directory"]
+__all__ = [
+    "compile_mount",
+    "compile_mounts",
+    "github_repository",
+    "normalize_mount_path",
+    "resolve_working_directory",
+]
 
 _OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
 _REPO = r"[A-Za-z0-9._-]{1,100}"
@@ -33,6 +39,50 @@ def github_repository(repository: str) -> str | None:
         match = pattern.fullmatch(repository)
         if match and match.group(2) not in (".", ".."):
             return f"{match.group(1)}/{match.group(2)}"
+    return None
+
+
+def normalize_mount_path(value: str) -> str:
+    """One spelling per directory: repeated slashes, `.` segments and a trailing slash dropped."""
+    return "/" + "/".join(s for s in value.split("/") if s not in ("", "."))
+
+
+def compile_mounts(sink: Sink, node: YNode | None) -> tuple[bool, list[Mount]]:
+    """The agent's mount list: each mount compiled, mountPaths distinct and never nested."""
+    if node is None:
+        return True, []
+    if not isinstance(node, YSeq):
+        sink.error(node.loc, "mounts", f"must be a list of mounts, got {describe(node)}")
+        return False, []
+    out: list[tuple[int, Mount]] = []
+    ok = True
+    for index, item in enumerate(node.items):
+        mount = compile_mount(sink, item, join("mounts", index))
+        if mount is None:
+            ok = False
+            continue
+        clash = _overlap(mount, out)
+        if clash is not None:
+            where = item.get("mountPath") if isinstance(item, YMap) else None
+            sink.error((where or item).loc, join(join("mounts", index), "mountPath"), clash)
+            ok = False
+            continue
+        out.append((index, mount))
+    return ok, [mount for _, mount in out]
+
+
+def _overlap(mount: Mount, earlier: list[tuple[int, Mount]]) -> str | None:
+    """Why `mount` cannot sit beside the earlier mounts: the same path, or one inside another
+    (staging cleans each checkout of untracked files, which would wipe a nested one)."""
+    here = mount.mount_path
+    for index, other in earlier:
+        there = other.mount_path
+        if here == there:
+            return f"{here} is already the mountPath of mounts.{index}"
+        if here.startswith(there + "/"):
+            return f"{here} is inside {there}, the mountPath of mounts.{index}: mounts cannot nest"
+        if there.startswith(here + "/"):
+            return f"{there}, the mountPath of mounts.{index}, is inside {here}: mounts cannot nest"
     return None
 
 
@@ -120,7 +170,11 @@ def _mount_path(sink: Sink, node: YNode | None, path: str) -> str | None:
     if ".." in value.split("/") or any(ch.isspace() or ord(ch) < 32 for ch in value):
         sink.error(node.loc, path, f"{value!r} must not contain '..' segments or whitespace")
         return None
-    return value
+    normal = normalize_mount_path(value)
+    if normal == "/":
+        sink.error(node.loc, path, f"{value!r} is the sandbox root: mount into a directory below /")
+        return None
+    return normal
 
 
 def _ref(sink: Sink, node: YScalar, ref: str, path: str) -> Template | None:

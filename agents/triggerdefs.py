@@ -16,10 +16,13 @@ from templating import Dialect, Template
 from triggers.globs import validate_glob
 from triggers.regex_bound import PatternError, compile_bounded
 
-__all__ = ["MAX_PATTERN", "compile_trigger", "trigger_key"]
+__all__ = ["MAX_PATTERN", "compile_trigger", "compile_triggers", "trigger_key"]
 
 MAX_PATTERN = 1000
 EVENT_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+# GitHub's own actions are snake_case; repository_dispatch carries the sender's event_type
+# (`on-demand-test` in GitHub's example)
+ACTION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 FILTER_PATH_RE = re.compile(r"github(\.[A-Za-z0-9_-]+)*")
 _REPO_SEGMENT = re.compile(r"[A-Za-z0-9._*?-]+")
 _BRANCH_BAD = re.compile(r"[\s~^:\[\\\x00-\x1f\x7f]")
@@ -50,6 +53,29 @@ def trigger_key(definition: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+def compile_triggers(sink: Sink, node: YNode | None) -> list[Trigger]:
+    """The agent's trigger list; two triggers with one key (name, else definition) clash."""
+    if node is None:
+        return []
+    if not isinstance(node, YSeq):
+        sink.error(node.loc, "triggers", f"must be a list of triggers, got {describe(node)}")
+        return []
+    out: list[Trigger] = []
+    keys: dict[str, int] = {}
+    for index, item in enumerate(node.items):
+        path = join("triggers", index)
+        trigger = compile_trigger(sink, item, path, len(out))
+        if trigger is None:
+            continue
+        if trigger.key in keys:
+            what = f"name {trigger.name!r}" if trigger.name else "definition"
+            sink.error(item.loc, path, f"same {what} as triggers.{keys[trigger.key]}")
+            continue
+        keys[trigger.key] = index
+        out.append(trigger)
+    return out
+
+
 def compile_trigger(sink: Sink, node: YNode, path: str, index: int) -> Trigger | None:
     before = sink.error_count
     entry = strict_map(
@@ -70,7 +96,7 @@ def compile_trigger(sink: Sink, node: YNode, path: str, index: int) -> Trigger |
         entry.get("actions"),
         join(path, "actions"),
         non_empty_list=True,
-        pattern=EVENT_RE,
+        pattern=ACTION_RE,
         rule="an action name such as opened",
     )
     repositories = _globs(

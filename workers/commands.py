@@ -156,7 +156,7 @@ def check(args: argparse.Namespace) -> int:
     auto_dir = Path(args.dir) if args.dir else settings.agents_dir
     extra: list[ExtraCheck] = []
     if not getattr(args, "no_event_schemas", False):
-        from workers.event_schemas import check_event_paths
+        from workers.event_checks import check_event_paths
 
         extra.append(check_event_paths)
     return run_check(

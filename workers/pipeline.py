@@ -36,7 +36,7 @@ from workers.planning import (
     trigger_spawn_id,
 )
 from workers.processing import RunResult
-from workers.session_spec import Origin, SessionSpec
+from workers.session_spec import Origin, Requester, SessionSpec
 from workers.sessions import SpawnRecords
 from workers.token_cache import TokenCache
 
@@ -182,7 +182,7 @@ class SpawnPipeline:
         session_id: str | None = None,
         texts: tuple[str | None, str | None, str | None] = (None, None, None),
         origin: Origin | None = None,
-        requester: str | None = None,
+        requester: Requester | None = None,
     ) -> Outcome:
         """One spawn, ending in exactly one outcome. Raises Transient to be retried."""
         trigger = context.trigger if context else None
@@ -233,7 +233,7 @@ class SpawnPipeline:
         context: TriggerContext | None,
         texts: tuple[str | None, str | None, str | None],
         origin: Origin | None,
-        requester: str | None,
+        requester: Requester | None,
     ) -> SessionSpec:
         envelope = context.envelope if context else None
         grants = self._coverage(

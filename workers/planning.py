@@ -16,6 +16,7 @@ from workers.errors import Refusal
 from workers.session_spec import (
     CommitAuthor,
     Origin,
+    Requester,
     SessionEnvironment,
     SessionMount,
     SessionSpec,
@@ -173,6 +174,7 @@ def session_mount(mount: Mount, ref: str | None, grant: Grant | None) -> Session
     author = mount.auth.commit_author
     return SessionMount(
         repository=mount.github_repository or mount.repository,
+        url=mount.url,
         mount_path=mount.mount_path,
         ref=ref,
         depth=mount.depth,
@@ -180,6 +182,7 @@ def session_mount(mount: Mount, ref: str | None, grant: Grant | None) -> Session
         capabilities=mount.auth.capabilities.to_json() if github else None,
         commit_author=CommitAuthor(name=author["name"], email=author["email"]) if author else None,
         installation_id=grant.installation_id if grant else None,
+        git_permissions=mount.auth.capabilities.git_permissions() if github else None,
     )
 
 
@@ -191,7 +194,7 @@ def build_spec(
     grants: list[Grant | None],
     texts: tuple[str | None, str | None, str | None],
     session_input: dict[str, Any] | None,
-    requester: str | None,
+    requester: Requester | None,
     origin: Origin,
     created_at: str,
 ) -> SessionSpec:
@@ -221,8 +224,28 @@ def github_mounts(agent: CompiledAgent) -> list[tuple[int, Mount]]:
     return [(i, m) for i, m in enumerate(agent.mounts) if m.auth.kind == "githubApp"]
 
 
-def requester_of(envelope: Mapping[str, Any]) -> str | None:
+def requester_of(envelope: Mapping[str, Any]) -> Requester | None:
+    """The event's sender when a human (`type: User`) caused it; bots and apps are no requester
+    (the requester becomes the git author of the agent's commits)."""
     sender = envelope.get("github", {}).get("sender")
-    if isinstance(sender, Mapping) and isinstance(sender.get("login"), str):
-        return str(sender["login"])
+    if not isinstance(sender, Mapping) or sender.get("type") != "User":
+        return None
+    login, user_id = sender.get("login"), sender.get("id")
+    if not isinstance(login, str) or not login:
+        return None
+    return Requester(login=login, id=user_id if type(user_id) is int else None)
+
+
+def named_requester(login: str | None) -> Requester | None:
+    """A manual start's requester: the login it names (the CLI sends $USER), no id known."""
+    return Requester(login=login, id=None) if login else None
+
+
+def stored_requester(value: Any) -> Requester | None:
+    """A parent session's requester as stored (`{"login", "id"}`; a bare login from before)."""
+    if isinstance(value, str):
+        return named_requester(value)
+    if isinstance(value, Mapping) and isinstance(value.get("login"), str):
+        user_id = value.get("id")
+        return Requester(login=value["login"], id=user_id if type(user_id) is int else None)
     return None

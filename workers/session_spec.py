@@ -30,7 +30,12 @@ class CommitAuthor(_Model):
 
 
 class SessionMount(_Model):
+    """One checkout. `url` is the address staging fetches (the mounts seed's resolution);
+    `repository` is owner/name on GitHub (App auth and coverage use it); `git_permissions` is
+    the scope of the mount's git credential, None when it gets none (SPEC §8)."""
+
     repository: str
+    url: str
     mount_path: str
     ref: str | None
     depth: int
@@ -38,6 +43,15 @@ class SessionMount(_Model):
     capabilities: dict[str, str] | None = None
     commit_author: CommitAuthor | None = None
     installation_id: int | None = None
+    git_permissions: dict[str, str] | None = None
+
+
+class Requester(_Model):
+    """The human a session acts for: a webhook sender of type User, or who started it by hand
+    (`id` None: a manual start names only a login)."""
+
+    login: str
+    id: int | None = None
 
 
 class SessionEnvironment(_Model):
@@ -70,7 +84,7 @@ class SessionSpec(_Model):
     initial_prompt: str | None = None
     message: str | None = None
     input: dict[str, Any] | None = None
-    requester: str | None = None
+    requester: Requester | None = None
     origin: Origin
     depth: int = 0
     created_at: str

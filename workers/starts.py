@@ -13,6 +13,8 @@ from workers.planning import (
     agent_spawn_id,
     event_required,
     manual_spawn_id,
+    named_requester,
+    stored_requester,
 )
 from workers.session_spec import Origin
 from workers.sessions import SessionStore
@@ -63,7 +65,7 @@ def start_manual(pipeline: SpawnPipeline, agent_name: str, request: StartRequest
         session_id=session_id,
         texts=request.texts,
         origin=Origin(kind="manual"),
-        requester=request.requester,
+        requester=named_requester(request.requester),
     )
 
 
@@ -99,5 +101,5 @@ def start_from_agent(
         session_id=agent_spawn_id(parent_id, agent.name, key),
         texts=request.texts,
         origin=Origin(kind="agent", parent_session_id=parent_id, depth=depth),
-        requester=request.requester or parent.get("requester"),
+        requester=named_requester(request.requester) or stored_requester(parent.get("requester")),
     )

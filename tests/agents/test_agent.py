@@ -100,6 +100,74 @@ def test_github_tool_without_a_github_app_mount_warns(tree: Tree) -> None:
     assert tree.compile().warnings == ()
 
 
+GITHUB_MOUNT = """\
+mounts:
+  - kind: git
+    repository: acme/widgets
+    mountPath: /w
+    ref: main
+    auth: {kind: githubApp, capabilities: CAPS}
+tools:
+  - kind: github
+    allow: [get_issue, TOOL]
+"""
+
+
+@pytest.mark.parametrize(
+    ("tool", "needs", "short", "enough"),
+    [
+        ("merge_pull_request", "merge: write", "{}", "{merge: write}"),
+        ("enable_pull_request_auto_merge", "merge: write", "{contents: read}", "{merge: write}"),
+        ("actions_secret_list", "secrets: read or write", "{}", "{secrets: read}"),
+        ("actions_secret_write", "secrets: write", "{secrets: read}", "{secrets: write}"),
+    ],
+)
+def test_a_gated_github_tool_no_mount_grants_is_an_error(
+    tree: Tree, tool: str, needs: str, short: str, enough: str
+) -> None:
+    text = GITHUB_MOUNT.replace("TOOL", tool)
+    error = find(tree.errors(text.replace("CAPS", short)), "tools.0.allow.1", needs)
+    assert tool in error.message and "no mount" in error.message
+    assert error.line == 14
+    agent = tree.agent(text.replace("CAPS", enough))
+    assert agent.tools[0]["allow"] == ["get_issue", tool]
+    # a grant on another mount counts too; a mount without githubApp auth grants nothing
+    second = "  - {kind: git, repository: acme/o, mountPath: /o, ref: main, auth: AUTH}\n"
+    both = text.replace("CAPS", short).replace("tools:", second + "tools:")
+    granted = both.replace("AUTH", "{kind: githubApp, capabilities: " + enough + "}")
+    assert tree.agent(granted).tools[0]["allow"] == ["get_issue", tool]
+    find(tree.errors(both.replace("AUTH", "{kind: none}")), "tools.0.allow.1", needs)
+
+
+def test_setup_without_a_working_directory_warns(tree: Tree) -> None:
+    setup = "  setup:\n    - {name: deps, commands: [npm ci]}\n"
+    tree.write("agents/a.yaml", BASE + setup)
+    result = tree.compile()
+    assert result.ok
+    warning = find(result.warnings, "environment.setup", "never runs for agent 'a'")
+    assert "no working directory" in warning.message
+    # an absolute workingDirectory or a mount gives setup a place to run
+    tree.write("agents/a.yaml", BASE + setup + "workingDirectory: /srv\n")
+    assert tree.compile().warnings == ()
+    # an agent referring to the environment by name is warned about too
+    tree.write("agents/b.yaml", "name: b\nharness: codex\nenvironment: runtime\n")
+    assert [w.file for w in tree.compile().warnings] == [".auto/agents/b.yaml"]
+
+
+def test_an_event_dependent_agent_without_triggers_warns(tree: Tree) -> None:
+    mount = (
+        "mounts:\n"
+        "  - {kind: git, repository: o/r, mountPath: /w, ref: 'x{{payload.github.after}}'}\n"
+    )
+    tree.write("agents/a.yaml", BASE + mount)
+    result = tree.compile()
+    assert result.ok
+    warning = find(result.warnings, "mounts.0.ref", "the agent has no triggers")
+    assert (warning.file, warning.line) == (".auto/agents/a.yaml", 7)
+    tree.write("agents/a.yaml", BASE + mount + "triggers:\n  - {event: push}\n")
+    assert tree.compile().warnings == ()
+
+
 def test_agent_names_are_unique_across_the_project(tree: Tree) -> None:
     tree.write("agents/a.yaml", BASE)
     tree.write("agents/b.yaml", "harness: codex\n" + BASE)

@@ -287,6 +287,52 @@ def test_divergent_inline_environments_conflict_naming_both_files(tree: Tree) ->
     assert (error.file, error.line) == (".auto/agents/b.yaml", 3)
 
 
+def _two(tree: Tree, a: str, b: str) -> None:
+    image = "image: {kind: preset, name: node24}"
+    tree.write("agents/a.yaml", HEAD + f"environment:\n  name: e\n  {image}\n{a}")
+    tree.write("agents/b.yaml", f"name: b\nharness: codex\nenvironment:\n  name: e\n  {image}\n{b}")
+
+
+def test_defaults_are_filled_so_written_and_left_out_defaults_dedupe(tree: Tree) -> None:
+    _two(tree, "  setupCache: {ttl: 7d}\n  approval: bypass\n  steps: []\n", "")
+    result = tree.compile()
+    assert result.errors == (), [str(e) for e in result.errors]
+    spec = result.environments["e"]["spec"]
+    assert spec["setupCache"] == {"ttl": "7d"}
+    assert spec["approval"] == "bypass"
+    assert result.agents[0].environment_resource == result.agents[1].environment_resource
+
+
+def test_labels_and_annotations_merge_when_they_agree_key_by_key(tree: Tree) -> None:
+    _two(
+        tree,
+        "  labels: {team: infra, tier: one}\n  annotations: {owner: a@acme.dev}\n",
+        "  labels: {team: infra, purpose: agents}\n",
+    )
+    result = tree.compile()
+    assert result.errors == (), [str(e) for e in result.errors]
+    resource = result.environments["e"]
+    assert resource["labels"] == {"team": "infra", "tier": "one", "purpose": "agents"}
+    assert resource["annotations"] == {"owner": "a@acme.dev"}
+    assert all(agent.environment_resource == resource for agent in result.agents)
+
+
+def test_one_label_with_two_values_conflicts_naming_both_files(tree: Tree) -> None:
+    _two(tree, "  labels: {team: infra}\n", "  labels: {team: web}\n")
+    error = find(tree.compile().errors, "environment", "Conflicting generated resource")
+    assert "labels.team is 'web' in .auto/agents/b.yaml" in error.message
+    assert "'infra' in .auto/agents/a.yaml" in error.message
+    _two(tree, "  annotations: {owner: x}\n", "  annotations: {owner: y}\n")
+    error = find(tree.compile().errors, "environment", "annotations.owner is 'y'")
+    assert ".auto/agents/a.yaml" in error.message
+
+
+def test_a_differing_setup_cache_ttl_is_a_conflict(tree: Tree) -> None:
+    _two(tree, "  setupCache: {ttl: 24h}\n", "")
+    error = find(tree.compile().errors, "environment", "Conflicting generated resource")
+    assert "spec fields setupCache" in error.message
+
+
 def test_string_environment_names_a_generated_one(tree: Tree) -> None:
     tree.write(
         "agents/a.yaml", HEAD + "environment: {name: shared, image: {kind: preset, name: node24}}\n"

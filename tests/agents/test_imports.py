@@ -112,6 +112,32 @@ def test_unnamed_mount_matches_a_named_one_by_mount_path(tree: Tree) -> None:
     assert docs.mount_path == "/workspace/docs" and other.mount_path == "/o"
 
 
+def test_named_override_merges_into_an_unnamed_import_at_the_same_path(tree: Tree) -> None:
+    tree.write("fragments/base.yaml", FRAGMENT)
+    tree.write(
+        "agents/a.yaml",
+        "name: a\nimports: [../fragments/base.yaml]\n"
+        "mounts:\n  - {name: docs, mountPath: /workspace/docs/, depth: 5}\n",
+    )
+    result = tree.compile()
+    assert result.errors == (), [str(e) for e in result.errors]
+    widgets, docs = result.agents[0].mounts
+    assert (docs.repository, docs.mount_path, docs.depth) == ("acme/docs", "/workspace/docs", 5)
+    assert widgets.repository == "acme/widgets"
+
+
+def test_two_names_never_match_by_path(tree: Tree) -> None:
+    tree.write("fragments/base.yaml", FRAGMENT)
+    tree.write(
+        "agents/a.yaml",
+        "name: a\nimports: [../fragments/base.yaml]\n"
+        "mounts:\n  - {name: other, kind: git, repository: acme/o, mountPath: /workspace/widgets,"
+        " ref: main}\n",
+    )
+    errors = tree.compile().errors
+    find(errors, "mounts.2.mountPath", "already the mountPath of mounts.0")
+
+
 def test_imports_apply_in_order_later_wins(tree: Tree) -> None:
     tree.write("fragments/one.yaml", "systemPrompt: one\nenv: {X: one, Y: one}\n")
     tree.write("fragments/two.yaml", "systemPrompt: two\nenv: {X: two}\n")

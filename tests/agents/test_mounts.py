@@ -234,6 +234,65 @@ def test_mounts_must_be_a_list_and_paths_unique(tree: Tree) -> None:
     assert error.line == 13
 
 
+def _second_mount(path: str) -> str:
+    return MOUNT + f"  - {{kind: git, repository: acme/b, mountPath: '{path}', ref: main}}\n"
+
+
+@pytest.mark.parametrize(
+    ("written", "normal"),
+    [
+        ("/workspace/widgets/", "/workspace/widgets"),
+        ("//workspace//widgets", "/workspace/widgets"),
+        ("/workspace/./widgets/.", "/workspace/widgets"),
+    ],
+)
+def test_mount_paths_are_normalised(tree: Tree, written: str, normal: str) -> None:
+    agent = tree.agent(MOUNT.replace("/workspace/widgets", written))
+    assert agent.mounts[0].mount_path == normal
+    assert agent.working_directory == normal
+
+
+@pytest.mark.parametrize(
+    "spelling", ["/workspace/widgets/", "/workspace//widgets", "/workspace/./widgets"]
+)
+def test_mount_paths_compare_after_normalising(tree: Tree, spelling: str) -> None:
+    errors = tree.errors(_second_mount(spelling))
+    find(errors, "mounts.1.mountPath", "/workspace/widgets is already the mountPath of mounts.0")
+
+
+@pytest.mark.parametrize("root", ["/", "//", "/./", "/."])
+def test_the_sandbox_root_is_no_mount_path(tree: Tree, root: str) -> None:
+    errors = tree.errors(MOUNT.replace("/workspace/widgets", root))
+    find(errors, "mounts.0.mountPath", "is the sandbox root")
+
+
+def test_nested_mount_paths_are_refused_naming_both(tree: Tree) -> None:
+    inner = tree.errors(_second_mount("/workspace/widgets/sub/"))
+    error = find(inner, "mounts.1.mountPath", "/workspace/widgets/sub is inside /workspace/widgets")
+    assert "mounts.0" in error.message
+    outer = tree.errors(_second_mount("/workspace"))
+    error = find(outer, "mounts.1.mountPath", "/workspace/widgets, the mountPath of mounts.0")
+    assert "is inside /workspace" in error.message
+    # a shared prefix that is not a parent directory is fine
+    assert len(tree.agent(_second_mount("/workspace/widgets2")).mounts) == 2
+
+
+@pytest.mark.parametrize(
+    ("repository", "url"),
+    [
+        ("acme/widgets", "https://github.com/acme/widgets.git"),
+        ("https://github.com/acme/widgets", "https://github.com/acme/widgets"),
+        ("https://gitlab.com/acme/widgets.git", "https://gitlab.com/acme/widgets.git"),
+        ("git@github.com:Codertocat/Hello-World.git", "git@github.com:Codertocat/Hello-World.git"),
+        ("git@example.org:team/tool.git", "git@example.org:team/tool.git"),
+    ],
+)
+def test_url_is_the_address_as_the_seed_resolves_it(tree: Tree, repository: str, url: str) -> None:
+    (mount,) = tree.agent(MOUNT.replace("acme/widgets", repository)).mounts
+    assert mount.url == url
+    assert mount.to_json()["url"] == url
+
+
 def test_exact_location_of_a_capability_error(tree: Tree) -> None:
     errors = tree.errors(
         MOUNT

@@ -35,13 +35,14 @@ def test_success_lists_each_agent(tree: Tree) -> None:
         "agents/b.yaml",
         BASE.replace("name: a", "name: b")
         + "mounts:\n"
-        + "  - {kind: git, repository: o/r, mountPath: /w, ref: 'x{{payload.github.after}}'}\n",
+        + "  - {kind: git, repository: o/r, mountPath: /w, ref: 'x{{payload.github.after}}'}\n"
+        + "triggers:\n  - {kind: github, event: push}\n  - {kind: github, event: create}\n",
     )
     code, text = check(tree)
     assert code == 0
     assert text.splitlines() == [
         "a: harness claude-code, environment runtime, 1 trigger, event-dependent no",
-        "b: harness claude-code, environment runtime, 0 triggers, event-dependent yes",
+        "b: harness claude-code, environment runtime, 2 triggers, event-dependent yes",
         "ok: 2 agents compiled",
     ]
 

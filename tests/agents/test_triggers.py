@@ -90,6 +90,12 @@ NEGATIVE = [
         "at least one",
     ),
     ("  - {kind: github, event: Pull Request}\n", "triggers.0.event", "is not valid"),
+    (
+        "  - {kind: github, event: push,\n"
+        "     filters: [{path: github.ref, matches: '(?s)(.*.){500}'}]}\n",
+        "triggers.0.filters.0.matches",
+        "its RE2 program has 4503 instructions, more than the 3000 a filter may cost",
+    ),
     ("  - {kind: github, event: push, actions: opened}\n", "triggers.0.actions", "list of strings"),
     (
         "  - {kind: github, event: push, actions: [Opened!]}\n",

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from triggers.regex_bound import MAX_PATTERN, MAX_SUBJECT, PatternError, compile_bounded
+from triggers.regex_bound import (
+    MAX_PATTERN,
+    MAX_PROGRAM_SIZE,
+    MAX_SUBJECT,
+    SEARCH_BUDGET,
+    PatternError,
+    compile_bounded,
+)
 
 
 @pytest.mark.parametrize(
@@ -84,6 +91,33 @@ def test_patterns_whose_program_is_too_large_are_refused() -> None:
     # Each level multiplies the program; RE2 refuses it instead of using unbounded memory.
     with pytest.raises(PatternError):
         compile_bounded("((((a{1,1000}){1,1000}){1,1000}){1,1000})")
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"(?s)(.*.){500}", r"(?s)[xy].{1000}.{1000}.{1000}q", r"(\pL+\s*){3}"]
+)
+def test_patterns_over_the_cost_bound_are_refused(pattern: str) -> None:
+    with pytest.raises(PatternError, match=f"more than the {MAX_PROGRAM_SIZE} a filter may cost"):
+        compile_bounded(pattern)
+
+
+def test_subject_searched_shrinks_as_the_program_grows() -> None:
+    small = compile_bounded("needle")
+    assert small.subject_limit == MAX_SUBJECT
+    large = compile_bounded(r"(?s)(.*.){300}")
+    assert large.program_size > 1000
+    assert large.subject_limit == SEARCH_BUDGET // large.program_size < MAX_SUBJECT
+    assert large.program_size * large.subject_limit <= SEARCH_BUDGET
+    wide = compile_bounded(r"(?s)(.*.){300}z")
+    text = "x" * (wide.subject_limit - 1) + "z"
+    assert wide.search(text) is True
+    assert wide.search("x" + text) is False  # the z is past what the budget searches
+
+
+def test_groups_never_capture_yet_keep_their_meaning() -> None:
+    assert compile_bounded(r"^(?P<cmd>/fix|/review)\b").search("/review please") is True
+    assert compile_bounded(r"(ab)+c").search("ababc") is True
+    assert compile_bounded(r"(ab)+c").search("abac") is False
 
 
 def test_compiled_patterns_are_cached() -> None:

@@ -54,7 +54,9 @@ def test_pr_opened_spawns_one_session_with_rendered_ref_and_title(connected: Hoo
         "trigger": 0,
         "triggerKey": session["origin"]["triggerKey"],
     }
-    assert session["requester"] == "Codertocat"
+    assert session["requester"] == {"login": "Codertocat", "id": 21031067}
+    assert session["mounts"][0]["url"] == f"https://github.com/{REPO}.git"
+    assert session["mounts"][0]["gitPermissions"] == {"contents": "read", "metadata": "read"}
     assert session["workingDirectory"] == "/workspace/hello"
     assert "token" not in str(session).lower().replace("triggerkey", "")
 
@@ -395,13 +397,14 @@ def test_manual_starts(connected: Hookspawn) -> None:
 
     started = hs.client.post(
         "/agents/nightly/sessions",
-        json={"displayTitle": "Nightly", "initialPrompt": "go"},
+        json={"displayTitle": "Nightly", "initialPrompt": "go", "requester": "alice"},
         headers={"Idempotency-Key": "night-1"},
     )
     assert started.status_code == 201, started.text
     session = started.json()
     assert session["displayTitle"] == "Nightly"
     assert session["origin"]["kind"] == "manual"
+    assert session["requester"] == {"login": "alice", "id": None}
     again = hs.client.post("/agents/nightly/sessions", headers={"Idempotency-Key": "night-1"})
     assert again.json()["id"] == session["id"]
     assert len(hs.sessions("nightly")) == 1
@@ -417,7 +420,8 @@ def test_manual_starts(connected: Hookspawn) -> None:
 
 def test_agent_to_agent_spawn_depth(connected: Hookspawn) -> None:
     hs = connected
-    parent = hs.client.post("/agents/nightly/sessions").json()
+    parent = hs.client.post("/agents/nightly/sessions", json={"requester": "alice"}).json()
+    assert hs.client.post("/agents/nightly/sessions").json()["requester"] is None
     ids = [parent["id"]]
     for depth in range(1, 6):
         child = hs.client.post(f"/sessions/{ids[-1]}/spawn", json={"agent": "nightly"})
@@ -430,6 +434,7 @@ def test_agent_to_agent_spawn_depth(connected: Hookspawn) -> None:
             "trigger": None,
             "triggerKey": None,
         }
+        assert child.json()["requester"] == {"login": "alice", "id": None}  # the parent's
         ids.append(child.json()["id"])
     too_deep = hs.client.post(f"/sessions/{ids[-1]}/spawn", json={"agent": "nightly"})
     assert too_deep.status_code == 409

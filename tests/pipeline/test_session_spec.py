@@ -10,10 +10,18 @@ from typing import Any
 import pytest
 import redis
 
+from tests.agents.conftest import Tree
 from triggers.envelope import build_envelope, envelope_view, load_body, session_input
 from workers import keys
 from workers.deliveries import DeliveryStore, NewDelivery
-from workers.session_spec import Origin, SessionEnvironment, SessionSpec
+from workers.planning import Grant, build_spec, named_requester, requester_of, stored_requester
+from workers.session_spec import (
+    Origin,
+    Requester,
+    SessionEnvironment,
+    SessionSpec,
+    session_json_schema,
+)
 from workers.sessions import SessionStore
 
 
@@ -176,3 +184,112 @@ def test_a_spec_whose_input_is_an_envelope_view_is_the_same_document(
     assert store.create(viewed)  # no delivery record: the input is stored itself
     assert set(redis_client.hgetall(keys.session("s-1"))) == {b"spec", b"input"}
     assert store.get("s-1") == json.loads(built.to_bytes())
+
+
+# -- what a compiled agent becomes in the spec: mount addresses, git scope, requester --------
+
+MOUNTS = """\
+mounts:
+  - kind: git
+    repository: Codertocat/Hello-World
+    mountPath: /workspace/hello
+    ref: main
+    auth: {kind: githubApp}
+  - kind: git
+    repository: git@github.com:Codertocat/Hello-World.git
+    mountPath: /workspace/ssh
+    ref: main
+  - kind: git
+    repository: Codertocat/Space
+    mountPath: /workspace/space
+    ref: main
+    auth: {kind: githubApp, capabilities: {contents: none}}
+  - kind: git
+    repository: Codertocat/Ops
+    mountPath: /workspace/ops
+    ref: main
+    auth: {kind: githubApp, capabilities: {contents: read, workflows: write}}
+"""
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Tree:
+    return Tree(tmp_path / ".auto")
+
+
+def _agent_spec(tree: Tree, requester: Requester | None = None) -> dict[str, Any]:
+    agent = tree.agent(MOUNTS)
+    grants: list[Grant | None] = [Grant(7, 70), None, Grant(7, 71), Grant(7, 72)]
+    spec = build_spec(
+        session_id="s-1",
+        agent=agent,
+        refs=[m.ref for m in agent.mounts],
+        grants=grants,
+        texts=(None, None, None),
+        session_input=None,
+        requester=requester,
+        origin=Origin(kind="manual"),
+        created_at="2026-12-01T00:00:00Z",
+    )
+    return spec.to_json()
+
+
+def test_each_mount_carries_its_url_beside_the_github_repository(tree: Tree) -> None:
+    hello, ssh, space, _ = _agent_spec(tree)["mounts"]
+    assert (hello["repository"], hello["url"]) == (
+        "Codertocat/Hello-World",
+        "https://github.com/Codertocat/Hello-World.git",
+    )
+    assert (ssh["repository"], ssh["url"]) == (
+        "Codertocat/Hello-World",
+        "git@github.com:Codertocat/Hello-World.git",
+    )
+    assert space["url"] == "https://github.com/Codertocat/Space.git"
+
+
+def test_each_github_app_mount_carries_its_git_credential_scope(tree: Tree) -> None:
+    hello, ssh, space, ops = _agent_spec(tree)["mounts"]
+    assert hello["gitPermissions"] == {"contents": "write", "metadata": "read"}
+    assert ssh["gitPermissions"] is None  # auth none: no credential at all
+    assert space["gitPermissions"] is None  # contents: none gets no git credential
+    assert ops["gitPermissions"] == {"contents": "read", "workflows": "write", "metadata": "read"}
+    # the one source: the capabilities' own rule
+    agent = tree.agent(MOUNTS)
+    assert hello["gitPermissions"] == agent.mounts[0].auth.capabilities.git_permissions()
+
+
+def _sender(**sender: Any) -> dict[str, Any]:
+    return {"github": {"event": "issue_comment", "sender": sender}}
+
+
+def test_only_a_human_sender_is_the_requester() -> None:
+    human = requester_of(_sender(login="Codertocat", id=21031067, type="User"))
+    assert human == Requester(login="Codertocat", id=21031067)
+    assert requester_of(_sender(login="hookspawn[bot]", id=9, type="Bot")) is None
+    assert requester_of(_sender(login="acme", id=5, type="Organization")) is None
+    assert requester_of(_sender(login="Codertocat", id=1)) is None  # no type: not known human
+    assert requester_of({"github": {"event": "push"}}) is None
+
+
+def test_requester_in_the_spec_is_login_and_id_or_null(tree: Tree, webhooks_dir: Path) -> None:
+    body = load_body((webhooks_dir / "pull_request/opened.payload.json").read_bytes())
+    envelope = build_envelope("pull_request", "d-1", body)
+    spec = _agent_spec(tree, requester_of(envelope))
+    assert spec["requester"] == {"login": "Codertocat", "id": 21031067}
+    assert _agent_spec(tree)["requester"] is None
+    # manual starts name a login only; an agent-spawned session inherits its parent's
+    assert named_requester("alice") == Requester(login="alice", id=None)
+    assert named_requester(None) is None and named_requester("") is None
+    assert stored_requester({"login": "alice", "id": 3}) == Requester(login="alice", id=3)
+    assert stored_requester("alice") == Requester(login="alice", id=None)
+    assert stored_requester(None) is None
+
+
+def test_session_schema_describes_url_git_permissions_and_requester() -> None:
+    schema = session_json_schema()
+    mount = schema["$defs"]["SessionMount"]
+    assert {"url", "repository", "gitPermissions"} <= set(mount["properties"])
+    assert "url" in mount["required"]
+    requester = schema["$defs"]["Requester"]
+    assert set(requester["properties"]) == {"login", "id"}
+    assert {"$ref": "#/$defs/Requester"} in schema["properties"]["requester"]["anyOf"]

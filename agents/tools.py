@@ -1,0 +1,76 @@
+"""Tool entries (`tools:`): the GitHub tool and its allowlist, checked against mount grants."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agents.model import Capabilities, Mount
+from agents.schema import Sink, join, opt_enum, opt_str_list, strict_map
+from agents.source import YMap, YNode, YScalar, YSeq, describe
+
+__all__ = ["GATED_TOOLS", "compile_tools"]
+
+#: GitHub tools a session sees only when some mount grants the capability (mounts seed):
+#: tool → (what it needs, the test on a mount's capabilities).
+GATED_TOOLS: dict[str, tuple[str, Callable[[Capabilities], bool]]] = {
+    "merge_pull_request": ("merge: write", lambda c: c.merge == "write"),
+    "enable_pull_request_auto_merge": ("merge: write", lambda c: c.merge == "write"),
+    "actions_secret_list": ("secrets: read or write", lambda c: c.secrets in ("read", "write")),
+    "actions_secret_write": ("secrets: write", lambda c: c.secrets == "write"),
+}
+
+
+def compile_tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[dict[str, Any]]:
+    """The agent's tool entries (only `kind: github`, with an optional `allow` list)."""
+    if node is None:
+        return []
+    if not isinstance(node, YSeq):
+        sink.error(
+            node.loc, "tools", f"must be a list of {{kind: ...}} entries, got {describe(node)}"
+        )
+        return []
+    out: list[dict[str, Any]] = []
+    for index, item in enumerate(node.items):
+        path = join("tools", index)
+        if not isinstance(item, YMap):
+            sink.error(item.loc, path, f"must be a {{kind: ...}} entry, got {describe(item)}")
+            continue
+        kind = opt_enum(sink, item.get("kind"), join(path, "kind"), ("github",))
+        if "kind" not in item.entries:
+            sink.error(item.loc, join(path, "kind"), "required field 'kind' is missing")
+        if kind != "github":
+            continue
+        strict_map(sink, item, path, allowed=("kind", "allow"), what="a github tool entry")
+        tool: dict[str, Any] = {"kind": "github"}
+        allow = opt_str_list(sink, item.get("allow"), join(path, "allow"))
+        if allow is not None:
+            tool["allow"] = allow
+            _check_gates(sink, item.get("allow"), join(path, "allow"), mounts)
+        if not any(mount.auth.kind == "githubApp" for mount in mounts):
+            sink.warning(
+                item.loc,
+                path,
+                "the github tool needs a githubApp mount; without one it does nothing",
+            )
+        out.append(tool)
+    return out
+
+
+def _check_gates(sink: Sink, node: YNode | None, path: str, mounts: list[Mount]) -> None:
+    """A gated tool no mount grants stays invisible and uncallable: naming it is an error."""
+    granted = [m.auth.capabilities for m in mounts if m.auth.kind == "githubApp"]
+    for index, item in enumerate(node.items if isinstance(node, YSeq) else ()):
+        if not (isinstance(item, YScalar) and isinstance(item.value, str)):
+            continue
+        gate = GATED_TOOLS.get(item.value)
+        if gate is None:
+            continue
+        needs, test = gate
+        if not any(test(caps) for caps in granted):
+            sink.error(
+                item.loc,
+                join(path, index),
+                f"{item.value} needs a githubApp mount granting {needs}, and no mount does: "
+                "the tool would stay invisible and uncallable",
+            )

@@ -42,6 +42,10 @@ triggers:
     name: review
     event: pull_request
     actions: [opened, synchronize, reopened, ready_for_review]
+    # anyone can open a pull request on a public repository, and this agent may comment:
+    # review only those opened by people who belong to the repository
+    filters:
+      - {{path: github.pullRequest.authorAssociation, in: [OWNER, MEMBER, COLLABORATOR]}}
     displayTitle: "Review #{{{{ github.pullRequest.number }}}}"
     initialPrompt: |
       Review pull request {{{{ github.pullRequest.htmlUrl }}}}.

@@ -402,7 +402,11 @@ def test_manual_starts(connected: Hookspawn) -> None:
     session = started.json()
     assert session["displayTitle"] == "Nightly"
     assert session["origin"]["kind"] == "manual"
-    again = hs.client.post("/agents/nightly/sessions", headers={"Idempotency-Key": "night-1"})
+    again = hs.client.post(
+        "/agents/nightly/sessions",
+        json={"displayTitle": "Nightly", "initialPrompt": "go"},
+        headers={"Idempotency-Key": "night-1"},
+    )
     assert again.json()["id"] == session["id"]
     assert len(hs.sessions("nightly")) == 1
 

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, cast
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 import orjson
 from fastapi import APIRouter, Request
@@ -29,6 +29,8 @@ BODY_SHOWN = 256 * 1024
 #: how long the browser keeps the sign-in cookie
 COOKIE_SECONDS = 12 * 3600
 STATUSES = ("queued", "processed", "failed")
+#: the sign-in form (a token and a path) is at most this many bytes, URL-encoded
+LOGIN_FORM_BYTES = 4096
 #: the cookie triggers.deps.require_admin accepts besides the bearer token
 SESSION_COOKIE = "hookspawn_session"
 
@@ -126,16 +128,49 @@ async def login_form(request: Request, next: str | None = None) -> Response:
     return _render(request, "login.html", context)
 
 
+async def _small_form(request: Request) -> dict[str, str]:
+    """The sign-in form's fields: URL-encoded and at most LOGIN_FORM_BYTES, else refused unread.
+
+    Starlette's `request.form()` would spool a multipart upload of any size to disk first.
+    """
+    media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if media != "application/x-www-form-urlencoded":
+        raise ApiError(
+            415,
+            "unsupported_content_type",
+            f"/ui/login takes an application/x-www-form-urlencoded form, not {media or 'none'}",
+        )
+    too_large = ApiError(
+        413,
+        "payload_too_large",
+        f"the /ui/login form is over {LOGIN_FORM_BYTES} bytes",
+        limit=LOGIN_FORM_BYTES,
+    )
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > LOGIN_FORM_BYTES):
+        raise too_large
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > LOGIN_FORM_BYTES:
+            raise too_large
+    try:
+        fields = parse_qs(raw.decode(), max_num_fields=8)
+    except (UnicodeDecodeError, ValueError) as exc:
+        message = f"the /ui/login form is not readable: {exc}"
+        raise ApiError(400, "invalid_request", message) from None
+    return {name: values[0] for name, values in fields.items()}
+
+
 @router.post("/login")
 async def login(request: Request) -> Response:
     token = runtime(request).settings.admin_token
-    form = await request.form()
-    given_next = form.get("next")
-    target = _safe_next(given_next if isinstance(given_next, str) else None)
+    form = await _small_form(request)
+    target = _safe_next(form.get("next"))
     if not token:
         return RedirectResponse(target, status_code=303)
     given = form.get("token")
-    if isinstance(given, str) and hmac.compare_digest(given.strip().encode(), token.encode()):
+    if given is not None and hmac.compare_digest(given.strip().encode(), token.encode()):
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(
             SESSION_COOKIE,

@@ -44,19 +44,14 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def web(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from triggers.api import create_app
+    from triggers.http_server import serve_web
     from workers.runtime import build_runtime
 
     _logging()
     rt = build_runtime(_settings())
-    uvicorn.run(
-        create_app(rt),
-        host=args.host,
-        port=args.port,
-        log_level="info",
-        access_log=args.access_log,  # a line per webhook is for debugging, not for load
+    serve_web(
+        create_app(rt), rt.settings, host=args.host, port=args.port, access_log=args.access_log
     )
     return 0
 

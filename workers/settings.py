@@ -31,6 +31,22 @@ def parse_duration(value: object) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
+_UNIT_BYTES = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(value: object) -> int:
+    """`268435456`, `256M`, `256MB`, `256MiB`, `1G` (binary units) → bytes."""
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"not a size: {text!r} (use e.g. 65536, 64K, 256M, 1G)")
+    amount, unit = match.groups()
+    return int(amount) * _UNIT_BYTES[unit.lower()]
+
+
 def split_csv(value: object) -> list[str]:
     """A comma-separated environment value → its non-empty, trimmed items."""
     if value is None:
@@ -42,6 +58,7 @@ def split_csv(value: object) -> list[str]:
 
 Csv = Annotated[list[str], NoDecode, BeforeValidator(split_csv)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+Size = Annotated[int, BeforeValidator(parse_size)]
 
 
 class Settings(BaseSettings):
@@ -64,6 +81,19 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(default=30.0, gt=0, le=50)
     #: retries of one delivery (transient errors) before it is dead-lettered
     max_retries: int = Field(default=8, ge=0, le=50)
+    # HTTP limits, per connection and before any authentication (triggers/limits.py)
+    #: from connecting (or the first byte of the next request) to the end of its headers
+    header_timeout: Duration = timedelta(seconds=10)
+    #: from the end of the headers to the end of the body
+    body_timeout: Duration = timedelta(seconds=30)
+    #: request line and headers together; past it, 431
+    max_header_bytes: Size = Field(default=32 * 1024, ge=1024, le=1024 * 1024)
+    #: connections open at once; past it a new one is answered 503 and closed
+    max_connections: int = Field(default=1000, ge=1, le=100_000)
+    #: request body bytes held by all requests at once; past it, 503 with Retry-After
+    body_budget: Size = Field(default=256 * 1024 * 1024, ge=1024 * 1024)
+    #: addresses or networks of proxies whose X-Forwarded-Proto / -For are believed
+    trusted_proxies: Csv = Field(default_factory=list)
 
     @property
     def github_app_configured(self) -> bool:

@@ -160,7 +160,9 @@ class GuardedProtocol(HttpToolsProtocol):
             )
 
     def refuse(self, refusal: Refused) -> None:
-        """Answer (unless an answer has started), stop reading, and close after a short linger."""
+        """Answer (unless an answer has started), then drop whatever else arrives and close
+        after a short linger: closing a socket with unread input would reset the connection
+        and lose the answer on its way."""
         if self.refused:
             return
         self.refused = True

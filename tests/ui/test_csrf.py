@@ -203,7 +203,7 @@ window.onload = () => {{
 </script></body></html>"""
     attacker = Attacker(page)
     try:
-        chromium._run("--virtual-time-budget=10000", "--dump-dom", attacker.url)
+        chromium.visit(attacker.url, milliseconds=10000)
     finally:
         attacker.close()
 

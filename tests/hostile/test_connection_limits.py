@@ -4,6 +4,7 @@ Each attack checks what the server answers the attacking connections, that the w
 resident memory (VmRSS, sampled while the attack holds; VmHWM, its peak) stays under
 RSS_BOUND_KB, and that a signed delivery sent during the attack is answered 202 within
 DELIVERY_SECONDS. The figures are printed (`pytest -s`) and recorded in BENCHMARKS.md.
+Two more: the connection cap, and `hookspawn serve`, whose web runs with the same limits.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import selectors
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +26,7 @@ import pytest
 from tests.conftest import WEBHOOKS, wait_for
 from tests.hostile.conftest import signed_delivery, web_process
 from tests.procs import Proc, status_kb
+from tests.test_serve import served as served  # `hookspawn serve`: embedded Redis, web, worker
 from workers.redis_server import RedisServer
 
 #: short deadlines keep each attack to seconds; the limits themselves are the defaults
@@ -360,3 +363,16 @@ def over_the_cap(port: int) -> bytes | None:
         except TimeoutError:
             return None
         return answer or None
+
+
+def test_serve_runs_its_web_with_the_same_limits(
+    served: tuple[subprocess.Popen[str], str, str, str],
+) -> None:
+    _, url, _, _ = served
+    port = int(urlsplit(url).port or 0)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        sock.setblocking(False)
+        answer, sent = send_until_answered(sock, 5_000_000, b"a" * 65536)
+    assert status_of(answer) == 431, answer[:300]
+    assert sent < 5_000_000

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
@@ -56,6 +57,18 @@ def split_csv(value: object) -> list[str]:
     return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
+def proxy_addresses(value: list[str]) -> list[str]:
+    """Each item an IP address or network (`10.0.0.0/8`), or `*` for any sender."""
+    for item in value:
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(f"not an IP address or network: {item!r}") from None
+    return value
+
+
 Csv = Annotated[list[str], NoDecode, BeforeValidator(split_csv)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
@@ -93,7 +106,7 @@ class Settings(BaseSettings):
     #: request body bytes held by all requests at once; past it, 503 with Retry-After
     body_budget: Size = Field(default=256 * 1024 * 1024, ge=1024 * 1024)
     #: addresses or networks of proxies whose X-Forwarded-Proto / -For are believed
-    trusted_proxies: Csv = Field(default_factory=list)
+    trusted_proxies: Annotated[Csv, AfterValidator(proxy_addresses)] = Field(default_factory=list)
 
     @property
     def github_app_configured(self) -> bool:

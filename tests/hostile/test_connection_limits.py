@@ -22,12 +22,14 @@ from urllib.parse import urlsplit
 
 import orjson
 import pytest
+from pydantic import ValidationError
 
 from tests.conftest import WEBHOOKS, wait_for
 from tests.hostile.conftest import signed_delivery, web_process
 from tests.procs import Proc, status_kb
 from tests.test_serve import served as served  # `hookspawn serve`: embedded Redis, web, worker
 from workers.redis_server import RedisServer
+from workers.settings import Settings
 
 #: short deadlines keep each attack to seconds; the limits themselves are the defaults
 HEADER_TIMEOUT = 3
@@ -374,3 +376,18 @@ def test_serve_runs_its_web_with_the_same_limits(
         answer, sent = send_until_answered(sock, 5_000_000, b"a" * 65536)
     assert status_of(answer) == 431, answer[:300]
     assert sent < 5_000_000
+
+
+def test_limit_settings_take_sizes_and_proxy_networks() -> None:
+    read = Settings.model_validate(
+        {"body_budget": "64M", "max_header_bytes": "16KiB", "trusted_proxies": "10.0.0.0/8, ::1"}
+    )
+    assert (read.body_budget, read.max_header_bytes) == (64 * 1024**2, 16 * 1024)
+    assert read.trusted_proxies == ["10.0.0.0/8", "::1"]
+    assert Settings.model_fields["body_budget"].default == BUDGET  # what the attacks run with
+    for field_name, value, complaint in (
+        ("body_budget", "lots", "not a size: 'lots'"),
+        ("trusted_proxies", "10.0.0.1, proxy.local", "not an IP address or network: 'proxy.local'"),
+    ):
+        with pytest.raises(ValidationError, match=complaint):
+            Settings.model_validate({field_name: value})

@@ -3,7 +3,8 @@
 Each attack checks what the server answers the attacking connections, that the web process's
 resident memory (VmRSS, sampled while the attack holds; VmHWM, its peak) stays under
 RSS_BOUND_KB, and that a signed delivery sent during the attack is answered 202 within
-DELIVERY_SECONDS. The figures are printed (`pytest -s`) and recorded in BENCHMARKS.md.
+DELIVERY_SECONDS. The figures are printed in the suite's output, kept in
+test-artifacts/hostile/attacks.txt, and recorded in BENCHMARKS.md.
 Two more: the connection cap, and `hookspawn serve`, whose web runs with the same limits.
 """
 
@@ -58,8 +59,16 @@ class Web:
         return status_kb(self.proc.pid, "VmHWM")
 
 
+#: where the figures are kept after a run (gitignored), besides the terminal
+FIGURES = Path(__file__).resolve().parents[2] / "test-artifacts" / "hostile" / "attacks.txt"
+
+
 @pytest.fixture(scope="module")
-def web(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
+def web(
+    redis_server: RedisServer,
+    tmp_path_factory: pytest.TempPathFactory,
+    pytestconfig: pytest.Config,
+) -> Iterator[Web]:
     url = redis_server.url
     root = tmp_path_factory.mktemp("limits")
     settings = {"HEADER_TIMEOUT": f"{HEADER_TIMEOUT}s", "BODY_TIMEOUT": f"{BODY_TIMEOUT}s"}
@@ -67,7 +76,13 @@ def web(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> 
         web = Web(proc, base, int(urlsplit(base).port or 0))
         web.figures.append(f"web at rest: VmRSS {web.rss_kb() / 1024:.0f} MB")
         yield web
-        print("\n" + "\n".join(web.figures))
+    text = "\n".join(web.figures) + "\n"
+    FIGURES.parent.mkdir(parents=True, exist_ok=True)
+    FIGURES.write_text(text)
+    # shown in the suite's output even when pytest captures it (the figures are the result)
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(f"\nconnection attacks on hookspawn web (also in {FIGURES}):\n{text}")
 
 
 def connect(web: Web, head: bytes) -> socket.socket:

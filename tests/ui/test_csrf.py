@@ -20,6 +20,7 @@ from tests.hostile.conftest import ADMIN_TOKEN, web_process
 from tests.live_server import live_server
 from tests.pipeline.conftest import write_agents
 from tests.ui.test_browser import Chromium, chromium_path
+from triggers import ui_sessions
 from triggers.api import create_app
 from workers.redis_server import RedisServer, free_port
 from workers.runtime import Runtime, build_runtime
@@ -240,3 +241,13 @@ def test_secure_cookie_behind_a_trusted_proxy_only(
         spoofed = client.post("/ui/login", data=form, headers=forwarded)
         assert spoofed.status_code == 303
         assert "Secure" not in spoofed.headers["set-cookie"]
+
+
+def test_a_new_admin_token_ends_earlier_sessions(redis_client: redis.Redis) -> None:
+    session_id = ui_sessions.create(redis_client, "token-before")
+    assert ui_sessions.valid(redis_client, "token-before", session_id)
+    assert not ui_sessions.valid(redis_client, "token-after", session_id)
+    assert not ui_sessions.valid(redis_client, "token-before", session_id + "x")
+    assert not ui_sessions.valid(redis_client, "token-before", "")
+    ui_sessions.revoke(redis_client, session_id)
+    assert not ui_sessions.valid(redis_client, "token-before", session_id)

@@ -8,12 +8,15 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import redis
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from triggers import (
     api_models,
+    deps,
     http_errors,
     receiver,
     routes_agents,
@@ -75,6 +78,10 @@ def create_app(rt: Runtime) -> HookspawnApp:
         lifespan=lifespan,
         # no OpenTelemetry here: FastAPI would otherwise look for a provider on every request
         telemetry={"tracing": False, "metrics": False, "logs": False},
+        # served below behind the admin token, like every route but intake and health
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.runtime = rt
     http_errors.install(app)
@@ -88,7 +95,25 @@ def create_app(rt: Runtime) -> HookspawnApp:
     app.include_router(routes_metrics.router)
     app.include_router(ui.router)
     app.openapi = _document(app)  # type: ignore[method-assign]
+    _publish_document(app)
     return app
+
+
+def _publish_document(app: FastAPI) -> None:
+    """/openapi.json, /docs and /redoc, each needing the admin token (or the /ui cookie)."""
+    admin = [Depends(deps.require_admin)]
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=admin)
+    async def openapi_document() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=admin)
+    async def swagger() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{app.title} API")
+
+    @app.get("/redoc", include_in_schema=False, dependencies=admin)
+    async def redoc() -> HTMLResponse:
+        return get_redoc_html(openapi_url="/openapi.json", title=f"{app.title} API")
 
 
 def _document(app: FastAPI) -> Callable[[], dict[str, Any]]:

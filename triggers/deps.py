@@ -1,4 +1,4 @@
-"""Request-scoped access to the process runtime, and the admin-token check."""
+"""Request-scoped access to the process runtime, the admin-token check and the origin check."""
 
 from __future__ import annotations
 
@@ -7,8 +7,14 @@ import hmac
 import redis.asyncio as aioredis
 from fastapi import Request
 
+from triggers import ui_sessions
 from triggers.http_errors import ApiError
 from workers.runtime import Runtime
+
+#: the /ui sign-in cookie: a session id (triggers/ui_sessions.py)
+SESSION_COOKIE = "hookspawn_session"
+#: methods that change nothing, so need no origin check
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def runtime(request: Request) -> Runtime:
@@ -28,20 +34,55 @@ def async_redis(request: Request) -> aioredis.Redis:
 
 
 def require_admin(request: Request) -> None:
-    """`Authorization: Bearer $HOOKSPAWN_ADMIN_TOKEN`, when a token is configured."""
-    token = runtime(request).settings.admin_token
+    """`Authorization: Bearer $HOOKSPAWN_ADMIN_TOKEN`, or the /ui session cookie, when a token
+    is configured. A request the cookie authenticates that changes state must also come from
+    this server's own pages (`same_origin`); a bearer token is never sent by a browser on its
+    own, so it needs no such check.
+    """
+    rt = runtime(request)
+    token = rt.settings.admin_token
     if not token:
+        same_origin(request, required=False)
         return
     given = request.headers.get("authorization", "")
     scheme, _, value = given.partition(" ")
     if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode()):
         return
-    cookie = request.cookies.get("hookspawn_session")
-    if cookie and hmac.compare_digest(cookie.encode(), session_cookie(token).encode()):
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if cookie and ui_sessions.valid(rt.client, token, cookie):
+        same_origin(request, required=True)
         return
     raise ApiError(401, "unauthorized", "this endpoint needs Authorization: Bearer <admin token>")
 
 
-def session_cookie(token: str) -> str:
-    """The /ui sign-in cookie: derived from the admin token, so it changes when the token does."""
-    return hmac.new(token.encode(), b"hookspawn-ui-session", "sha256").hexdigest()
+def same_origin(request: Request, *, required: bool) -> None:
+    """Refuse (403) a state-changing request that a page of another origin made the browser send.
+
+    `Sec-Fetch-Site` (every current browser) decides; else `Origin`. With neither, the request
+    is refused when `required` (it carried the cookie, so a browser sent it), else let through
+    (a client that is no browser, on a server with no admin token).
+    """
+    if request.method in SAFE_METHODS:
+        return
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        if site == "same-origin":
+            return
+        raise _cross_origin(f"Sec-Fetch-Site is {site!r}")
+    origin = request.headers.get("origin")
+    if origin is not None:
+        own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+        if origin == own:
+            return
+        raise _cross_origin(f"Origin {origin!r} is not {own!r}")
+    if required:
+        raise _cross_origin("it has neither Sec-Fetch-Site nor Origin")
+
+
+def _cross_origin(why: str) -> ApiError:
+    return ApiError(
+        403,
+        "cross_origin_request",
+        f"refused: {why}; a request that changes state with the /ui cookie must come from "
+        "this server's own pages (or use Authorization: Bearer <admin token>)",
+    )

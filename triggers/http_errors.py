@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from triggers import errors as intake
 from workers import errors as work
@@ -85,7 +86,14 @@ def install(app: FastAPI) -> None:
             status_code=422,
         )
 
+    async def handle_gone(request: Request, exc: Exception) -> JSONResponse:
+        # the client left (or triggers.limits cut its request off and answered it): this
+        # answer goes nowhere, but it keeps a routine disconnect out of the error log
+        message = "the client disconnected before its request was read"
+        return JSONResponse(error_body("client_disconnected", message), status_code=400)
+
     for cls in (ApiError, intake.IntakeError, work.WorkerError, redis.RedisError):
         app.add_exception_handler(cls, handle)
+    app.add_exception_handler(ClientDisconnect, handle_gone)
     app.add_exception_handler(StarletteHTTPException, handle_http)
     app.add_exception_handler(RequestValidationError, handle_validation)

@@ -41,8 +41,9 @@ STARTED: dict[int | str, dict[str, Any]] = {
         {
             403: "unauthorized_repository, repository_access_revoked or permission_not_granted",
             409: "event_required, spawn_depth_exceeded, or another refusal (details.outcome)",
-            422: "unresolvable_ref, invalid_ref or unresolvable_text; or invalid_request: the "
-            "request does not match this document (details.errors)",
+            422: "unresolvable_ref, invalid_ref or unresolvable_text; idempotency_key_reused "
+            "(this Idempotency-Key came before with a different body); or invalid_request: "
+            "the request does not match this document (details.errors)",
             502: "the start failed (details.outcome: failed), e.g. the GitHub App's credentials "
             "were refused",
             503: "store_unavailable; github_unavailable or dispatch_failed after retries; "

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, cast
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 import orjson
 from fastapi import APIRouter, Request
@@ -15,7 +15,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
-from triggers.deps import require_admin, runtime, session_cookie
+from triggers import ui_sessions
+from triggers.deps import SESSION_COOKIE, require_admin, runtime, same_origin
 from triggers.http_errors import ApiError
 from triggers.routes_deliveries import delivery_view
 from workers import keys
@@ -26,11 +27,9 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 
 #: a delivery body larger than this is shown cut, as stored (not re-indented)
 BODY_SHOWN = 256 * 1024
-#: how long the browser keeps the sign-in cookie
-COOKIE_SECONDS = 12 * 3600
 STATUSES = ("queued", "processed", "failed")
-#: the cookie triggers.deps.require_admin accepts besides the bearer token
-SESSION_COOKIE = "hookspawn_session"
+#: the sign-in form (a token and a path) is at most this many bytes, URL-encoded
+LOGIN_FORM_BYTES = 4096
 
 _HEADERS = {
     # no script may run on these pages, whatever a payload smuggles into them
@@ -102,7 +101,7 @@ async def _page(
     request: Request, template: str, load: Callable[[Runtime], Mapping[str, Any]]
 ) -> Response:
     """Sign-in first when a token is required; then load (off the event loop) and render."""
-    if not _signed_in(request):
+    if not await run_in_threadpool(_signed_in, request):
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"/ui/login?next={quote(target, safe='')}", status_code=303)
     rt = runtime(request)
@@ -126,24 +125,61 @@ async def login_form(request: Request, next: str | None = None) -> Response:
     return _render(request, "login.html", context)
 
 
+async def _small_form(request: Request) -> dict[str, str]:
+    """The sign-in form's fields: URL-encoded and at most LOGIN_FORM_BYTES, else refused unread.
+
+    Starlette's `request.form()` would spool a multipart upload of any size to disk first.
+    """
+    media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if media != "application/x-www-form-urlencoded":
+        raise ApiError(
+            415,
+            "unsupported_content_type",
+            f"/ui/login takes an application/x-www-form-urlencoded form, not {media or 'none'}",
+        )
+    too_large = ApiError(
+        413,
+        "payload_too_large",
+        f"the /ui/login form is over {LOGIN_FORM_BYTES} bytes",
+        limit=LOGIN_FORM_BYTES,
+    )
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > LOGIN_FORM_BYTES):
+        raise too_large
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > LOGIN_FORM_BYTES:
+            raise too_large
+    try:
+        fields = parse_qs(raw.decode(), max_num_fields=8)
+    except (UnicodeDecodeError, ValueError) as exc:
+        message = f"the /ui/login form is not readable: {exc}"
+        raise ApiError(400, "invalid_request", message) from None
+    return {name: values[0] for name, values in fields.items()}
+
+
 @router.post("/login")
 async def login(request: Request) -> Response:
+    # no origin check: signing in takes the token itself, which a page elsewhere does not have
     token = runtime(request).settings.admin_token
-    form = await request.form()
-    given_next = form.get("next")
-    target = _safe_next(given_next if isinstance(given_next, str) else None)
+    form = await _small_form(request)
+    target = _safe_next(form.get("next"))
     if not token:
         return RedirectResponse(target, status_code=303)
     given = form.get("token")
-    if isinstance(given, str) and hmac.compare_digest(given.strip().encode(), token.encode()):
+    if given is not None and hmac.compare_digest(given.strip().encode(), token.encode()):
+        session_id = await run_in_threadpool(ui_sessions.create, runtime(request).client, token)
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(
             SESSION_COOKIE,
-            session_cookie(token),
-            max_age=COOKIE_SECONDS,
+            session_id,
+            max_age=ui_sessions.SECONDS,
             path="/",
             httponly=True,
             samesite="lax",
+            # https as the client connected: directly, or through a trusted proxy's
+            # X-Forwarded-Proto (triggers/http_server.py)
             secure=request.url.scheme == "https",
         )
         return response
@@ -152,7 +188,12 @@ async def login(request: Request) -> Response:
 
 
 @router.post("/logout")
-async def logout() -> Response:
+async def logout(request: Request) -> Response:
+    """End the session on the server too: the cookie is worthless from here on."""
+    same_origin(request, required=False)
+    session_id = request.cookies.get(SESSION_COOKIE)
+    if session_id:
+        await run_in_threadpool(ui_sessions.revoke, runtime(request).client, session_id)
     response = RedirectResponse("/ui/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax")
     return response

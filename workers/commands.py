@@ -86,9 +86,8 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def web(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from triggers.api import create_app
+    from triggers.http_server import serve_web
     from workers.exposure import open_admin_refusal, open_admin_warning
     from workers.runtime import build_runtime
 
@@ -104,12 +103,8 @@ def web(args: argparse.Namespace) -> int:
         logging.getLogger("hookspawn.web").warning("%s", warning)
     log_agents(log, settings.agents_dir, settings.secret_names)
     rt = build_runtime(settings)
-    uvicorn.run(
-        create_app(rt),
-        host=args.host,
-        port=args.port,
-        log_level="info",
-        access_log=args.access_log,  # a line per webhook is for debugging, not for load
+    serve_web(
+        create_app(rt), rt.settings, host=args.host, port=args.port, access_log=args.access_log
     )
     return 0
 

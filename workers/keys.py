@@ -53,6 +53,20 @@ def agent_sessions(agent: str) -> str:
     return f"{PREFIX}:sessions:agent:{agent}"
 
 
+#: string with a TTL: SHA-256 of the body of the start that named this spawn id with its
+#: `Idempotency-Key`, so the same key with a different body is refused, not answered with the
+#: first session
+def idempotency(session_id: str) -> str:
+    return f"{PREFIX}:idempotency:{session_id}"
+
+
+# The delivery explorer ---------------------------------------------------------
+#: string with a TTL (the sign-in's lifetime): one signed-in /ui session, keyed by the SHA-256
+#: of its cookie value; holds an HMAC of the admin token it was opened with
+def ui_session(digest: str) -> str:
+    return f"{PREFIX}:ui-session:{digest}"
+
+
 # Connections -------------------------------------------------------------
 #: hash installation id → JSON installation record (account, status, repositories)
 INSTALLATIONS = f"{PREFIX}:installations"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
@@ -31,6 +32,22 @@ def parse_duration(value: object) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
+_UNIT_BYTES = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(value: object) -> int:
+    """`268435456`, `256M`, `256MB`, `256MiB`, `1G` (binary units) → bytes."""
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"not a size: {text!r} (use e.g. 65536, 64K, 256M, 1G)")
+    amount, unit = match.groups()
+    return int(amount) * _UNIT_BYTES[unit.lower()]
+
+
 def split_csv(value: object) -> list[str]:
     """A comma-separated environment value → its non-empty, trimmed items."""
     if value is None:
@@ -40,8 +57,21 @@ def split_csv(value: object) -> list[str]:
     return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
+def proxy_addresses(value: list[str]) -> list[str]:
+    """Each item an IP address or network (`10.0.0.0/8`), or `*` for any sender."""
+    for item in value:
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(f"not an IP address or network: {item!r}") from None
+    return value
+
+
 Csv = Annotated[list[str], NoDecode, BeforeValidator(split_csv)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+Size = Annotated[int, BeforeValidator(parse_size)]
 
 
 class Settings(BaseSettings):
@@ -66,6 +96,19 @@ class Settings(BaseSettings):
     max_retries: int = Field(default=8, ge=0, le=50)
     #: the running server the client commands (send, deliveries, …) talk to, when no --url
     url: str | None = None
+    # HTTP limits, per connection and before any authentication (triggers/limits.py)
+    #: from connecting (or the first byte of the next request) to the end of its headers
+    header_timeout: Duration = timedelta(seconds=10)
+    #: from the end of the headers to the end of the body
+    body_timeout: Duration = timedelta(seconds=30)
+    #: request line and headers together; past it, 431
+    max_header_bytes: Size = Field(default=32 * 1024, ge=1024, le=1024 * 1024)
+    #: connections open at once; past it a new one is answered 503 and closed
+    max_connections: int = Field(default=1000, ge=1, le=100_000)
+    #: request body bytes held by all requests at once; past it, 503 with Retry-After
+    body_budget: Size = Field(default=256 * 1024 * 1024, ge=1024 * 1024)
+    #: addresses or networks of proxies whose X-Forwarded-Proto / -For are believed
+    trusted_proxies: Annotated[Csv, AfterValidator(proxy_addresses)] = Field(default_factory=list)
 
     @property
     def github_app_configured(self) -> bool:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+import orjson
+import redis
+
+from workers import keys
 from workers.pipeline import SpawnPipeline
 from workers.planning import (
     MAX_SPAWN_DEPTH,
@@ -31,7 +36,12 @@ REFUSAL_STATUS = {
     "unresolvable_text": 422,
     "agent_not_found": 404,
     "session_not_found": 404,
+    "idempotency_key_reused": 422,
 }
+
+#: how long a start's `Idempotency-Key` stays bound to its body: GitHub's redelivery window,
+#: the default retention of deliveries
+KEY_SECONDS = 3 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,38 @@ class StartRequest:
     @property
     def texts(self) -> tuple[str | None, str | None, str | None]:
         return self.display_title, self.initial_prompt, self.message
+
+    def digest(self) -> str:
+        """SHA-256 of what the start asks for (its body), without the key itself."""
+        body = [self.display_title, self.initial_prompt, self.message, self.requester]
+        return hashlib.sha256(orjson.dumps(body)).hexdigest()
+
+
+def key_reused(
+    client: redis.Redis, agent: str, session_id: str, request: StartRequest
+) -> Outcome | None:
+    """Bind the request's `Idempotency-Key` (through its spawn id) to its body, first come.
+
+    None when the key is new or came with the same body before; the refusal otherwise.
+    """
+    digest = request.digest()
+    key = keys.idempotency(session_id)
+    for _ in range(2):  # the bound digest may expire between SET NX and GET: try once more
+        if client.set(key, digest, nx=True, ex=KEY_SECONDS):
+            return None
+        bound = cast(bytes | None, client.get(key))
+        if bound is None:
+            continue
+        if bound == digest.encode():
+            return None
+        break
+    return _refused(
+        agent,
+        "idempotency_key_reused",
+        f"Idempotency-Key {request.idempotency_key!r} was used with a different body for "
+        f"agent {agent!r}: use a new key for a different start",
+        idempotencyKey=request.idempotency_key,
+    )
 
 
 def _refused(agent: str, code: str, message: str, **details: Any) -> Outcome:
@@ -60,6 +102,8 @@ def start_manual(pipeline: SpawnPipeline, agent_name: str, request: StartRequest
         return _refused(agent.name, refusal.code, refusal.message, **refusal.details)
     key = request.idempotency_key
     session_id = manual_spawn_id(agent.name, key) if key else "hs-" + uuid.uuid4().hex
+    if key and (reused := key_reused(pipeline.spawns.client, agent.name, session_id, request)):
+        return reused
     return pipeline.spawn(
         agent,
         session_id=session_id,
@@ -96,9 +140,14 @@ def start_from_agent(
     if refusal is not None:
         return _refused(agent.name, refusal.code, refusal.message, **refusal.details)
     key = request.idempotency_key or uuid.uuid4().hex
+    session_id = agent_spawn_id(parent_id, agent.name, key)
+    if request.idempotency_key and (
+        reused := key_reused(pipeline.spawns.client, agent.name, session_id, request)
+    ):
+        return reused
     return pipeline.spawn(
         agent,
-        session_id=agent_spawn_id(parent_id, agent.name, key),
+        session_id=session_id,
         texts=request.texts,
         origin=Origin(kind="agent", parent_session_id=parent_id, depth=depth),
         requester=named_requester(request.requester) or stored_requester(parent.get("requester")),

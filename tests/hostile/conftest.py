@@ -1,14 +1,29 @@
-"""Shared pieces of the hostile-input suite: the error-body shape and a store snapshot."""
+"""Shared pieces of the hostile-input suite: the error-body shape, a store snapshot, and a
+real `hookspawn web` to attack."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
 import redis
 
+from tests.conftest import SECRET, wait_for
 from tests.intake.test_receiver import snapshot
+from tests.procs import Proc
+from triggers.signature import sign
 from workers import keys
+from workers.redis_server import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 #: what SPEC §10 lets POST /webhooks/github answer, and the error code each refusal carries
 INTAKE_CODES: dict[int, set[str]] = {
@@ -55,3 +70,71 @@ def hookspawn_state(client: redis.Redis) -> dict[bytes, object]:
         for key, value in store_state(client).items()
         if key == prefix or key.startswith(prefix + b":")
     }
+
+
+# -- a real `hookspawn web` subprocess ----------------------------------------------------------
+
+ADMIN_TOKEN = "hostile-web-admin-token"
+
+
+@contextmanager
+def web_process(root: Path, redis_url: str, **env: str) -> Iterator[tuple[Proc, str]]:
+    """`hookspawn web` on a free loopback port with `HOOKSPAWN_*` from `env` (names without
+    the prefix, e.g. `BODY_TIMEOUT="5s"`); yields the process and its base URL."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "tmp").mkdir(exist_ok=True)
+    port = free_port()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
+    environment.update(
+        {
+            "HOOKSPAWN_REDIS_URL": redis_url,
+            "HOOKSPAWN_WEBHOOK_SECRET": SECRET,
+            "HOOKSPAWN_ADMIN_TOKEN": ADMIN_TOKEN,
+            "HOOKSPAWN_AGENTS_DIR": str(root / ".auto"),
+            "HOOKSPAWN_DATA_DIR": str(root / "data"),
+            "TMPDIR": str(root / "tmp"),  # where a spooled upload would land
+            "PYTHONUNBUFFERED": "1",
+            **{f"HOOKSPAWN_{name}": value for name, value in env.items()},
+        }
+    )
+    log = root / "web.log"
+    command = [sys.executable, "-m", "workers.cli", "web", "--host", "127.0.0.1"]
+    with log.open("wb") as handle:
+        popen = subprocess.Popen(
+            [*command, "--port", str(port)],
+            env=environment,
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    proc = Proc("web", popen, log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+
+        def up() -> bool:
+            assert proc.alive(), f"hookspawn web exited:\n{proc.tail()}"
+            try:
+                return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(up, timeout=60)
+        yield proc, url
+    finally:
+        proc.stop()
+
+
+def signed_delivery(url: str, body: bytes) -> tuple[int, float]:
+    """POST a signed delivery on a fresh connection: its status and how long the answer took."""
+    headers = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": "issues",
+        "X-GitHub-Delivery": f"d-{uuid.uuid4().hex[:16]}",
+        "X-Hub-Signature-256": sign(body, SECRET),
+    }
+    started = time.monotonic()
+    with httpx.Client(timeout=30) as client:
+        status = client.post(f"{url}/webhooks/github", content=body, headers=headers).status_code
+    return status, time.monotonic() - started

@@ -15,7 +15,8 @@ the same on every run. What each test asserts:
 - `test_untyped_response_bodies`: which documented answers have no real body schema
   (routes that need a response model), as a list that must match what is served; and every
   documented failure (422 included) is the shared error body.
-- `test_admin_routes_need_the_token`: without the token every admin operation is a 401.
+- `test_admin_routes_need_the_token`: without the token every admin operation is a 401;
+  `test_the_document_and_its_pages_need_the_token`: so are /openapi.json, /docs and /redoc.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ TOKEN = "hostile-admin-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 EXAMPLES = 25
 PUBLIC = {"POST /webhooks/github", "GET /healthz", "GET /readyz"}
+#: the document itself and the pages that show it: admin routes like the rest
+DOCUMENT_PAGES = ("/openapi.json", "/docs", "/redoc")
 
 AGENT = """
 name: tidy
@@ -91,6 +94,7 @@ class Findings:
     conformance: dict[str, str] = field(default_factory=dict)  # gap → one example
     document: dict[str, Any] = field(default_factory=dict)
     unauthenticated: dict[str, int] = field(default_factory=dict)
+    pages: dict[str, tuple[int, int]] = field(default_factory=dict)  # without, with the token
 
 
 def shape_problem(response: schemathesis.Response) -> str | None:
@@ -139,7 +143,7 @@ def _bound(findings: Findings, label: str) -> Callable[[schemathesis.Case[Any]],
 
 
 def exercise(url: str, findings: Findings) -> None:
-    schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
+    schema = schemathesis.openapi.from_url(f"{url}/openapi.json", headers=AUTH)
     for result in schema.get_all_operations():
         assert isinstance(result, Ok), (
             f"the document has an operation schemathesis cannot use: {result}"
@@ -179,8 +183,13 @@ def findings(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
     found = Findings()
     app = create_app(rt)
     with live_server(app) as url, httpx.Client(base_url=url, timeout=30) as http:
-        found.document = http.get("/openapi.json").json()
+        found.document = http.get("/openapi.json", headers=AUTH).json()
         exercise(url, found)
+        for path in DOCUMENT_PAGES:
+            found.pages[path] = (
+                http.get(path).status_code,
+                http.get(path, headers=AUTH).status_code,
+            )
         for label in found.operations:
             method, path = label.split(" ", 1)
             concrete = path.replace("{", "").replace("}", "")
@@ -267,3 +276,7 @@ def test_admin_routes_need_the_token(findings: Findings) -> None:
     assert {label: s for label, s in admin.items() if s != 401} == {}
     public = {label: s for label, s in findings.unauthenticated.items() if label in PUBLIC}
     assert all(s != 401 or label == "POST /webhooks/github" for label, s in public.items())
+
+
+def test_the_document_and_its_pages_need_the_token(findings: Findings) -> None:
+    assert findings.pages == {path: (401, 200) for path in DOCUMENT_PAGES}

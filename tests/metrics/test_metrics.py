@@ -22,7 +22,6 @@ from tests.live_server import live_client
 from tests.metrics.conftest import Scrape, scrape
 from tests.pipeline.conftest import Hookspawn, connect, start_hookspawn
 from triggers.api import create_app
-from triggers.deps import session_cookie
 from triggers.signature import sign
 from workers import keys, metrics
 from workers.celery_app import celery_config
@@ -226,7 +225,7 @@ def test_metrics_needs_the_admin_token(redis_url: str, tmp_path: Path) -> None:
             assert refused.status_code == 401
             assert refused.json()["error"]["code"] == "unauthorized"
             assert "hookspawn_" in scrape(client, authorization=f"Bearer {token}").text
-            client.cookies.set("hookspawn_session", session_cookie(token))
+            assert client.post("/ui/login", data={"token": token}).status_code == 303
             assert scrape(client).present("hookspawn_dead_letters")
     finally:
         rt.close()

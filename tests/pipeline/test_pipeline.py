@@ -405,7 +405,11 @@ def test_manual_starts(connected: Hookspawn) -> None:
     assert session["displayTitle"] == "Nightly"
     assert session["origin"]["kind"] == "manual"
     assert session["requester"] == {"login": "alice", "id": None}
-    again = hs.client.post("/agents/nightly/sessions", headers={"Idempotency-Key": "night-1"})
+    again = hs.client.post(
+        "/agents/nightly/sessions",
+        json={"displayTitle": "Nightly", "initialPrompt": "go", "requester": "alice"},
+        headers={"Idempotency-Key": "night-1"},
+    )
     assert again.json()["id"] == session["id"]
     assert len(hs.sessions("nightly")) == 1
 

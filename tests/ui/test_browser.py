@@ -62,6 +62,11 @@ class Chromium:
     def dom(self, url: str) -> str:
         return self._run("--dump-dom", url)
 
+    def visit(self, url: str, *, milliseconds: int) -> str:
+        """Load `url` and let its scripts and the navigations they start run for that long
+        (virtual time: Chromium exits once nothing is pending); the DOM at the end."""
+        return self._run(f"--virtual-time-budget={milliseconds}", "--dump-dom", url)
+
     def screenshot(self, url: str, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.unlink(missing_ok=True)

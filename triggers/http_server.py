@@ -1,0 +1,55 @@
+"""How `hookspawn web` serves the app: uvicorn, with the connection limits and proxy trust."""
+
+from __future__ import annotations
+
+import logging
+import resource
+from typing import Any
+
+import uvicorn
+
+from triggers.limits import Limits, protocol
+from workers.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: descriptors the process needs besides its client connections (Redis, logs, the listener)
+SPARE_DESCRIPTORS = 256
+
+
+def serve_web(app: Any, settings: Settings, *, host: str, port: int, access_log: bool) -> None:
+    """Serve `app` until stopped, with every limit of `triggers.limits` in force.
+
+    X-Forwarded-Proto and X-Forwarded-For are believed only from HOOKSPAWN_TRUSTED_PROXIES
+    (uvicorn would otherwise believe them from 127.0.0.1).
+    """
+    limits = Limits.from_settings(settings)
+    _allow_descriptors(limits.max_connections + SPARE_DESCRIPTORS)
+    trusted = list(settings.trusted_proxies)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=access_log,  # a line per webhook is for debugging, not for load
+        http=protocol(limits),
+        ws="none",  # nothing here speaks WebSocket: an upgrade would leave these limits behind
+        proxy_headers=bool(trusted),
+        forwarded_allow_ips=trusted or None,
+        server_header=False,
+    )
+    uvicorn.Server(config).run()
+
+
+def _allow_descriptors(wanted: int) -> None:
+    """Raise the soft open-files limit toward `wanted` (never past the hard limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        if target < wanted:
+            log.warning(
+                "open files limited to %d: fewer than HOOKSPAWN_MAX_CONNECTIONS needs (%d)",
+                target,
+                wanted,
+            )

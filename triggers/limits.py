@@ -1,0 +1,299 @@
+"""What one connection may cost before anyone is authenticated: deadlines, sizes, counts."""
+
+from __future__ import annotations
+
+import asyncio
+import http
+from dataclasses import dataclass
+from typing import Any
+
+import httptools
+import orjson
+from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallable, Scope
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+
+from triggers.http_errors import error_body
+from triggers.intake import MAX_BODY
+from workers.settings import Settings
+
+#: after a refusal, how long the rest of what the client sends is read and dropped before
+#: the socket closes, so the refusal reaches it instead of a reset
+LINGER_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    header_timeout: float
+    body_timeout: float
+    max_header_bytes: int
+    max_connections: int
+    body_budget: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        return cls(
+            header_timeout=settings.header_timeout.total_seconds(),
+            body_timeout=settings.body_timeout.total_seconds(),
+            max_header_bytes=settings.max_header_bytes,
+            max_connections=settings.max_connections,
+            body_budget=settings.body_budget,
+        )
+
+
+class BodyBudget:
+    """Request body bytes held by every request of the process at once (one event loop)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+
+    def take(self, size: int) -> bool:
+        if self.held + size > self.limit:
+            return False
+        self.held += size
+        return True
+
+    def give_back(self, size: int) -> None:
+        self.held = max(0, self.held - size)
+
+
+class Refused(Exception):
+    """A request refused by the connection itself: answered, then the connection closes."""
+
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.headers = headers or {}
+
+    def response(self) -> bytes:
+        body = orjson.dumps(error_body(self.code, self.message))
+        lines = [
+            f"HTTP/1.1 {self.status} {http.HTTPStatus(self.status).phrase}",
+            "content-type: application/json",
+            f"content-length: {len(body)}",
+            "connection: close",
+            *(f"{name}: {value}" for name, value in self.headers.items()),
+        ]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+class GuardedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, with the limits every connection gets before the app.
+
+    - a connection past `max_connections` is answered 503 and closed;
+    - the request line and headers must arrive within `header_timeout` (408) and stay
+      within `max_header_bytes` (431): httptools itself would buffer a header line of any size;
+    - the body must arrive within `body_timeout` of the headers (408);
+    - bodies count against one `BodyBudget` until their request is answered: a request whose
+      declared (or received) size does not fit is answered 503 with `Retry-After`.
+    """
+
+    limits: Limits
+    budget: BodyBudget
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.header_timer: asyncio.TimerHandle | None = None
+        self.body_timer: asyncio.TimerHandle | None = None
+        self.linger_timer: asyncio.TimerHandle | None = None
+        self.reading_headers = False
+        self.reading_body = False
+        self.header_bytes = 0
+        self.refused = False
+        self.body_bytes = 0
+        #: body bytes taken from the budget, per request, until its app call returns
+        self.held: dict[RequestResponseCycle, int] = {}
+
+    # connection ---------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if len(self.connections) >= self.limits.max_connections:
+            self.transport = transport
+            self.refuse(
+                Refused(
+                    503,
+                    "too_many_connections",
+                    f"this server holds {self.limits.max_connections} connections at most "
+                    "(HOOKSPAWN_MAX_CONNECTIONS): try again shortly",
+                    {"retry-after": "1"},
+                )
+            )
+            return
+        super().connection_made(transport)
+        self.start_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        for timer in (self.header_timer, self.body_timer, self.linger_timer):
+            if timer is not None:
+                timer.cancel()
+        for cycle, _ in self.pipeline:  # queued, never started: nothing else gives them back
+            self.budget.give_back(self.held.pop(cycle, 0))
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.refused:
+            return  # answered already; what still arrives is dropped until the socket closes
+        self._unset_keepalive_if_required()
+        if self.reading_headers:
+            self.header_bytes += len(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._unsupported_upgrade_warning()  # no upgrade is served (uvicorn's ws="none")
+        except httptools.HttpParserError as exc:
+            # a refusal raised in a parser callback comes out wrapped in a parser error
+            cause = exc.__context__
+            if isinstance(cause, Refused):
+                self.refuse(cause)
+            else:
+                self.refuse(Refused(400, "invalid_request", f"not a valid HTTP/1.1 request: {exc}"))
+            return
+        if self.reading_headers and self.header_bytes > self.limits.max_header_bytes:
+            self.refuse(
+                Refused(
+                    431,
+                    "headers_too_large",
+                    f"the request line and headers are over {self.limits.max_header_bytes} "
+                    "bytes (HOOKSPAWN_MAX_HEADER_BYTES)",
+                )
+            )
+
+    def refuse(self, refusal: Refused) -> None:
+        """Answer (unless an answer has started), then drop whatever else arrives and close
+        after a short linger: closing a socket with unread input would reset the connection
+        and lose the answer on its way."""
+        if self.refused:
+            return
+        self.refused = True
+        cycle = self.cycle
+        started = False
+        if cycle is not None and not cycle.response_complete:
+            started = cycle.response_started
+            cycle.disconnected = True  # the app's receive() sees a disconnect; its send is dropped
+            cycle.message_event.set()
+        for timer in (self.header_timer, self.body_timer):
+            if timer is not None:
+                timer.cancel()
+        if self.transport.is_closing():
+            return
+        if self.flow is not None:
+            self.flow.resume_reading()  # drain what arrives, so the close is not a reset
+        if not started:
+            self.transport.write(refusal.response())
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.linger_timer = self.loop.call_later(LINGER_SECONDS, self.transport.close)
+        else:
+            self.transport.close()
+
+    # parser callbacks ----------------------------------------------------------------------
+    def start_headers(self) -> None:
+        self.reading_headers = True
+        self.header_bytes = 0
+        if self.header_timer is None:
+            self.header_timer = self.loop.call_later(self.limits.header_timeout, self.headers_late)
+
+    def headers_late(self) -> None:
+        self.header_timer = None
+        if self.reading_headers:
+            seconds = self.limits.header_timeout
+            self.refuse(
+                Refused(
+                    408,
+                    "header_timeout",
+                    f"the request line and headers did not arrive within {seconds:g}s "
+                    "(HOOKSPAWN_HEADER_TIMEOUT)",
+                )
+            )
+
+    def body_late(self) -> None:
+        self.body_timer = None
+        if self.reading_body:
+            seconds = self.limits.body_timeout
+            self.refuse(
+                Refused(
+                    408,
+                    "body_timeout",
+                    f"the request body did not arrive within {seconds:g}s of its headers "
+                    "(HOOKSPAWN_BODY_TIMEOUT)",
+                )
+            )
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if not self.reading_headers:
+            self.start_headers()
+
+    def on_headers_complete(self) -> None:
+        self.reading_headers = False
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+            self.header_timer = None
+        declared = _content_length(self.headers)
+        # a body over intake's cap is refused unread (413): it never holds more than that
+        size = min(declared or 0, MAX_BODY + 1)
+        if not self.budget.take(size):
+            raise self.over_budget()
+        super().on_headers_complete()
+        self.held[self.cycle] = size
+        self.body_bytes = 0
+        self.reading_body = True
+        self.body_timer = self.loop.call_later(self.limits.body_timeout, self.body_late)
+
+    def over_budget(self) -> Refused:
+        seconds = max(1, round(self.limits.body_timeout))
+        return Refused(
+            503,
+            "body_budget_exceeded",
+            f"request bodies in flight are at the {self.limits.body_budget}-byte budget "
+            "(HOOKSPAWN_BODY_BUDGET): try again shortly",
+            {"retry-after": str(seconds)},
+        )
+
+    def on_body(self, body: bytes) -> None:
+        cycle = self.cycle
+        if not (cycle.response_complete or cycle.disconnected):
+            self.body_bytes += len(body)
+            # bytes past what the headers declared (chunked bodies) are taken as they come
+            extra = self.body_bytes - self.held.get(cycle, 0)
+            if extra > 0:
+                if not self.budget.take(extra):
+                    raise self.over_budget()
+                self.held[cycle] = self.body_bytes
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        self.reading_body = False
+        if self.body_timer is not None:
+            self.body_timer.cancel()
+            self.body_timer = None
+        super().on_message_complete()
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: ASGI3Application) -> None:
+        async def run(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+            try:
+                await app(scope, receive, send)
+            finally:
+                self.budget.give_back(self.held.pop(cycle, 0))
+
+        super()._start_asgi_task(cycle, run)
+
+
+def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    for name, value in headers:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def protocol(limits: Limits) -> type[GuardedProtocol]:
+    """The protocol class for uvicorn's `http=`: these limits, and one budget per process."""
+    return type(
+        "HookspawnProtocol",
+        (GuardedProtocol,),
+        {"limits": limits, "budget": BodyBudget(limits.body_budget)},
+    )

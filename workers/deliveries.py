@@ -36,19 +36,33 @@ return 1
 
 # Claim up to ARGV[3] deliveries whose lease ran out: push their deadline to ARGV[2].
 # Each sweep of the same delivery waits twice as long (lease x 2^n, n ≤ 5): a delivery that
-# is only waiting behind a backlog is not queued again and again.
+# is only waiting behind a backlog is not queued again and again. A delivery whose attempts
+# reached ARGV[5] had all it may have: it comes back in the second list (to be failed), never
+# in the first (to be enqueued again). KEYS: pending, swept; ARGV: now, lease, limit, the
+# record key prefix, the attempt limit.
 _CLAIM_DUE = """
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+local now, lease, limit, prefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local max_attempts = tonumber(ARGV[5])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
+local again, exhausted = {}, {}
 for _, id in ipairs(due) do
   local n = redis.call('HINCRBY', KEYS[2], id, 1)
-  redis.call('ZADD', KEYS[1], ARGV[1] + ARGV[2] * 2 ^ math.min(n, 5), id)
+  redis.call('ZADD', KEYS[1], now + lease * 2 ^ math.min(n, 5), id)
+  local attempts = tonumber(redis.call('HGET', prefix .. id, 'attempts') or '0')
+  if attempts >= max_attempts then
+    table.insert(exhausted, id)
+  else
+    table.insert(again, id)
+  end
 end
-return due
+return {again, exhausted}
 """
 
 # Take a delivery for processing in one round trip: the lock, the pending check, a fresh
-# lease, the record with its body (counting the claim in it), and the connections generation
-# (so the pipeline reuses the connections it read before when nothing changed).
+# lease, the record with its body (counting the claim, and the attempt, in it), and the
+# connections generation (so the pipeline reuses the connections it read before when nothing
+# changed). `attempts` counts every claim since the delivery was recorded or last replayed,
+# durably: across Celery retries, sweeps, re-enqueues and dead workers alike.
 # KEYS: lock, pending, record, connections generation; ARGV: owner, lease ms, deadline, id.
 _CLAIM = """
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {'busy'} end
@@ -58,7 +72,10 @@ if not redis.call('ZSCORE', KEYS[2], ARGV[4]) then
 end
 redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[4])
 local record = redis.call('HGETALL', KEYS[3])
-if #record > 0 then redis.call('HINCRBY', KEYS[3], 'claims', 1) end
+if #record > 0 then
+  redis.call('HINCRBY', KEYS[3], 'claims', 1)
+  redis.call('HINCRBY', KEYS[3], 'attempts', 1)
+end
 return {'claimed', record, redis.call('GET', KEYS[4])}
 """
 
@@ -159,6 +176,9 @@ class Delivery:
     #: claims of it by a worker so far, this one included (set by `DeliveryStore.claim`):
     #: 1 means no worker took it before, so none of its spawns can have happened yet
     claims: int = 0
+    #: attempts since it was recorded or last replayed, this one included when claimed
+    #: (bounded by the store's `max_attempts`)
+    attempts: int = 0
     #: the connections generation when it was claimed (`keys.INSTALLATIONS_GENERATION`)
     connections_generation: bytes | None = None
 
@@ -174,6 +194,7 @@ class Delivery:
             "receivedAt": iso(self.received_at),
             "processedAt": iso(self.processed_at),
             "error": self.error,
+            "attempts": self.attempts,
         }
 
 
@@ -205,6 +226,7 @@ def _parse(
         error=_text(raw, b"error"),
         runs=int(_text(raw, b"runs") or 0),
         claims=int(_text(raw, b"claims") or 0) + (1 if claimed else 0),
+        attempts=int(_text(raw, b"attempts") or 0) + (1 if claimed else 0),
         connections_generation=generation,
     )
 
@@ -238,13 +260,33 @@ def run_script(
     return script(keys=keys_, args=args)
 
 
-class DeliveryStore:
-    """Delivery records keyed by X-GitHub-Delivery, kept for `retention`."""
+@dataclass(frozen=True)
+class Due:
+    """Deliveries whose lease ran out: to enqueue again, and those out of attempts."""
 
-    def __init__(self, client: redis.Redis, *, retention: timedelta, lease: float = 30.0) -> None:
+    again: list[str]
+    exhausted: list[str]
+
+
+class DeliveryStore:
+    """Delivery records keyed by X-GitHub-Delivery, kept for `retention`.
+
+    `max_attempts`: claims of one delivery (since it was recorded or replayed) before it is
+    failed for good (`attempts_exhausted`) instead of run again.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        retention: timedelta,
+        lease: float = 30.0,
+        max_attempts: int = 9,
+    ) -> None:
         self.client = client
         self.retention_seconds = max(1, int(retention.total_seconds()))
         self.lease = lease
+        self.max_attempts = max_attempts
         self._record = client.register_script(_RECORD)
         self._arecord: dict[int, AsyncScript] = {}
         self._claim_due = client.register_script(_CLAIM_DUE)
@@ -374,14 +416,18 @@ class DeliveryStore:
         """Push the pending deadline out (only for deliveries still pending)."""
         self.client.zadd(keys.PENDING, {delivery_id: time.time() + seconds}, xx=True)
 
-    def claim_due(self, limit: int = 100) -> list[str]:
-        """Deliveries whose lease ran out, each claimed for a longer lease than the last time."""
+    def claim_due(self, limit: int = 100) -> Due:
+        """Deliveries whose lease ran out, each claimed for a longer lease than the last time;
+        those that used every attempt apart, to be failed rather than enqueued again."""
         now = time.time()
-        ids = cast(
-            list[bytes],
-            self._claim_due(keys=[keys.PENDING, keys.SWEPT], args=[now, self.lease, limit]),
+        again, exhausted = cast(
+            list[list[bytes]],
+            self._claim_due(
+                keys=[keys.PENDING, keys.SWEPT],
+                args=[now, self.lease, limit, keys.delivery(""), self.max_attempts],
+            ),
         )
-        return [i.decode() for i in ids]
+        return Due([i.decode() for i in again], [i.decode() for i in exhausted])
 
     def renew(self, delivery_id: str, owner: str) -> bool:
         key = keys.delivery_lock(delivery_id)
@@ -466,13 +512,26 @@ class DeliveryStore:
             args += [spec.id, spec.without_input(), source[0]]
         return bool(run_script(self.client, self._finish, keys_, args))
 
+    def fail(self, delivery_id: str, code: str, message: str, *, owner: str = "") -> None:
+        """End the delivery `failed` with `code` (a dead letter, replayable), releasing the
+        lock `owner` holds."""
+        run: dict[str, Any] = {
+            "run": None,
+            "startedAt": None,
+            "outcomes": [],
+            "decisions": [],
+            "error": code,
+            "message": message,
+        }
+        self.finish(delivery_id, run, status=FAILED, error=f"{code}: {message}", owner=owner)
+
     def requeue(self, delivery_id: str) -> bool:
         """Mark a recorded delivery for another run (replay); False when it is unknown."""
         record_key = keys.delivery(delivery_id)
         if not self.client.exists(record_key):
             return False
         pipe = self.client.pipeline(transaction=True)
-        pipe.hset(record_key, "status", QUEUED)
+        pipe.hset(record_key, mapping={"status": QUEUED, "attempts": 0})
         pipe.zadd(keys.PENDING, {delivery_id: time.time() + self.lease})
         pipe.hdel(keys.SWEPT, delivery_id)
         pipe.execute()

@@ -83,7 +83,10 @@ class PerProcess:
         # lease keeper's and the metrics flusher's rare ones wait on the client's lock)
         client = redis_client(self.redis_url, single_connection=True)
         store = DeliveryStore(
-            client, retention=self.settings.retention, lease=self.settings.lease_seconds
+            client,
+            retention=self.settings.retention,
+            lease=self.settings.lease_seconds,
+            max_attempts=self.settings.max_retries + 1,
         )
         self._pipeline = self._make_pipeline(client)
         self._processor = DeliveryProcessor(store, self._pipeline)
@@ -120,7 +123,10 @@ class Runtime:
         self.redis_url = url
         self.client = redis_client(url)
         self.store = DeliveryStore(
-            self.client, retention=settings.retention, lease=settings.lease_seconds
+            self.client,
+            retention=settings.retention,
+            lease=settings.lease_seconds,
+            max_attempts=settings.max_retries + 1,
         )
         self.sessions = SessionStore(self.client)
         self.connections = ConnectionStore(self.client)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from workers.task_message import TaskMessages
 from workers.tasks import register_tasks
 from workers.token_cache import TokenCache
 
+log = logging.getLogger(__name__)
+
 
 def redis_client(url: str, *, single_connection: bool = False) -> redis.Redis:
     """`single_connection`: commands share one connection (under the client's lock) instead
@@ -48,7 +51,9 @@ def build_pipeline(
     sessions = SessionStore(client)
     dispatcher: Dispatcher
     if settings.dispatch_url:
-        dispatcher = HttpDispatcher(settings.dispatch_url, sessions=sessions)
+        dispatcher = HttpDispatcher(
+            settings.dispatch_url, sessions=sessions, secret=settings.dispatch_secret
+        )
     else:
         dispatcher = EmbeddedDispatcher(sessions)
     github = GitHubApp.from_settings(settings)
@@ -121,6 +126,12 @@ class Runtime:
             raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
         self.settings = settings
         self.redis_url = url
+        if settings.dispatch_url and not settings.dispatch_secret:
+            log.warning(
+                "HOOKSPAWN_DISPATCH_SECRET is not set: POSTs to HOOKSPAWN_DISPATCH_URL (%s) go "
+                "unsigned, without X-Hookspawn-Signature-256",
+                settings.dispatch_url,
+            )
         self.client = redis_client(url)
         self.store = DeliveryStore(
             self.client,

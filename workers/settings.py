@@ -56,6 +56,8 @@ class Settings(BaseSettings):
     github_private_key_path: Path | None = None
     github_api_url: str = "https://api.github.com"
     dispatch_url: str | None = None
+    #: key of the HMAC-SHA256 signature on every dispatch POST (X-Hookspawn-Signature-256)
+    dispatch_secret: str | None = None
     admin_token: str | None = None
     data_dir: Path = Path(".hookspawn")
     retention: Duration = timedelta(days=3)

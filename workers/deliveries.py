@@ -18,7 +18,7 @@ from redis.exceptions import NoScriptError
 from triggers.envelope import dump_json
 from workers import keys
 from workers.session_spec import SessionSpec
-from workers.sessions import STORE_SESSION_LUA
+from workers.sessions import SESSION_RETENTION, STORE_SESSION_LUA, retention_seconds
 
 # Record a new delivery and queue its task, or report a duplicate, in one atomic round trip.
 # KEYS: record, index, pending, broker queue; ARGV: id, ttl, now, lease deadline, task
@@ -85,8 +85,8 @@ return {'claimed', record, redis.call('GET', KEYS[4])}
 # and the record still holds its body (which each one keeps as its input): otherwise the
 # script answers 0 and writes nothing at all. KEYS: record, runs, pending, swept, dead,
 # lock, sessions index, then per session its key and its agent's index; ARGV: id, status,
-# now, error ('' for none), run JSON, retention, owner ('' for none), session count, then
-# per session its id, spec JSON (without input) and event.
+# now, error ('' for none), run JSON, retention, owner ('' for none), session count, session
+# retention, then per session its id, spec JSON (without input) and event.
 _FINISH = (
     STORE_SESSION_LUA
     + """
@@ -98,9 +98,9 @@ if staged > 0 then
     if redis.call('EXISTS', KEYS[8 + 2 * i]) == 1 then return 0 end
   end
   for i = 0, staged - 1 do
-    local a = 9 + 3 * i
+    local a = 10 + 3 * i
     store_trigger_session(KEYS[8 + 2 * i], KEYS[7], KEYS[9 + 2 * i], ARGV[a], ARGV[a + 1],
-                          ARGV[3], ARGV[a + 2], ARGV[1], body)
+                          ARGV[3], ARGV[9], ARGV[a + 2], ARGV[1], body)
   end
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -282,9 +282,11 @@ class DeliveryStore:
         retention: timedelta,
         lease: float = 30.0,
         max_attempts: int = 9,
+        session_retention: timedelta = SESSION_RETENTION,
     ) -> None:
         self.client = client
-        self.retention_seconds = max(1, int(retention.total_seconds()))
+        self.retention_seconds = retention_seconds(retention)
+        self.session_retention_seconds = retention_seconds(session_retention)
         self.lease = lease
         self.max_attempts = max_attempts
         self._record = client.register_script(_RECORD)
@@ -503,6 +505,7 @@ class DeliveryStore:
             self.retention_seconds,
             owner,
             len(sessions),
+            self.session_retention_seconds,
         ]
         for spec in sessions:
             source = spec.input_from_delivery

@@ -48,7 +48,7 @@ def build_pipeline(
 ) -> SpawnPipeline:
     """The spawn pipeline with everything it needs, for this process (`agents_watch`: the
     worker's one watch of the agent files, shared by its pool processes)."""
-    sessions = SessionStore(client)
+    sessions = SessionStore(client, retention=settings.sessions_kept)
     dispatcher: Dispatcher
     if settings.dispatch_url:
         dispatcher = HttpDispatcher(
@@ -92,6 +92,7 @@ class PerProcess:
             retention=self.settings.retention,
             lease=self.settings.lease_seconds,
             max_attempts=self.settings.max_retries + 1,
+            session_retention=self.settings.sessions_kept,
         )
         self._pipeline = self._make_pipeline(client)
         self._processor = DeliveryProcessor(store, self._pipeline)
@@ -138,8 +139,9 @@ class Runtime:
             retention=settings.retention,
             lease=settings.lease_seconds,
             max_attempts=settings.max_retries + 1,
+            session_retention=settings.sessions_kept,
         )
-        self.sessions = SessionStore(self.client)
+        self.sessions = SessionStore(self.client, retention=settings.sessions_kept)
         self.connections = ConnectionStore(self.client)
         self.celery: Celery = make_celery(url)
         factory: Callable[[redis.Redis], Pipeline]

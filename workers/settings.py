@@ -42,6 +42,9 @@ def split_csv(value: object) -> list[str]:
 
 Csv = Annotated[list[str], NoDecode, BeforeValidator(split_csv)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+OptionalDuration = Annotated[
+    timedelta | None, BeforeValidator(lambda v: None if v in (None, "") else parse_duration(v))
+]
 
 
 class Settings(BaseSettings):
@@ -61,11 +64,18 @@ class Settings(BaseSettings):
     admin_token: str | None = None
     data_dir: Path = Path(".hookspawn")
     retention: Duration = timedelta(days=3)
+    #: how long session records (and their index entries) are kept; unset: as deliveries
+    session_retention: OptionalDuration = None
     secret_names: Csv = Field(default_factory=list)
     #: how long a worker holds a delivery without renewing before it counts as lost
     lease_seconds: float = Field(default=30.0, gt=0, le=50)
     #: retries of one delivery (transient errors) before it is dead-lettered
     max_retries: int = Field(default=8, ge=0, le=50)
+
+    @property
+    def sessions_kept(self) -> timedelta:
+        """HOOKSPAWN_SESSION_RETENTION, or HOOKSPAWN_RETENTION when that is not set."""
+        return self.session_retention or self.retention
 
     @property
     def github_app_configured(self) -> bool:

@@ -29,6 +29,7 @@ redis.call('HSET', KEYS[1], unpack(ARGV, 6))
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3] - ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
 if ARGV[5] ~= '' then redis.call('LPUSH', KEYS[4], ARGV[5]) end
 return 1
@@ -118,6 +119,9 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
 if ARGV[2] == 'failed' then
   redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
+  -- a dead letter whose record expired can no longer be replayed
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', ARGV[3] - ARGV[6])
+  redis.call('EXPIRE', KEYS[5], ARGV[6])
 else
   redis.call('ZREM', KEYS[5], ARGV[1])
 end

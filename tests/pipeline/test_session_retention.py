@@ -8,11 +8,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import redis
 
 from tests.conftest import make_settings, wait_for
 from tests.github_standin import GitHubStandin
 from tests.pipeline.conftest import Hookspawn, connect, start_hookspawn
 from workers import keys
+from workers.deliveries import DeliveryStore, NewDelivery
 
 RETENTION = 2  # seconds
 
@@ -73,3 +75,18 @@ def test_session_retention_defaults_to_the_delivery_retention() -> None:
     assert make_settings().sessions_kept == timedelta(days=3)
     chosen = make_settings(session_retention="90m")
     assert chosen.sessions_kept == timedelta(minutes=90)
+
+
+def test_the_delivery_index_and_the_dead_letters_are_bounded_too(
+    redis_client: redis.Redis,
+) -> None:
+    store = DeliveryStore(redis_client, retention=timedelta(seconds=RETENTION))
+    store.record(NewDelivery("r-1", "push", None, "o/r", None, None, b"{}"))
+    assert 0 < int(redis_client.ttl(keys.DELIVERIES)) <= RETENTION
+    # a dead letter older than the retention (its record is gone: nothing to replay)
+    redis_client.zadd(keys.DEAD, {"long-gone": 1.0})
+    store.fail("r-1", "internal_error", "ValueError: broken")
+    assert redis_client.zscore(keys.DEAD, "long-gone") is None
+    assert redis_client.zscore(keys.DEAD, "r-1") is not None
+    assert 0 < int(redis_client.ttl(keys.DEAD)) <= RETENTION
+    wait_for(lambda: not redis_client.exists(keys.DELIVERIES, keys.DEAD), timeout=20)

@@ -5,6 +5,7 @@ cleanly once the cause is gone; attempts are counted durably and bounded."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -172,15 +173,19 @@ def breakable(
 
 
 def test_a_bug_fails_the_delivery_at_once_and_replay_completes_it(
-    breakable: tuple[Hookspawn, threading.Event],
+    breakable: tuple[Hookspawn, threading.Event], caplog: pytest.LogCaptureFixture
 ) -> None:
     hs, broken = breakable
     connect(hs)
     broken.set()
-    delivery = hs.send("pull_request", hs.pr())
-    view = hs.processed(delivery)
+    with caplog.at_level(logging.ERROR, logger="workers.processing"):
+        delivery = hs.send("pull_request", hs.pr())
+        view = hs.processed(delivery)
     assert view["status"] == "failed", view
     assert view["error"] == "internal_error: KeyError: 'a bug in a hook'"
+    logged = [r for r in caplog.records if r.getMessage().startswith(f"delivery {delivery} ")]
+    assert len(logged) == 1
+    assert logged[0].exc_info is not None and logged[0].exc_info[0] is KeyError  # traceback
     record = hs.rt.store.get(delivery)
     assert record is not None and record.attempts == 1
     assert delivery in failed_ids(hs.client)

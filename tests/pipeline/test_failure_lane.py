@@ -183,6 +183,7 @@ def test_a_bug_fails_the_delivery_at_once_and_replay_completes_it(
         view = hs.processed(delivery)
     assert view["status"] == "failed", view
     assert view["error"] == "internal_error: KeyError: 'a bug in a hook'"
+    assert view["attempts"] == 1
     logged = [r for r in caplog.records if r.getMessage().startswith(f"delivery {delivery} ")]
     assert len(logged) == 1
     assert logged[0].exc_info is not None and logged[0].exc_info[0] is KeyError  # traceback

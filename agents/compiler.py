@@ -15,16 +15,7 @@ from agents.merge import apply_remove, merge_documents
 from agents.model import CompiledAgent, CompileResult, Harness, Mount, Trigger
 from agents.mounts import compile_mount, resolve_working_directory
 from agents.schema import NAME_RE, Sink, opt_enum, opt_str, opt_str_list, strict_map
-from agents.source import (
-    YMap,
-    YNode,
-    YScalar,
-    YSeq,
-    describe,
-    join,
-    load_document,
-    read_contained,
-)
+from agents.source import YMap, YNode, YScalar, YSeq, describe, join, load_document
 from agents.triggerdefs import compile_trigger
 
 __all__ = ["MAX_IMPORT_DEPTH", "compile_dir"]
@@ -132,11 +123,9 @@ class _Resolver:
         return doc
 
     def refuse(self, path: Path) -> None:
-        """Report an agent file that is not a regular file inside the directory."""
-        try:
-            read_contained(path, self.files.display(path), self.root)
-        except SourceError as exc:
-            self.sink.error(exc.loc, FILE_PATH, exc.message)
+        """Report an agent file that is not a regular file inside the directory (loading it
+        refuses it before it is opened)."""
+        self._load(path)
 
     def resolve(self, path: Path, chain: tuple[Path, ...]) -> YMap | None:
         if path in self.resolved:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +74,12 @@ def compile_dir(auto_dir: Path, *, secret_names: Collection[str] = ()) -> Compil
     pending = []
     declared: set[str] = set()  # inline environment names, even of agents that failed
     for path in paths:
-        doc = resolver.resolve(path.resolve(), ())
+        real = Path(os.path.realpath(path))  # never raises, even on a symlink loop
+        if not real.is_relative_to(root) or not real.is_file():
+            # not followed, not opened: named by its own path, never by where it leads
+            resolver.refuse(path)
+            continue
+        doc = resolver.resolve(real, ())
         if doc is not None:
             declared.update(_declared_environment(doc))
             agent = _compile_agent(sink, doc, files.display(path))
@@ -115,13 +121,18 @@ class _Resolver:
     def _load(self, path: Path) -> YMap | None:
         display = self.files.display(path)
         try:
-            doc, problems = load_document(path, display)
+            doc, problems = load_document(path, display, within=self.root)
         except SourceError as exc:
             self.sink.error(exc.loc, FILE_PATH, exc.message)
             return None
         for loc, where, message in problems:
             self.sink.error(loc, where, message)
         return doc
+
+    def refuse(self, path: Path) -> None:
+        """Report an agent file that is not a regular file inside the directory (loading it
+        refuses it before it is opened)."""
+        self._load(path)
 
     def resolve(self, path: Path, chain: tuple[Path, ...]) -> YMap | None:
         if path in self.resolved:
@@ -170,13 +181,14 @@ class _Resolver:
                     item.loc, where, f"{value!r}: imports are paths relative to this file"
                 )
                 continue
-            target = (path.parent / value).resolve()
+            target = Path(os.path.realpath(path.parent / value))
             if not target.is_relative_to(self.root):
                 self.sink.error(item.loc, where, f"{value!r} is outside the .auto directory")
                 continue
             if not target.is_file():
                 shown = self.files.display(target)
-                self.sink.error(item.loc, where, f"{value!r}: no such file ({shown})")
+                what = "not a regular file" if target.exists() else "no such file"
+                self.sink.error(item.loc, where, f"{value!r}: {what} ({shown})")
                 continue
             out.append((item.loc, where, target))
         return out

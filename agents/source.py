@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ __all__ = [
     "describe",
     "join",
     "load_document",
+    "read_contained",
     "to_plain",
 ]
 
@@ -98,18 +101,62 @@ def to_plain(node: YNode) -> Any:
     return node.value
 
 
-def load_document(path: Path, display: str) -> tuple[YMap, list[tuple[Loc, str, str]]]:
+_KINDS = {
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def _kind(mode: int) -> str:
+    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def read_contained(path: Path, display: str, root: Path | None = None) -> bytes:
+    """The first MAX_FILE_BYTES + 1 bytes of an agent file that is a regular file whose real
+    path is inside `root` (when given); SourceError otherwise, without opening it.
+
+    Checked before the open (a FIFO would block it, a device never end), then again on the
+    open descriptor, which is opened non-blocking: a file swapped in between is refused too.
+    Nothing about a file outside `root` (its path, its contents) goes into the message.
+    """
+    where = Loc(display, 1)
+    try:
+        if root is not None:
+            real = Path(os.path.realpath(path))
+            if not real.is_relative_to(root):
+                via = "a symlink leading" if path.is_symlink() else "a path"
+                raise SourceError(
+                    where, f"{via} outside the .auto directory: not followed, not read"
+                )
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise SourceError(where, f"{_kind(mode)}, not a regular file: not read")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise SourceError(where, f"cannot read file: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise SourceError(where, f"{_kind(mode)}, not a regular file: not read")
+        try:
+            return handle.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise SourceError(where, f"cannot read file: {exc.strerror or exc}") from exc
+
+
+def load_document(
+    path: Path, display: str, *, within: Path | None = None
+) -> tuple[YMap, list[tuple[Loc, str, str]]]:
     """Read one agent document; returns the root mapping and non-fatal problems (duplicate keys).
 
     Problems are (where, field path, message). Raises SourceError for what makes the whole
-    file unusable: too large, not UTF-8, bad YAML, aliases, unsupported tags, nesting too
-    deep, a root that is not a mapping.
+    file unusable: not a regular file or outside `within` (`read_contained`), too large, not
+    UTF-8, bad YAML, aliases, unsupported tags, nesting too deep, a root that is not a mapping.
     """
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise SourceError(Loc(display, 1), f"cannot read file: {exc.strerror or exc}") from exc
+    raw = read_contained(path, display, within)
     if len(raw) > MAX_FILE_BYTES:
         raise SourceError(
             Loc(display, 1), f"file is larger than {MAX_FILE_BYTES} bytes; agent files are small"

@@ -255,6 +255,8 @@ class Bench:
         self.key_path = self.root / "app.pem"
         self.auto = self.root / ".auto"
         self.procs: list[Proc] = []
+        #: more HOOKSPAWN_* settings for the web and worker processes (e.g. a short retention)
+        self.extra_env: dict[str, str] = {}
         self.trigger_key = ""
         self._old_term: Any = None
         self._old_int: Any = None
@@ -316,6 +318,7 @@ class Bench:
                 "HOOKSPAWN_GITHUB_API_URL": self.github.url,
                 "HOOKSPAWN_DATA_DIR": str(self.root / "data"),
                 "PYTHONUNBUFFERED": "1",
+                **self.extra_env,
             }
         )
         return env

@@ -25,7 +25,12 @@ then runs `--seconds` (60) at the highest passing rate and reports that run, als
 ratio of Celery's own no-op drain measured first in the same run (bench_pipeline's no-op
 measurement: `celery_config`, prefork, concurrency 2, N prebuilt messages).
 
-Run:    .venv/bin/python bench/load.py --rate 200 [--seconds 60]
+`--retention 90s` runs web and worker with that HOOKSPAWN_RETENTION (deliveries) and
+HOOKSPAWN_SESSION_RETENTION, and after the run waits until it has passed: Redis
+`used_memory` (and the keys of hookspawn's database) are reported at start, after the run
+and after the retention, to show that storage returns near where it started.
+
+Run:    .venv/bin/python bench/load.py --rate 200 [--seconds 60] [--retention 90s]
         .venv/bin/python bench/load.py --find-max [--rates 100,200,300,400,600]
                                        [--step-seconds 20] [--workers 2 --concurrency 1]
 """
@@ -66,6 +71,7 @@ from harness import (
 from tests.procs import Proc, process_tree
 from tests.secret_scan import file_haystacks, leaks, redis_haystacks
 from workers import keys
+from workers.settings import parse_duration
 
 P99_LIMIT = 1.0
 SETTLE_TIMEOUT = 120.0
@@ -216,6 +222,31 @@ def report(step: Step, noop: float, workers: list[Proc]) -> None:
     print(f"  verdict: {'PASS' if not step.failures() else 'FAIL ' + str(step.failures())}")
 
 
+def memory(bench: Bench) -> tuple[int, int]:
+    """Redis `used_memory` (bytes) and the number of keys in hookspawn's database."""
+    client = bench.client()
+    try:
+        return int(client.info("memory")["used_memory"]), int(client.dbsize())
+    finally:
+        client.close()
+
+
+def memory_line(what: str, used: tuple[int, int]) -> str:
+    return f"  redis used_memory {what}: {used[0] / 2**20:.1f} MB, {used[1]} keys"
+
+
+def wait_retention(bench: Bench, seconds: float, start: tuple[int, int]) -> tuple[int, int]:
+    """Wait `seconds` (the retention, counted from the last send), then until the keys are
+    back to where they started (Redis expires keys in the background), at most a minute."""
+    time.sleep(seconds)
+    deadline = time.monotonic() + 60
+    used = memory(bench)
+    while used[1] > start[1] and time.monotonic() < deadline:
+        time.sleep(1)
+        used = memory(bench)
+    return used
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=200.0)
@@ -228,7 +259,9 @@ def main() -> None:
     parser.add_argument("--noop-n", type=int, default=3000)
     parser.add_argument("--noop-runs", type=int, default=3)
     parser.add_argument("--quiet-load", type=float, default=1.5, help="wait for load below")
+    parser.add_argument("--retention", help="delivery and session retention, e.g. 90s")
     args = parser.parse_args()
+    retention = parse_duration(args.retention).total_seconds() if args.retention else None
 
     print(
         f"python {platform.python_version()}, {os.cpu_count()} cores, "
@@ -236,6 +269,11 @@ def main() -> None:
         flush=True,
     )
     with Bench() as bench:
+        if args.retention:
+            bench.extra_env = {
+                "HOOKSPAWN_RETENTION": args.retention,
+                "HOOKSPAWN_SESSION_RETENTION": args.retention,
+            }
         noop_proc = bench.start_noop_worker(concurrency=2)
         noop_drain(bench, 500)
         noops = [noop_drain(bench, args.noop_n)[0] for _ in range(args.noop_runs)]
@@ -251,6 +289,8 @@ def main() -> None:
         web, port = bench.start_web()
         workers = [bench.start_worker(concurrency=args.concurrency) for _ in range(args.workers)]
         roots = {"web": web.pid} | {f"worker{i}": w.pid for i, w in enumerate(workers)}
+        start = memory(bench)
+        print(memory_line("at start", start), flush=True)
         print(
             f"web pid {web.pid}; {args.workers} x hookspawn worker --concurrency "
             f"{args.concurrency} (prefork) {[w.pid for w in workers]}",
@@ -263,6 +303,10 @@ def main() -> None:
             print(f"  {final.line()}")
             report(final, noop, workers)
             scan_for_secrets(bench)
+            print(memory_line("after the run", memory(bench)), flush=True)
+            if retention is not None:
+                after = wait_retention(bench, retention, start)
+                print(memory_line(f"after the retention ({args.retention}) passed", after))
             return
         passing: list[float] = []
         for n, rate in enumerate(float(r) for r in args.rates.split(",")):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import threading
 import time
@@ -16,6 +18,18 @@ from typing import Any
 class Received:
     key: str | None
     body: dict[str, Any]
+    #: the X-Hookspawn-Signature-256 header as sent (None: absent)
+    signature: str | None = None
+    #: the body exactly as sent (what the signature covers)
+    raw: bytes = b""
+
+
+def verify_signature(raw: bytes, header: str | None, secret: str) -> bool:
+    """A receiver's check of X-Hookspawn-Signature-256 (the README's recipe)."""
+    if header is None or not header.startswith("sha256="):
+        return False
+    expected = hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(header.removeprefix("sha256="), expected)
 
 
 @dataclass
@@ -23,6 +37,8 @@ class DispatchTarget:
     """Answers the next scripted statuses first, then 201 (or 409 for a known key).
 
     `fail_each` makes every new Idempotency-Key fail that many times before it succeeds.
+    With a `secret`, a POST whose X-Hookspawn-Signature-256 does not verify is answered 401
+    (and counted in `unsigned`) before anything else.
     """
 
     script: list[int] = field(default_factory=list)
@@ -36,6 +52,10 @@ class DispatchTarget:
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     url: str = ""
+    secret: str | None = None
+    unsigned: int = 0
+    #: every POST as it arrived, signature and raw body included
+    arrived: list[Received] = field(default_factory=list)
 
     def answer(self, key: str | None, body: dict[str, Any]) -> int:
         if self.delay:
@@ -54,6 +74,9 @@ class DispatchTarget:
             return 201
 
 
+SIGNATURE = "X-Hookspawn-Signature-256"
+
+
 @contextmanager
 def dispatch_target(**kwargs: Any) -> Iterator[DispatchTarget]:
     target = DispatchTarget(**kwargs)
@@ -68,7 +91,15 @@ def dispatch_target(**kwargs: Any) -> Iterator[DispatchTarget]:
                 self.send_error(400, "body shorter than its Content-Length")
                 return
             body = json.loads(raw or b"{}")
-            status = target.answer(self.headers.get("Idempotency-Key"), body)
+            key, signed = self.headers.get("Idempotency-Key"), self.headers.get(SIGNATURE)
+            with target.lock:
+                target.arrived.append(Received(key, body, signed, raw))
+                refused = target.secret is not None and not verify_signature(
+                    raw, signed, target.secret
+                )
+                if refused:
+                    target.unsigned += 1
+            status = 401 if refused else target.answer(key, body)
             payload = json.dumps({"id": body.get("id")}).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

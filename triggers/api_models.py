@@ -150,6 +150,9 @@ class DeliverySummary(_View):
     received_at: str | None = Field(description="ISO 8601, UTC")
     processed_at: str | None = Field(description="ISO 8601, UTC; null until the first run")
     error: str | None = Field(description="why processing gave up (status failed)")
+    attempts: int = Field(
+        0, description="claims by a worker since it was recorded or last replayed (bounded)"
+    )
 
 
 class OutcomeView(_View):

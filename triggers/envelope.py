@@ -74,6 +74,42 @@ def _camelize_deep(value: Any) -> Any:
     return root[0]
 
 
+#: how deep a webhook body may nest (arrays and objects; GitHub's own go about ten levels).
+#: Intake refuses deeper bodies and the worker checks the same limit, so every document built
+#: around an accepted body (envelope, session input, spec: three levels more) stays within
+#: what everything that handles it takes: orjson writes at most 254 levels, Python's
+#: recursion limit is 1000.
+MAX_DEPTH = 200
+
+
+class TooDeep(ValueError):
+    """A JSON document nested deeper than MAX_DEPTH."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"JSON nested deeper than {limit} levels (at most {limit} allowed)")
+        self.limit = limit
+
+
+_CONTAINERS = (dict, list)
+
+
+def check_depth(raw: bytes, value: Any, limit: int = MAX_DEPTH) -> None:
+    """Raise TooDeep when `value` (parsed from `raw`) nests more than `limit` arrays/objects.
+
+    Iterative, never recursive. A body with at most `limit` brackets cannot nest deeper than
+    that: counted at C speed, that settles every ordinary payload without a walk.
+    """
+    if raw.count(b"{") + raw.count(b"[") <= limit:
+        return
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, _CONTAINERS) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            raise TooDeep(limit)
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if type(child) in _CONTAINERS)
+
+
 def load_body(body: bytes) -> Any:
     """A recorded webhook body as JSON values, integers of any size kept exact (SPEC §4)."""
     if _LONG_DIGITS in body.translate(_DIGITS_ONLY):

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
+from triggers.envelope import TooDeep, check_depth
 from triggers.errors import (
     InvalidBody,
     InvalidHeader,
@@ -96,6 +97,10 @@ def _parse_json(document: bytes) -> dict[str, Any]:
         raise InvalidBody(f"body is not JSON: {exc}") from None
     if not isinstance(body, dict):
         raise InvalidBody(f"body is JSON {type(body).__name__}, not an object")
+    try:
+        check_depth(document, body)
+    except TooDeep as exc:
+        raise InvalidBody(f"body is {exc}", limit=exc.limit) from None
     return body
 
 

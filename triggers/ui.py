@@ -266,7 +266,9 @@ async def delivery(request: Request, delivery_id: str) -> Response:
         else:
             try:
                 shown = _pretty(orjson.loads(body)) if body else ""
-            except orjson.JSONDecodeError:
+            except (orjson.JSONDecodeError, TypeError):
+                # not JSON, or nested deeper than orjson writes (a record from before intake
+                # limited the depth): shown as it was received
                 shown = body.decode("utf-8", "replace")
             cut = 0
         return {

@@ -37,7 +37,9 @@ class AgentSet:
 
 
 def _fingerprint(directory: Path) -> tuple[tuple[str, int, int], ...]:
-    """(path, mtime, size) of every file below `directory`: any edit changes it.
+    """(path, mtime, size) of every entry below `directory` but directories: any edit
+    changes it. A FIFO, socket or device counts too (stat never opens it), so one put in
+    place is reported by the reload it causes.
 
     os.scandir, not pathlib: this runs about once a second in every worker process.
     """
@@ -52,7 +54,7 @@ def _fingerprint(directory: Path) -> tuple[tuple[str, int, int], ...]:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     todo.append(entry.path)
-                elif entry.is_file():
+                else:
                     stat = entry.stat()
                     found.append((entry.path, stat.st_mtime_ns, stat.st_size))
             except OSError:

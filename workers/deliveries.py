@@ -17,110 +17,9 @@ from redis.exceptions import NoScriptError
 
 from triggers.envelope import dump_json
 from workers import keys
+from workers.delivery_scripts import CLAIM, CLAIM_DUE, FINISH, RECORD, RELEASE, RENEW
 from workers.session_spec import SessionSpec
-from workers.sessions import STORE_SESSION_LUA
-
-# Record a new delivery and queue its task, or report a duplicate, in one atomic round trip.
-# KEYS: record, index, pending, broker queue; ARGV: id, ttl, now, lease deadline, task
-# message ('' for none), then the record's field/value pairs.
-_RECORD = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 6))
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3] - ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
-if ARGV[5] ~= '' then redis.call('LPUSH', KEYS[4], ARGV[5]) end
-return 1
-"""
-
-# Claim up to ARGV[3] deliveries whose lease ran out: push their deadline to ARGV[2].
-# Each sweep of the same delivery waits twice as long (lease x 2^n, n ≤ 5): a delivery that
-# is only waiting behind a backlog is not queued again and again.
-_CLAIM_DUE = """
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
-for _, id in ipairs(due) do
-  local n = redis.call('HINCRBY', KEYS[2], id, 1)
-  redis.call('ZADD', KEYS[1], ARGV[1] + ARGV[2] * 2 ^ math.min(n, 5), id)
-end
-return due
-"""
-
-# Take a delivery for processing in one round trip: the lock, the pending check, a fresh
-# lease, the record with its body (counting the claim in it), and the connections generation
-# (so the pipeline reuses the connections it read before when nothing changed).
-# KEYS: lock, pending, record, connections generation; ARGV: owner, lease ms, deadline, id.
-_CLAIM = """
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {'busy'} end
-if not redis.call('ZSCORE', KEYS[2], ARGV[4]) then
-  redis.call('DEL', KEYS[1])
-  return {'skipped'}
-end
-redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[4])
-local record = redis.call('HGETALL', KEYS[3])
-if #record > 0 then redis.call('HINCRBY', KEYS[3], 'claims', 1) end
-return {'claimed', record, redis.call('GET', KEYS[4])}
-"""
-
-# Record a run and the delivery's new status, take it off the pending index and release
-# the lock (when still ours), atomically; with the sessions the run spawned into hookspawn's
-# own store, created in the same step. A session is written only if none of them exists yet
-# and the record still holds its body (which each one keeps as its input): otherwise the
-# script answers 0 and writes nothing at all. KEYS: record, runs, pending, swept, dead,
-# lock, sessions index, then per session its key and its agent's index; ARGV: id, status,
-# now, error ('' for none), run JSON, retention, owner ('' for none), session count, then
-# per session its id, spec JSON (without input) and event.
-_FINISH = (
-    STORE_SESSION_LUA
-    + """
-local staged = tonumber(ARGV[8])
-if staged > 0 then
-  local body = redis.call('HGET', KEYS[1], 'body')
-  if not body then return 0 end
-  for i = 0, staged - 1 do
-    if redis.call('EXISTS', KEYS[8 + 2 * i]) == 1 then return 0 end
-  end
-  for i = 0, staged - 1 do
-    local a = 9 + 3 * i
-    store_trigger_session(KEYS[8 + 2 * i], KEYS[7], KEYS[9 + 2 * i], ARGV[a], ARGV[a + 1],
-                          ARGV[3], ARGV[a + 2], ARGV[1], body)
-  end
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HSET', KEYS[1], 'status', ARGV[2], 'processedAt', ARGV[3])
-  if ARGV[4] ~= '' then
-    redis.call('HSET', KEYS[1], 'error', ARGV[4])
-  else
-    redis.call('HDEL', KEYS[1], 'error')
-  end
-  redis.call('HINCRBY', KEYS[1], 'runs', 1)
-  redis.call('RPUSH', KEYS[2], ARGV[5])
-  redis.call('EXPIRE', KEYS[2], ARGV[6])
-end
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('HDEL', KEYS[4], ARGV[1])
-if ARGV[2] == 'failed' then
-  redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
-else
-  redis.call('ZREM', KEYS[5], ARGV[1])
-end
-if ARGV[7] ~= '' and redis.call('GET', KEYS[6]) == ARGV[7] then redis.call('DEL', KEYS[6]) end
-return 1
-"""
-)
-
-# Extend a lock only while we still own it.
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-"""
-
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
+from workers.sessions import SESSION_RETENTION, retention_seconds
 
 QUEUED, PROCESSED, FAILED = "queued", "processed", "failed"
 
@@ -159,6 +58,9 @@ class Delivery:
     #: claims of it by a worker so far, this one included (set by `DeliveryStore.claim`):
     #: 1 means no worker took it before, so none of its spawns can have happened yet
     claims: int = 0
+    #: attempts since it was recorded or last replayed, this one included when claimed
+    #: (bounded by the store's `max_attempts`)
+    attempts: int = 0
     #: the connections generation when it was claimed (`keys.INSTALLATIONS_GENERATION`)
     connections_generation: bytes | None = None
 
@@ -174,6 +76,7 @@ class Delivery:
             "receivedAt": iso(self.received_at),
             "processedAt": iso(self.processed_at),
             "error": self.error,
+            "attempts": self.attempts,
         }
 
 
@@ -205,6 +108,7 @@ def _parse(
         error=_text(raw, b"error"),
         runs=int(_text(raw, b"runs") or 0),
         claims=int(_text(raw, b"claims") or 0) + (1 if claimed else 0),
+        attempts=int(_text(raw, b"attempts") or 0) + (1 if claimed else 0),
         connections_generation=generation,
     )
 
@@ -238,20 +142,42 @@ def run_script(
     return script(keys=keys_, args=args)
 
 
-class DeliveryStore:
-    """Delivery records keyed by X-GitHub-Delivery, kept for `retention`."""
+@dataclass(frozen=True)
+class Due:
+    """Deliveries whose lease ran out: to enqueue again, and those out of attempts."""
 
-    def __init__(self, client: redis.Redis, *, retention: timedelta, lease: float = 30.0) -> None:
+    again: list[str]
+    exhausted: list[str]
+
+
+class DeliveryStore:
+    """Delivery records keyed by X-GitHub-Delivery, kept for `retention`.
+
+    `max_attempts`: claims of one delivery (since it was recorded or replayed) before it is
+    failed for good (`attempts_exhausted`) instead of run again.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        retention: timedelta,
+        lease: float = 30.0,
+        max_attempts: int = 9,
+        session_retention: timedelta = SESSION_RETENTION,
+    ) -> None:
         self.client = client
-        self.retention_seconds = max(1, int(retention.total_seconds()))
+        self.retention_seconds = retention_seconds(retention)
+        self.session_retention_seconds = retention_seconds(session_retention)
         self.lease = lease
-        self._record = client.register_script(_RECORD)
+        self.max_attempts = max_attempts
+        self._record = client.register_script(RECORD)
         self._arecord: dict[int, AsyncScript] = {}
-        self._claim_due = client.register_script(_CLAIM_DUE)
-        self._renew = client.register_script(_RENEW)
-        self._claim = client.register_script(_CLAIM)
-        self._finish = client.register_script(_FINISH)
-        self._release = client.register_script(_RELEASE)
+        self._claim_due = client.register_script(CLAIM_DUE)
+        self._renew = client.register_script(RENEW)
+        self._claim = client.register_script(CLAIM)
+        self._finish = client.register_script(FINISH)
+        self._release = client.register_script(RELEASE)
 
     # intake -------------------------------------------------------------------
     def record(self, new: NewDelivery, *, queue: str = "", message: bytes = b"") -> bool:
@@ -269,7 +195,7 @@ class DeliveryStore:
         keys_, args = self._record_call(new, queue, message)
         script = self._arecord.get(id(aclient))
         if script is None:  # AsyncScript loads itself again after NOSCRIPT (a Redis restart)
-            script = self._arecord[id(aclient)] = aclient.register_script(_RECORD)
+            script = self._arecord[id(aclient)] = aclient.register_script(RECORD)
         return bool(await script(keys=keys_, args=args))
 
     def _record_call(
@@ -374,14 +300,18 @@ class DeliveryStore:
         """Push the pending deadline out (only for deliveries still pending)."""
         self.client.zadd(keys.PENDING, {delivery_id: time.time() + seconds}, xx=True)
 
-    def claim_due(self, limit: int = 100) -> list[str]:
-        """Deliveries whose lease ran out, each claimed for a longer lease than the last time."""
+    def claim_due(self, limit: int = 100) -> Due:
+        """Deliveries whose lease ran out, each claimed for a longer lease than the last time;
+        those that used every attempt apart, to be failed rather than enqueued again."""
         now = time.time()
-        ids = cast(
-            list[bytes],
-            self._claim_due(keys=[keys.PENDING, keys.SWEPT], args=[now, self.lease, limit]),
+        again, exhausted = cast(
+            list[list[bytes]],
+            self._claim_due(
+                keys=[keys.PENDING, keys.SWEPT],
+                args=[now, self.lease, limit, keys.delivery(""), self.max_attempts],
+            ),
         )
-        return [i.decode() for i in ids]
+        return Due([i.decode() for i in again], [i.decode() for i in exhausted])
 
     def renew(self, delivery_id: str, owner: str) -> bool:
         key = keys.delivery_lock(delivery_id)
@@ -457,6 +387,7 @@ class DeliveryStore:
             self.retention_seconds,
             owner,
             len(sessions),
+            self.session_retention_seconds,
         ]
         for spec in sessions:
             source = spec.input_from_delivery
@@ -466,13 +397,26 @@ class DeliveryStore:
             args += [spec.id, spec.without_input(), source[0]]
         return bool(run_script(self.client, self._finish, keys_, args))
 
+    def fail(self, delivery_id: str, code: str, message: str, *, owner: str = "") -> None:
+        """End the delivery `failed` with `code` (a dead letter, replayable), releasing the
+        lock `owner` holds."""
+        run: dict[str, Any] = {
+            "run": None,
+            "startedAt": None,
+            "outcomes": [],
+            "decisions": [],
+            "error": code,
+            "message": message,
+        }
+        self.finish(delivery_id, run, status=FAILED, error=f"{code}: {message}", owner=owner)
+
     def requeue(self, delivery_id: str) -> bool:
         """Mark a recorded delivery for another run (replay); False when it is unknown."""
         record_key = keys.delivery(delivery_id)
         if not self.client.exists(record_key):
             return False
         pipe = self.client.pipeline(transaction=True)
-        pipe.hset(record_key, "status", QUEUED)
+        pipe.hset(record_key, mapping={"status": QUEUED, "attempts": 0})
         pipe.zadd(keys.PENDING, {delivery_id: time.time() + self.lease})
         pipe.hdel(keys.SWEPT, delivery_id)
         pipe.execute()

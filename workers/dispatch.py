@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import time
 from typing import Protocol
@@ -14,6 +16,13 @@ from workers.session_spec import SessionSpec
 from workers.sessions import SessionStore
 
 log = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "X-Hookspawn-Signature-256"
+
+
+def signature(body: bytes, secret: str) -> str:
+    """`sha256=<hex HMAC-SHA256 of body keyed by secret>`, as GitHub signs its webhooks."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 class Dispatcher(Protocol):
@@ -43,6 +52,9 @@ class EmbeddedDispatcher:
 class HttpDispatcher:
     """POST the spec with `Idempotency-Key: <session id>`; 2xx created, 409 already there.
 
+    With a `secret`, each POST carries `X-Hookspawn-Signature-256: sha256=<hex>`, the
+    HMAC-SHA256 of the exact body sent, so the target can tell it came from hookspawn.
+
     A few quick tries here; past them the whole delivery is retried with backoff by the task,
     always under the same key, so the target never sees two sessions for one spawn.
     """
@@ -54,12 +66,14 @@ class HttpDispatcher:
         url: str,
         *,
         sessions: SessionStore,
+        secret: str | None = None,
         timeout: float = 10.0,
         tries: int = 3,
         pause: float = 0.2,
     ) -> None:
         self.url = url
         self.sessions = sessions
+        self.secret = secret or None
         self.tries = tries
         self.pause = pause
         self.retries = 0  # for metrics: answers that had to be tried again
@@ -67,6 +81,9 @@ class HttpDispatcher:
 
     def dispatch(self, spec: SessionSpec) -> bool:
         body = spec.to_bytes()
+        headers = {"Idempotency-Key": spec.id, "Content-Type": "application/json"}
+        if self.secret is not None:
+            headers[SIGNATURE_HEADER] = signature(body, self.secret)
         last = ""
         for attempt in range(self.tries):
             if attempt:
@@ -74,11 +91,7 @@ class HttpDispatcher:
                 metrics.inc(metrics.DISPATCH_RETRIES)
                 time.sleep(self.pause * 2 ** (attempt - 1))
             try:
-                response = self._client.post(
-                    self.url,
-                    content=body,
-                    headers={"Idempotency-Key": spec.id, "Content-Type": "application/json"},
-                )
+                response = self._client.post(self.url, content=body, headers=headers)
             except httpx.HTTPError as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 continue

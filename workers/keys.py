@@ -17,7 +17,8 @@ def delivery_runs(delivery_id: str) -> str:
     return f"{PREFIX}:delivery:{delivery_id}:runs"
 
 
-#: zset delivery id → received time (epoch seconds): the recent-deliveries index
+#: zset delivery id → received time (epoch seconds): the recent-deliveries index (trimmed to
+#: the retention as deliveries are recorded, and expiring whole when none are)
 DELIVERIES = f"{PREFIX}:deliveries"
 
 #: zset delivery id → lease deadline (epoch seconds): deliveries not yet processed.
@@ -27,7 +28,8 @@ PENDING = f"{PREFIX}:pending"
 #: hash delivery id → how often the sweep re-enqueued it since it was last processed
 SWEPT = f"{PREFIX}:swept"
 
-#: zset delivery id → time it failed for good (dead letters, replayable)
+#: zset delivery id → time it failed for good (dead letters, replayable; trimmed to the
+#: retention like the records themselves)
 DEAD = f"{PREFIX}:dead"
 
 

@@ -14,10 +14,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from triggers.envelope import envelope_view, load_body
+import redis
+
+from triggers.envelope import check_depth, envelope_view, load_body
 from workers import metrics
 from workers.deliveries import FAILED, PROCESSED, Delivery, DeliveryStore, iso
-from workers.errors import Transient
+from workers.errors import Transient, WorkerError
 from workers.session_spec import SessionSpec
 
 log = logging.getLogger(__name__)
@@ -98,8 +100,28 @@ class LeaseKeeper:
                     log.warning("lease renewal for %s failed: %s", delivery_id, exc)
 
 
+#: how much of an exception's message goes on the delivery record (the log has all of it)
+MESSAGE_SHOWN = 500
+
+
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """(code, message) recorded for an error that ends a delivery: a worker error's own code,
+    anything else `internal_error` with the exception's type and message."""
+    if isinstance(exc, WorkerError):
+        return exc.code, exc.message[:MESSAGE_SHOWN]
+    text = str(exc)
+    text = f"{text[:MESSAGE_SHOWN]}…" if len(text) > MESSAGE_SHOWN else text
+    return "internal_error", f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 class DeliveryProcessor:
-    """One delivery, at least once; a delivery already processed (not pending) is skipped."""
+    """One delivery, at least once; a delivery already processed (not pending) is skipped.
+
+    Every claim counts as an attempt, durably (`DeliveryStore.claim`). The store's
+    `max_attempts`-th one is the final attempt; one past it fails the delivery at once
+    (`attempts_exhausted`). Any error that is not Transient (nor the store being away) ends
+    the delivery `failed` at once: it is a dead letter, replayable, never retried in a loop.
+    """
 
     def __init__(self, store: DeliveryStore, pipeline: Pipeline) -> None:
         self.store = store
@@ -111,7 +133,8 @@ class DeliveryProcessor:
     def process(self, delivery_id: str, *, final_attempt: bool = False) -> str:
         """`processed`, `failed`, `skipped` (not pending) or `busy` (held by another worker).
 
-        Raises Transient when the pipeline asks to be retried; the delivery stays pending.
+        Raises Transient when the pipeline asks to be retried and attempts are left (the
+        delivery stays pending), and Redis errors (the store is away: retried by the task).
         """
         # unique to this claim, also across processes forked with this processor
         owner = f"{os.getpid()}:{self._instance}:{next(self._claims)}"
@@ -124,13 +147,45 @@ class DeliveryProcessor:
                 # expired between enqueue and now: nothing left to do
                 self.store.forget_pending(delivery_id)
                 return "skipped"
-            with self.leases.hold(delivery_id, owner):
-                self._run(delivery, body, owner, final_attempt=final_attempt)
+            limit = self.store.max_attempts
+            if delivery.attempts > limit:
+                self._fail(
+                    delivery,
+                    owner,
+                    "attempts_exhausted",
+                    f"all {limit} attempts were used (HOOKSPAWN_MAX_RETRIES allows "
+                    f"{limit - 1} retries); replay it to run it again",
+                )
+                finished = True
+                return FAILED
+            final_attempt = final_attempt or delivery.attempts >= limit
+            try:
+                with self.leases.hold(delivery_id, owner):
+                    self._run(delivery, body, owner, final_attempt=final_attempt)
+            except Transient as exc:
+                metrics.inc(metrics.PROCESSING_RETRIES, exc.code)
+                if not final_attempt:
+                    raise
+                log.error(
+                    "delivery %s failed on its final attempt (%d): %s",
+                    delivery_id,
+                    delivery.attempts,
+                    exc.message,
+                )
+                self._fail(delivery, owner, exc.code, exc.message)
+                finished = True
+                return FAILED
+            except redis.RedisError:
+                raise
+            except Exception as exc:
+                # a bug, or input nobody foresaw: never retried, never left pending
+                log.exception("delivery %s (%s) failed", delivery_id, delivery.event)
+                code, message = describe_error(exc)
+                self._fail(delivery, owner, code, message)
+                finished = True
+                return FAILED
             finished = True
             return PROCESSED
-        except Transient as exc:
-            metrics.inc(metrics.PROCESSING_RETRIES, exc.code)
-            raise
         finally:
             try:
                 if not finished:
@@ -138,9 +193,15 @@ class DeliveryProcessor:
             finally:
                 metrics.FLUSHER.soon(self.store.client)  # counts reach Redis within a second
 
+    def _fail(self, delivery: Delivery, owner: str, code: str, message: str) -> None:
+        self.store.fail(delivery.delivery_id, code, message, owner=owner)
+        metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event, FAILED)
+
     def _run(self, delivery: Delivery, body: bytes, owner: str, *, final_attempt: bool) -> None:
         started = time.time()
         payload = load_body(body)
+        # recorded before intake checked the depth: too deep for the pipeline to walk
+        check_depth(body, payload)
         envelope = envelope_view(delivery.event, delivery.delivery_id, payload)
         result = self.pipeline.run(delivery, payload, envelope, final_attempt=final_attempt)
         run = {
@@ -176,16 +237,8 @@ class DeliveryProcessor:
 
     def give_up(self, delivery_id: str, error: Transient | BaseException) -> None:
         """Retries exhausted: the delivery is `failed` with the reason, and replayable."""
-        reason = getattr(error, "message", None) or str(error) or type(error).__name__
-        code = getattr(error, "code", "processing_failed")
-        run: dict[str, Any] = {
-            "run": None,
-            "startedAt": None,
-            "outcomes": [],
-            "decisions": [],
-            "error": code,
-        }
-        self.store.finish(delivery_id, run, status=FAILED, error=f"{code}: {reason}")
+        code, reason = describe_error(error)
+        self.store.fail(delivery_id, code, reason)
         delivery = self.store.get(delivery_id)
         metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event if delivery else "", FAILED)
         metrics.flush(self.store.client)

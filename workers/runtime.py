@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from workers.task_message import TaskMessages
 from workers.tasks import register_tasks
 from workers.token_cache import TokenCache
 
+log = logging.getLogger(__name__)
+
 
 def redis_client(url: str, *, single_connection: bool = False) -> redis.Redis:
     """`single_connection`: commands share one connection (under the client's lock) instead
@@ -45,10 +48,12 @@ def build_pipeline(
 ) -> SpawnPipeline:
     """The spawn pipeline with everything it needs, for this process (`agents_watch`: the
     worker's one watch of the agent files, shared by its pool processes)."""
-    sessions = SessionStore(client)
+    sessions = SessionStore(client, retention=settings.sessions_kept)
     dispatcher: Dispatcher
     if settings.dispatch_url:
-        dispatcher = HttpDispatcher(settings.dispatch_url, sessions=sessions)
+        dispatcher = HttpDispatcher(
+            settings.dispatch_url, sessions=sessions, secret=settings.dispatch_secret
+        )
     else:
         dispatcher = EmbeddedDispatcher(sessions)
     github = GitHubApp.from_settings(settings)
@@ -83,7 +88,11 @@ class PerProcess:
         # lease keeper's and the metrics flusher's rare ones wait on the client's lock)
         client = redis_client(self.redis_url, single_connection=True)
         store = DeliveryStore(
-            client, retention=self.settings.retention, lease=self.settings.lease_seconds
+            client,
+            retention=self.settings.retention,
+            lease=self.settings.lease_seconds,
+            max_attempts=self.settings.max_retries + 1,
+            session_retention=self.settings.sessions_kept,
         )
         self._pipeline = self._make_pipeline(client)
         self._processor = DeliveryProcessor(store, self._pipeline)
@@ -118,11 +127,21 @@ class Runtime:
             raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
         self.settings = settings
         self.redis_url = url
+        if settings.dispatch_url and not settings.dispatch_secret:
+            log.warning(
+                "HOOKSPAWN_DISPATCH_SECRET is not set: POSTs to HOOKSPAWN_DISPATCH_URL (%s) go "
+                "unsigned, without X-Hookspawn-Signature-256",
+                settings.dispatch_url,
+            )
         self.client = redis_client(url)
         self.store = DeliveryStore(
-            self.client, retention=settings.retention, lease=settings.lease_seconds
+            self.client,
+            retention=settings.retention,
+            lease=settings.lease_seconds,
+            max_attempts=settings.max_retries + 1,
+            session_retention=settings.sessions_kept,
         )
-        self.sessions = SessionStore(self.client)
+        self.sessions = SessionStore(self.client, retention=settings.sessions_kept)
         self.connections = ConnectionStore(self.client)
         self.celery: Celery = make_celery(url)
         factory: Callable[[redis.Redis], Pipeline]

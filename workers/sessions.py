@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any, cast
 
 import redis
@@ -16,26 +17,35 @@ from workers.session_spec import SessionSpec
 # Lua, shared by every script that writes sessions: store one session record (a hash whose
 # first field is `spec`, the JSON spec without its input, then the given field/value pairs)
 # and index it, overall and per agent. The caller has checked that it does not exist yet.
+# Everything is kept `ttl` seconds (HOOKSPAWN_SESSION_RETENTION): the record expires, each
+# index drops the ids older than that as it is written, and an index nobody writes to for
+# that long expires whole.
 # A trigger-spawned session's fields are `event`, `deliveryId` and `body`: the delivery's
 # recorded body (zlib), copied from its record inside Redis, which the input is rebuilt
 # from; any other session's field is `input` (zlib JSON), absent when it has none.
 STORE_SESSION_LUA = """
-local function store_session(key, index, agent_index, id, spec, now, ...)
-  redis.call('HSET', key, 'spec', spec, ...)
+local function index_session(index, now, ttl, id)
   redis.call('ZADD', index, now, id)
-  redis.call('ZADD', agent_index, now, id)
+  redis.call('ZREMRANGEBYSCORE', index, '-inf', now - ttl)
+  redis.call('EXPIRE', index, ttl)
 end
-local function store_trigger_session(key, index, agent_index, id, spec, now, event, delivery,
-                                     body)
-  store_session(key, index, agent_index, id, spec, now,
+local function store_session(key, index, agent_index, id, spec, now, ttl, ...)
+  redis.call('HSET', key, 'spec', spec, ...)
+  redis.call('EXPIRE', key, ttl)
+  index_session(index, now, ttl, id)
+  index_session(agent_index, now, ttl, id)
+end
+local function store_trigger_session(key, index, agent_index, id, spec, now, ttl, event,
+                                     delivery, body)
+  store_session(key, index, agent_index, id, spec, now, ttl,
                 'event', event, 'deliveryId', delivery, 'body', body)
 end
 """
 
 # Create a session unless one with its id exists. KEYS: session, index, agent index,
 # delivery record (mode `delivery`); ARGV: id, spec JSON, now, mode (`delivery` or
-# `inline`), event or packed input ('' for none), delivery id. Answers 1 created, 0 already
-# there, -1 the delivery is gone.
+# `inline`), event or packed input ('' for none), delivery id, retention (seconds). Answers 1
+# created, 0 already there, -1 the delivery is gone.
 _CREATE = (
     STORE_SESSION_LUA
     + """
@@ -43,12 +53,12 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if ARGV[4] == 'delivery' then
   local body = redis.call('HGET', KEYS[4], 'body')
   if not body then return -1 end
-  store_trigger_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[5],
-                        ARGV[6], body)
+  store_trigger_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7],
+                        ARGV[5], ARGV[6], body)
 elseif ARGV[5] ~= '' then
-  store_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], 'input', ARGV[5])
+  store_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7], 'input', ARGV[5])
 else
-  store_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
+  store_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7])
 end
 return 1
 """
@@ -70,11 +80,21 @@ def decode_session(record: Mapping[bytes, bytes]) -> dict[str, Any]:
     return spec
 
 
-class SessionStore:
-    """Session specs by id (created at most once), listed newest first, per agent too."""
+#: how long sessions are kept unless told otherwise (like deliveries: HOOKSPAWN_RETENTION)
+SESSION_RETENTION = timedelta(days=3)
 
-    def __init__(self, client: redis.Redis) -> None:
+
+def retention_seconds(retention: timedelta) -> int:
+    return max(1, int(retention.total_seconds()))
+
+
+class SessionStore:
+    """Session specs by id (created at most once), listed newest first, per agent too;
+    each kept for `retention` after it was created."""
+
+    def __init__(self, client: redis.Redis, *, retention: timedelta = SESSION_RETENTION) -> None:
         self.client = client
+        self.retention_seconds = retention_seconds(retention)
         self._create = client.register_script(_CREATE)
 
     def create(self, spec: SessionSpec) -> bool:
@@ -92,7 +112,15 @@ class SessionStore:
             event, delivery_id = source
             created = self._create(
                 keys=[session_key, *index_keys, keys.delivery(delivery_id)],
-                args=[spec.id, document, now, "delivery", event, delivery_id],
+                args=[
+                    spec.id,
+                    document,
+                    now,
+                    "delivery",
+                    event,
+                    delivery_id,
+                    self.retention_seconds,
+                ],
             )
             if created != -1:
                 return bool(created)
@@ -100,7 +128,7 @@ class SessionStore:
         packed = zlib.compress(dump_json(spec.input), 1) if spec.input is not None else b""
         created = self._create(
             keys=[session_key, *index_keys, session_key],
-            args=[spec.id, document, now, "inline", packed, ""],
+            args=[spec.id, document, now, "inline", packed, "", self.retention_seconds],
         )
         return bool(created)
 

@@ -72,6 +72,9 @@ def proxy_addresses(value: list[str]) -> list[str]:
 Csv = Annotated[list[str], NoDecode, BeforeValidator(split_csv)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
+OptionalDuration = Annotated[
+    timedelta | None, BeforeValidator(lambda v: None if v in (None, "") else parse_duration(v))
+]
 
 
 class Settings(BaseSettings):
@@ -86,9 +89,13 @@ class Settings(BaseSettings):
     github_private_key_path: Path | None = None
     github_api_url: str = "https://api.github.com"
     dispatch_url: str | None = None
+    #: key of the HMAC-SHA256 signature on every dispatch POST (X-Hookspawn-Signature-256)
+    dispatch_secret: str | None = None
     admin_token: str | None = None
     data_dir: Path = Path(".hookspawn")
     retention: Duration = timedelta(days=3)
+    #: how long session records (and their index entries) are kept; unset: as deliveries
+    session_retention: OptionalDuration = None
     secret_names: Csv = Field(default_factory=list)
     #: how long a worker holds a delivery without renewing before it counts as lost
     lease_seconds: float = Field(default=30.0, gt=0, le=50)
@@ -109,6 +116,11 @@ class Settings(BaseSettings):
     body_budget: Size = Field(default=256 * 1024 * 1024, ge=1024 * 1024)
     #: addresses or networks of proxies whose X-Forwarded-Proto / -For are believed
     trusted_proxies: Annotated[Csv, AfterValidator(proxy_addresses)] = Field(default_factory=list)
+
+    @property
+    def sessions_kept(self) -> timedelta:
+        """HOOKSPAWN_SESSION_RETENTION, or HOOKSPAWN_RETENTION when that is not set."""
+        return self.session_retention or self.retention
 
     @property
     def github_app_configured(self) -> bool:

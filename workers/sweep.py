@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import redis
 
-from workers.deliveries import DeliveryStore
+from workers import metrics
+from workers.deliveries import FAILED, DeliveryStore
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +33,34 @@ class Sweeper:
         self._thread: threading.Thread | None = None
 
     def sweep_once(self) -> list[str]:
-        ids = self.store.claim_due()
-        for delivery_id in ids:
+        """Enqueue the lost deliveries again (their ids are returned); those that used every
+        attempt end `failed` (`attempts_exhausted`) instead."""
+        due = self.store.claim_due()
+        for delivery_id in due.exhausted:
+            self.store.fail(
+                delivery_id,
+                "attempts_exhausted",
+                f"all {self.store.max_attempts} attempts were used (the last one's worker was "
+                "lost); replay it to run it again",
+            )
+            record = self.store.get(delivery_id)
+            metrics.inc(metrics.DELIVERIES_PROCESSED, record.event if record else "", FAILED)
+        if due.exhausted:
+            metrics.flush(self.store.client)
+            log.error(
+                "failed %d delivery(ies) out of attempts: %s",
+                len(due.exhausted),
+                due.exhausted[:10],
+            )
+        for delivery_id in due.again:
             self.enqueue(delivery_id)
-        if ids:
-            log.warning("re-enqueued %d delivery(ies) whose lease ran out: %s", len(ids), ids[:10])
-        return ids
+        if due.again:
+            log.warning(
+                "re-enqueued %d delivery(ies) whose lease ran out: %s",
+                len(due.again),
+                due.again[:10],
+            )
+        return due.again
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

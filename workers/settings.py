@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     max_retries: int = Field(default=8, ge=0, le=50)
     #: the running server the client commands (send, deliveries, …) talk to, when no --url
     url: str | None = None
+    #: the sandbox configuration (SPEC §15) session commands are confined by
+    sandbox_config: Path | None = None
 
     @property
     def github_app_configured(self) -> bool:

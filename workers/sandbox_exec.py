@@ -103,14 +103,18 @@ def srt_settings(config: SandboxConfig, workspace: Path) -> dict[str, Any]:
     (srt allows no domain unless listed, and this configuration lists none)."""
     root = os.path.abspath(workspace)
     sources = [m.source for m in config.mounts]
+    writable = [m.source for m in config.mounts if m.mode == "writable"]
     return {
         "network": {"allowedDomains": [], "deniedDomains": []},
         "filesystem": {
             # srt reads everywhere by default: hide the whole host, then bind back what is
-            # shared (allowRead wins over denyRead in srt)
-            "denyRead": ["/"],
+            # shared (allowRead wins over denyRead in srt). Each writable mount is hidden and
+            # bound back on its own as well: srt binds a path back after the paths beneath it
+            # within one hidden directory, so a readonly mount would otherwise cover the
+            # writable one nested in it; a deeper hidden directory is bound back later.
+            "denyRead": ["/", *writable],
             "allowRead": [*(p for p in SYSTEM_READ if os.path.exists(p)), root, *sources],
-            "allowWrite": [root, *(m.source for m in config.mounts if m.mode == "writable")],
+            "allowWrite": [root, *writable],
             "denyWrite": [],
         },
     }

@@ -97,7 +97,24 @@ def host_problems(config: SandboxConfig, *, runtime: Runtime) -> list[Problem]:
     return problems
 
 
-def srt_settings(config: SandboxConfig, workspace: Path) -> dict[str, Any]:
+def _tools(srt: str) -> dict[str, str]:
+    """srt and the programs it runs on the host, as absolute paths found on this process's
+    PATH (the command's own PATH may not reach them). Raises SandboxUnavailable naming the
+    first one missing."""
+    found: dict[str, str] = {}
+    for tool in (srt, *_SRT_NEEDS):
+        path = shutil.which(tool)
+        if path is None:
+            raise SandboxUnavailable(
+                f"{tool} is not installed (srt needs bubblewrap, socat and ripgrep on Linux)"
+            )
+        found[tool] = os.path.abspath(path)
+    return found
+
+
+def srt_settings(
+    config: SandboxConfig, workspace: Path, tools: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """srt's settings for one session: the host hidden but for the system directories, the
     session root writable, each mount readable (and writable when `writable`); no network
     (srt allows no domain unless listed, and this configuration lists none)."""
@@ -117,6 +134,15 @@ def srt_settings(config: SandboxConfig, workspace: Path) -> dict[str, Any]:
             "allowWrite": [root, *writable],
             "denyWrite": [],
         },
+        **(
+            {}
+            if tools is None
+            else {
+                "bwrapPath": tools["bwrap"],
+                "socatPath": tools["socat"],
+                "ripgrep": {"command": tools["rg"]},
+            }
+        ),
     }
 
 
@@ -147,10 +173,11 @@ def confine(
         return list(argv), merged
     if config.backend != "srt":
         raise SandboxUnavailable(_backend_reason(config))
+    tools = _tools(srt)
     workspace = Path(os.path.abspath(workspace))
     settings = workspace.with_name(f"{workspace.name}.srt.json")
-    _write_settings(srt_settings(config, workspace), settings)
-    return [srt, "--settings", str(settings), "--", *argv], merged
+    _write_settings(srt_settings(config, workspace, tools), settings)
+    return [tools[srt], "--settings", str(settings), "--", *argv], merged
 
 
 def _backend_reason(config: SandboxConfig) -> str:
@@ -169,9 +196,10 @@ def sandbox_available(config: SandboxConfig, *, srt: str = "srt") -> str | None:
         return None
     if config.backend != "srt":
         return _backend_reason(config)
-    for tool in (srt, *_SRT_NEEDS):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed (srt needs bubblewrap, socat and ripgrep on Linux)"
+    try:
+        _tools(srt)
+    except SandboxUnavailable as exc:
+        return str(exc)
     with tempfile.TemporaryDirectory(prefix="hookspawn-probe-") as tmp:
         workspace = Path(tmp) / "session"
         workspace.mkdir()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -165,7 +166,10 @@ def test_the_srt_settings_are_written_beside_the_session_root_out_of_its_reach(
 ) -> None:
     argv, _ = confine(["true"], workspace=host.workspace, config=srt(), env={})
     settings = host.workspace.parent / "s1.srt.json"
-    assert argv == ["srt", "--settings", str(settings), "--", "true"]
+    assert argv == [shutil.which("srt"), "--settings", str(settings), "--", "true"]
+    written = json.loads(settings.read_text())
+    assert written["filesystem"]["allowWrite"] == [str(host.workspace)]
+    assert written["bwrapPath"] == shutil.which("bwrap")
     before = settings.read_text()
     done = run(host, srt(), f"test ! -e {settings} && echo '{{}}' > {settings} && echo wrote")
     # inside, the directory around the session root is an empty scratch directory: the

@@ -231,3 +231,26 @@ def test_backend_none_runs_the_command_as_given(host: Host) -> None:
     argv: Sequence[str]
     argv, env = confine(["true"], workspace=host.workspace, config=config, env={"B": "2"})
     assert (argv, env) == (["true"], {"A": "1", "B": "2"})
+
+
+def test_a_repository_in_the_session_root_commits_but_keeps_its_config_and_hooks(
+    host: Host,
+) -> None:
+    # staging (hookspawn's own git) runs outside; inside, srt keeps .git/config (where the
+    # credential helper is configured) and .git/hooks unwritable, and commits still work
+    repo = host.workspace / "workspace" / "w"
+    for args in (["init", "-q"], ["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q",
+                                 "--allow-empty", "-m", "one"]):  # fmt: skip
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    config_before = (repo / ".git" / "config").read_text()
+    done = run(
+        host,
+        srt(),
+        "echo f > f && git add f && git -c user.name=a -c user.email=a@b commit -qm two"
+        " && git rev-list --count HEAD"
+        " && (git config user.name other || echo config-refused)"
+        " && (echo x > .git/hooks/pre-commit || echo hooks-refused)",
+    )
+    assert (done.returncode, done.stdout) == (0, "2\nconfig-refused\nhooks-refused\n")
+    assert (repo / ".git" / "config").read_text() == config_before
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -199,6 +200,12 @@ class TestWhenTheSandboxCannotStart:
         assert reason is not None
         assert reason.startswith("/nonexistent/srt is not installed")
 
+    def test_a_runtime_that_fails_its_probe_is_named_with_what_it_said(self) -> None:
+        # a real program standing where srt should be: it starts and fails, as srt does when
+        # bubblewrap cannot create its namespaces
+        reason = sandbox_available(srt(), srt="false")
+        assert reason == "srt cannot start a sandbox here: exit status 1"
+
     def test_microsandbox_is_validated_but_refused_here(self, host: Host) -> None:
         config = SandboxConfig(backend="microsandbox")
         reason = sandbox_available(config)
@@ -226,11 +233,17 @@ class TestWhenTheSandboxCannotStart:
         assert config.mounts == (SandboxMount(str(host.shared), str(host.shared), "writable"),)
 
 
-def test_backend_none_runs_the_command_as_given(host: Host) -> None:
+def test_backend_none_runs_the_command_as_given_and_says_so_each_time(
+    host: Host, caplog: pytest.LogCaptureFixture
+) -> None:
     config = SandboxConfig(backend="none", env={"A": "1"})
     argv: Sequence[str]
-    argv, env = confine(["true"], workspace=host.workspace, config=config, env={"B": "2"})
+    with caplog.at_level(logging.WARNING, logger="hookspawn.sandbox"):
+        argv, env = confine(["true"], workspace=host.workspace, config=config, env={"B": "2"})
+        assert sandbox_available(config) is None
     assert (argv, env) == (["true"], {"A": "1", "B": "2"})
+    assert len(caplog.records) == 2
+    assert all("UNCONFINED" in r.getMessage() for r in caplog.records)
 
 
 def test_a_repository_in_the_session_root_commits_but_keeps_its_config_and_hooks(

@@ -73,6 +73,8 @@ class SandboxMount:
 
 @dataclass(frozen=True)
 class SandboxConfig:
+    """A valid configuration: the backend, its mounts, and the literal `sandbox.env`."""
+
     backend: Backend
     mounts: tuple[SandboxMount, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from workers import commands
+from workers import commands, sandbox_commands
 from workers.client import DEFAULT_URL, CommandError
 
 CONCURRENCY_HELP = "worker processes (default: twice the CPU cores, at least 2)"
@@ -185,6 +185,19 @@ def _parser() -> argparse.ArgumentParser:
     connections.add_argument("action", choices=["list", "sync"])
     server_url(connections)
     as_json(connections)
+
+    sandbox = add(
+        "sandbox",
+        sandbox_commands.sandbox,
+        "check the sandbox configuration, or migrate it from the legacy fields",
+    )
+    sandbox.add_argument("action", choices=["check", "migrate"])
+    sandbox.add_argument(
+        "config", nargs="?", default=None, help="the JSON file (default $HOOKSPAWN_SANDBOX_CONFIG)"
+    )
+    sandbox.add_argument(
+        "--write", action="store_true", help="migrate: rewrite CONFIG (without it, only print)"
+    )
     return p
 
 

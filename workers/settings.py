@@ -116,6 +116,8 @@ class Settings(BaseSettings):
     body_budget: Size = Field(default=256 * 1024 * 1024, ge=1024 * 1024)
     #: addresses or networks of proxies whose X-Forwarded-Proto / -For are believed
     trusted_proxies: Annotated[Csv, AfterValidator(proxy_addresses)] = Field(default_factory=list)
+    #: the sandbox configuration (SPEC §15) session commands are confined by
+    sandbox_config: Path | None = None
 
     @property
     def sessions_kept(self) -> timedelta:

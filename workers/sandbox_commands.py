@@ -1,0 +1,87 @@
+"""`hookspawn sandbox check|migrate [CONFIG]`: the sandbox configuration from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from agents.sandbox_migrate import migrate as migrated
+from workers.client import CommandError
+from workers.commands import _settings
+from workers.sandbox_exec import load_config, runtime_for
+from workers.settings import Settings
+
+__all__ = ["sandbox"]
+
+
+def _config_path(args: argparse.Namespace, settings: Settings) -> Path:
+    if args.config is not None:
+        return Path(args.config)
+    if settings.sandbox_config is not None:
+        return settings.sandbox_config
+    raise CommandError(f"{args.action}: give CONFIG or set HOOKSPAWN_SANDBOX_CONFIG", exit_code=2)
+
+
+def sandbox(args: argparse.Namespace) -> int:
+    settings = _settings()
+    path = _config_path(args, settings)
+    if args.action == "check":
+        if args.write:
+            raise CommandError("check: --write is an option of migrate", exit_code=2)
+        return _check(path, settings)
+    return _migrate(path, write=args.write)
+
+
+def _check(path: Path, settings: Settings) -> int:
+    """Exit 0 when valid; else 1 and one `CONFIG: field: message` line per problem."""
+    config, problems = load_config(path, runtime=runtime_for(settings.data_dir))
+    for problem in problems:
+        print(problem.line(str(path)))
+    if config is not None and config.backend == "none":
+        print(
+            f"{path}: sandbox.backend: none runs session commands unconfined (development only)",
+            file=sys.stderr,
+        )
+    return 1 if problems else 0
+
+
+def _migrate(path: Path, *, write: bool) -> int:
+    """The migrated JSON on stdout, a unified diff on stderr; the file changes only with
+    --write, and only when the migration changed something."""
+    try:
+        text = path.read_text()
+        raw = json.loads(text)
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror or exc}", exit_code=2) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CommandError(f"{path} is not JSON: {exc}", exit_code=2) from None
+    doc, problems = migrated(raw)
+    if problems:
+        for problem in problems:
+            print(problem.line(str(path)), file=sys.stderr)
+        return 1
+    if doc == raw:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return 0
+    new = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    sys.stdout.write(new)
+    sys.stderr.writelines(
+        difflib.unified_diff(
+            text.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=str(path),
+            tofile=f"{path} (migrated)",
+        )
+    )
+    if write:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w") as out:
+            out.write(new)
+        os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    return 0

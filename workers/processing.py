@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 import redis
 
-from triggers.envelope import check_depth, envelope_view, load_body
+from triggers.envelope import envelope_view
+from triggers.json_codec import check_depth, load_body
 from workers import metrics
 from workers.deliveries import FAILED, PROCESSED, Delivery, DeliveryStore, iso
 from workers.errors import Transient, WorkerError

@@ -11,10 +11,10 @@ from pathlib import Path
 import redis
 
 from agents import compile_dir
+from hookspawn import demo, samples
+from hookspawn.agents_notice import agents_notice
 from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
-from workers import demo, samples
-from workers.agents_notice import agents_notice
 from workers.connections import ConnectionStore
 from workers.settings import Settings
 
@@ -148,10 +148,10 @@ def test_with_no_agents_the_start_line_says_what_to_do(tmp_path: Path) -> None:
 
 
 def test_the_package_data_patterns_ship_the_examples_and_samples() -> None:
-    # what a wheel (not an editable install) carries: pyproject's package-data for `workers`
+    # what a wheel (not an editable install) carries: pyproject's package-data for `hookspawn`
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = config["tool"]["setuptools"]["package-data"]["workers"]
-    package = ROOT / "workers"
+    patterns = config["tool"]["setuptools"]["package-data"]["hookspawn"]
+    package = ROOT / "hookspawn"
     shipped = {
         path.relative_to(package).as_posix()
         for pattern in patterns

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from hookspawn.web.api import create_app
 from tests.conftest import SECRET, make_settings, running_worker, wait_for
 from tests.live_server import live_client
-from triggers.api import create_app
 from triggers.signature import sign
 from workers import keys
 from workers.deliveries import Delivery, NewDelivery

@@ -875,7 +875,7 @@ def test_compiled_examples_match_real_deliveries(load: Load) -> None:
 
 def test_matching_imports_no_io_libraries() -> None:
     code = (
-        "import sys, triggers.matching, triggers.globs, triggers.regex_bound\n"
+        "import sys, triggers.matching, agents.globs, agents.regex_bound\n"
         "bad = {'celery', 'redis', 'githubkit'} & set(sys.modules)\n"
         "assert not bad, bad\n"
     )

@@ -9,11 +9,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 
-from triggers.api_models import IntakeAnswer, Queued, errors
-from triggers.deps import async_redis, runtime
+from hookspawn.web.api_models import IntakeAnswer, Queued, errors
+from hookspawn.web.deps import async_redis, runtime
+from hookspawn.web.routes_metrics import timed_intake
 from triggers.errors import PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
-from triggers.routes_metrics import timed_intake
 from workers.deliveries import NewDelivery
 from workers.runtime import Runtime
 

@@ -319,14 +319,3 @@ def test_models_are_imported_per_event_in_use() -> None:
     before, _, after = done.stdout.strip().partition("] [")
     assert before == "["
     assert after.rstrip("]").split(", ") == ["'githubkit_schemas.v2026_03_10.webhooks.push'"]
-
-
-def test_pure_core_does_not_import_the_schemas() -> None:
-    code = (
-        "import sys, agents, agents.report, templating, triggers.matching\n"
-        "print([m for m in sys.modules if m.startswith(('githubkit', 'workers'))])\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert done.stdout.strip() == "[]"

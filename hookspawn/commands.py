@@ -103,13 +103,18 @@ def web(args: argparse.Namespace) -> int:
         logging.getLogger("hookspawn.web").warning("%s", warning)
     log_agents(log, settings.agents_dir, settings.secret_names)
     rt = build_runtime(settings)
-    serve_web(
-        create_app(rt), rt.settings, host=args.host, port=args.port, access_log=args.access_log
-    )
+    try:
+        serve_web(
+            create_app(rt), rt.settings, host=args.host, port=args.port, access_log=args.access_log
+        )
+    finally:
+        rt.close()
     return 0
 
 
 def worker(args: argparse.Namespace) -> int:
+    from celery.signals import worker_process_shutdown
+
     from workers.agents_source import ChangeWatch
     from workers.runtime import build_runtime
     from workers.sweep import Sweeper
@@ -129,6 +134,8 @@ def worker(args: argparse.Namespace) -> int:
     if args.events:
         # what Flower shows: task events from this worker, "sent" for what it re-enqueues
         rt.celery.conf.update(worker_send_task_events=True, task_send_sent_event=True)
+    # each pool process closes what it built (dispatcher, Redis connection) as it exits
+    worker_process_shutdown.connect(lambda **_: rt.close(), weak=False)
     sweeper = Sweeper(rt.store, rt.enqueue, interval=min(5.0, rt.store.lease / 3)).start()
     try:
         w = rt.celery.Worker(
@@ -142,6 +149,7 @@ def worker(args: argparse.Namespace) -> int:
     finally:
         sweeper.stop()
         watch.stop()
+        rt.close()
 
 
 def check(args: argparse.Namespace) -> int:

@@ -53,6 +53,9 @@ class Pipeline(Protocol):
         correcting the outcomes of those that existed already; empties `staged`. Returns
         how many it created."""
 
+    def close(self) -> None:
+        """Release what it holds (the dispatcher's connections), at process shutdown."""
+
 
 def backoff(retries: int, retry_after: float | None, *, cap: float) -> float:
     """Exponential backoff with full jitter, or the server's own `retry_after`; never above cap."""

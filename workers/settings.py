@@ -121,7 +121,3 @@ class Settings(BaseSettings):
     def sessions_kept(self) -> timedelta:
         """HOOKSPAWN_SESSION_RETENTION, or HOOKSPAWN_RETENTION when that is not set."""
         return self.session_retention or self.retention
-
-    @property
-    def github_app_configured(self) -> bool:
-        return bool(self.github_app_id and self.github_private_key_path)

@@ -16,6 +16,7 @@ from hookspawn.agents_notice import agents_notice
 from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
 from workers.connections import ConnectionStore
+from workers.github import GitHubApp
 from workers.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +71,8 @@ def test_demo_settings_run_on_the_embedded_default(tmp_path: Path) -> None:
     settings = demo.demo_settings(given)
     assert settings.agents_dir == demo.AGENTS_DIR
     assert settings.redis_url is None and settings.dispatch_url is None
-    assert not settings.github_app_configured
+    assert settings.github_app_id is None and settings.github_private_key_path is None
+    assert GitHubApp.from_settings(settings) is None
     assert settings.webhook_secret == ["kept"] and settings.data_dir == tmp_path
     env = demo.demo_environment(
         {

@@ -49,6 +49,9 @@ class Recording:
     def dispatch_staged(self, result: RunResult) -> int:
         raise AssertionError("this pipeline stages no sessions")
 
+    def close(self) -> None:
+        """Holds nothing."""
+
 
 def post(client: httpx.Client, path: Path, event: str, delivery: str) -> httpx.Response:
     body = path.read_bytes()

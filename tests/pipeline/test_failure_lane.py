@@ -144,6 +144,9 @@ class Breakable:
     def dispatch_staged(self, result: RunResult) -> int:
         return self.inner.dispatch_staged(result)
 
+    def close(self) -> None:
+        self.inner.close()
+
 
 @pytest.fixture
 def breakable(
@@ -226,6 +229,9 @@ class AlwaysDown:
 
     def dispatch_staged(self, result: RunResult) -> int:
         raise AssertionError("this pipeline stages no sessions")
+
+    def close(self) -> None:
+        """Holds nothing."""
 
 
 def test_attempts_count_across_dead_workers_sweeps_and_retries(

@@ -12,6 +12,7 @@ COPY templating ./templating
 COPY agents ./agents
 COPY triggers ./triggers
 COPY workers ./workers
+COPY hookspawn ./hookspawn
 RUN pip install --no-cache-dir --no-deps . && useradd --create-home hookspawn
 USER hookspawn
 ENV HOOKSPAWN_AGENTS_DIR=/agents/.auto

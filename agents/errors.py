@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["AgentsError", "Diagnostic", "Loc", "SourceError"]
+__all__ = ["AgentsError", "Diagnostic", "Loc", "RuleError", "SourceError"]
 
 
 class AgentsError(Exception):
@@ -18,6 +18,10 @@ class Loc:
 
     file: str
     line: int
+
+
+class RuleError(AgentsError, ValueError):
+    """A trigger rule (glob, filter pattern) that cannot be used."""
 
 
 class SourceError(AgentsError):

@@ -8,13 +8,13 @@ import json
 import re
 from typing import Any
 
+from agents.globs import validate_glob
 from agents.model import Filter, FilterOp, Trigger
+from agents.regex_bound import PatternError, compile_bounded
 from agents.schema import NAME_RE, Sink, join, opt_bool, opt_enum, opt_str, opt_str_list, strict_map
 from agents.source import YNode, YScalar, YSeq, describe, to_plain
 from agents.templates import compile_field
 from templating import Dialect, Template
-from triggers.globs import validate_glob
-from triggers.regex_bound import PatternError, compile_bounded
 
 __all__ = ["MAX_PATTERN", "compile_trigger", "compile_triggers", "trigger_key"]
 
@@ -246,7 +246,7 @@ def _pattern(sink: Sink, node: YNode, path: str) -> tuple[bool, re.Pattern[str] 
     if len(source) > MAX_PATTERN:
         sink.error(node.loc, path, f"pattern is longer than {MAX_PATTERN} characters")
         return False, None
-    # The matcher runs patterns on RE2 (triggers.regex_bound): that engine decides validity.
+    # The matcher runs patterns on RE2 (agents.regex_bound): that engine decides validity.
     try:
         compile_bounded(source)
     except PatternError as exc:

@@ -4,9 +4,9 @@ who (the author association, or the sender)."""
 from __future__ import annotations
 
 from agents.model import Filter, Mount, Trigger
+from agents.regex_bound import compile_bounded  # the trigger's pattern compiled already
 from agents.schema import Sink, join
 from agents.source import YNode, YSeq
-from triggers.regex_bound import compile_bounded  # the trigger's pattern compiled already
 
 __all__ = ["OPEN_EVENTS", "UNTRUSTED_ASSOCIATIONS", "limits_who", "warn_untrusted"]
 

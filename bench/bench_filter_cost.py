@@ -11,7 +11,7 @@ from pathlib import Path
 # Run as a script (`python bench/bench_filter_cost.py`): import the tree this file is in.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from triggers.regex_bound import MAX_PROGRAM_SIZE, MAX_SUBJECT, PatternError, compile_bounded
+from agents.regex_bound import MAX_PROGRAM_SIZE, MAX_SUBJECT, PatternError, compile_bounded
 
 PATTERNS = (
     r"^/fix\b",

@@ -51,9 +51,9 @@ sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
 
+from hookspawn.redis_server import RedisServer, free_port  # noqa: E402
 from triggers.signature import sign  # noqa: E402
 from workers import keys  # noqa: E402
-from workers.redis_server import RedisServer, free_port  # noqa: E402
 
 SECRET = "bench-secret"
 EXAMPLE = ROOT / "tests" / "webhooks" / "pull_request" / "opened.payload.json"
@@ -184,7 +184,7 @@ def naive_app(redis_url: str) -> Any:
 
 
 def hookspawn_app(redis_url: str, data_dir: Path) -> Any:
-    from triggers.api import create_app
+    from hookspawn.web.api import create_app
     from workers.runtime import build_runtime
     from workers.settings import Settings
 

@@ -60,7 +60,7 @@ from harness import (
     wait_settled,
 )
 
-from workers.cli import default_concurrency  # the project root, on the path through harness
+from hookspawn.cli import default_concurrency  # the project root, on the path through harness
 
 TARGET_RATIO = 0.70
 TARGET_P99_MS = 100.0

@@ -41,6 +41,7 @@ if str(ROOT) not in sys.path:
 import httpx  # noqa: E402
 import redis  # noqa: E402
 
+from hookspawn.redis_server import RedisServer, free_port  # noqa: E402
 from tests.github_standin import GitHubStandin  # noqa: E402
 from tests.procs import Proc, process_tree, status_kb  # noqa: E402
 from triggers.signature import sign  # noqa: E402
@@ -49,7 +50,6 @@ from workers.celery_app import PROCESS_DELIVERY, celery_config  # noqa: E402
 from workers.connections import ConnectionStore  # noqa: E402
 from workers.deliveries import DeliveryStore, NewDelivery  # noqa: E402
 from workers.planning import trigger_spawn_id  # noqa: E402
-from workers.redis_server import RedisServer, free_port  # noqa: E402
 from workers.sessions import decode_session  # noqa: E402
 from workers.task_message import TaskMessages  # noqa: E402
 
@@ -348,7 +348,7 @@ class Bench:
 
     # hookspawn ----------------------------------------------------------------------------
     def start_worker(self, concurrency: int = 2, pool: str = "prefork") -> Proc:
-        argv = [sys.executable, "-m", "workers.cli", "worker", "--concurrency", str(concurrency)]
+        argv = [sys.executable, "-m", "hookspawn.cli", "worker", "--concurrency", str(concurrency)]
         proc = self.spawn("worker", [*argv, "--pool", pool], self.env())
         self._wait_ready(proc)
         return proc
@@ -369,7 +369,7 @@ class Bench:
 
     def start_web(self) -> tuple[Proc, int]:
         port = free_port()
-        argv = [sys.executable, "-m", "workers.cli", "web", "--host", "127.0.0.1"]
+        argv = [sys.executable, "-m", "hookspawn.cli", "web", "--host", "127.0.0.1"]
         proc = self.spawn("web", [*argv, "--port", str(port)], self.env())
 
         def up() -> bool:

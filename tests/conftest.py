@@ -14,8 +14,8 @@ from celery.contrib.testing.worker import start_worker
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+from hookspawn.redis_server import RedisServer, redis_server_binary, redis_server_version
 from tests.dispatch_target import DispatchTarget, dispatch_target
-from workers.redis_server import RedisServer, redis_server_binary, redis_server_version
 from workers.runtime import Runtime
 from workers.settings import Settings
 

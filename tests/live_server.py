@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from workers.redis_server import free_port
+from hookspawn.redis_server import free_port
 
 
 @contextmanager

@@ -16,9 +16,9 @@ import pytest
 import redis
 import yaml
 
+from hookspawn.cli import _parser
 from tests.conftest import wait_for
 from workers.celery_app import PROCESS_DELIVERY, make_celery
-from workers.cli import _parser
 
 ROOT = Path(__file__).resolve().parents[1]
 

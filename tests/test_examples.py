@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_examples_pass_strict_check() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "workers.cli", "check", "--strict", str(ROOT / "examples/.auto")],
+        [sys.executable, "-m", "hookspawn.cli", "check", "--strict", str(ROOT / "examples/.auto")],
         capture_output=True,
         text=True,
         timeout=300,

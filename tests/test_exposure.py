@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from hookspawn.cli import _parser
+from hookspawn.exposure import is_loopback, open_admin_refusal, open_admin_warning
 from tests.conftest import wait_for
-from workers.cli import _parser
-from workers.exposure import is_loopback, open_admin_refusal, open_admin_warning
 
 HOOKSPAWN = str(Path(sys.executable).parent / "hookspawn")
 LOOPBACK = ["127.0.0.1", "127.3.2.1", "localhost", "LOCALHOST", "::1", "[::1]"]

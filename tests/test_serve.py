@@ -14,8 +14,8 @@ import httpx
 import pytest
 import redis
 
+from hookspawn.redis_server import RedisServer, free_port, servers_using
 from tests.conftest import wait_for
-from workers.redis_server import RedisServer, free_port, servers_using
 
 pytestmark = pytest.mark.slow
 

@@ -1,1 +1,1 @@
-"""HTTP side: webhook intake, signature, envelope, trigger matching."""
+"""Delivery parsing, signature, JSON, envelope and trigger matching: pure, no I/O."""

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
-import orjson
-
-# orjson reads integers outside [-2**63, 2**64 - 1] as floats; such an integer has at least
-# 19 digits (-9223372036854775809 has 19). Mapping every digit to '0' and everything else to
-# ' ' finds a run of 19 in C speed (a regex takes ten times as long on a 25 KB payload).
-_DIGITS_ONLY = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
-_LONG_DIGITS = b"0" * 19
+from triggers.json_codec import JsonView
 
 
 @lru_cache(maxsize=8192)
@@ -74,65 +67,6 @@ def _camelize_deep(value: Any) -> Any:
     return root[0]
 
 
-#: how deep a webhook body may nest (arrays and objects; GitHub's own go about ten levels).
-#: Intake refuses deeper bodies and the worker checks the same limit, so every document built
-#: around an accepted body (envelope, session input, spec: three levels more) stays within
-#: what everything that handles it takes: orjson writes at most 254 levels, Python's
-#: recursion limit is 1000.
-MAX_DEPTH = 200
-
-
-class TooDeep(ValueError):
-    """A JSON document nested deeper than MAX_DEPTH."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"JSON nested deeper than {limit} levels (at most {limit} allowed)")
-        self.limit = limit
-
-
-_CONTAINERS = (dict, list)
-
-
-def check_depth(raw: bytes, value: Any, limit: int = MAX_DEPTH) -> None:
-    """Raise TooDeep when `value` (parsed from `raw`) nests more than `limit` arrays/objects.
-
-    Iterative, never recursive. A body with at most `limit` brackets cannot nest deeper than
-    that: counted at C speed, that settles every ordinary payload without a walk.
-    """
-    if raw.count(b"{") + raw.count(b"[") <= limit:
-        return
-    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, _CONTAINERS) else []
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            raise TooDeep(limit)
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1) for child in children if type(child) in _CONTAINERS)
-
-
-def load_body(body: bytes) -> Any:
-    """A recorded webhook body as JSON values, integers of any size kept exact (SPEC §4)."""
-    if _LONG_DIGITS in body.translate(_DIGITS_ONLY):
-        return json.loads(body)
-    return orjson.loads(body)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, CamelView):
-        return value.materialize()
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-def dump_json(value: Any) -> bytes:
-    """JSON bytes of payload-derived data (envelope views included); integers past 64 bits
-    (orjson refuses them) kept."""
-    try:
-        return orjson.dumps(value, default=_json_default)
-    except TypeError:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_json_default)
-        return text.encode()
-
-
 def build_envelope(event: str, delivery_id: str, body: dict[str, Any]) -> dict[str, Any]:
     """`{"github": {"event", "deliveryId", ...body in lowerCamelCase}}`."""
     github: dict[str, Any] = camelize(body)
@@ -151,7 +85,7 @@ def envelope_view(event: str, delivery_id: str, body: dict[str, Any]) -> dict[st
 _UNREAD: Any = object()
 
 
-class CamelView(Mapping[str, Any]):
+class CamelView(Mapping[str, Any], JsonView):
     """A JSON object seen with `camel` keys, the same as `camelize` gives, translated on first
     use. Nested objects are views too; arrays are lists (of views). `materialize` (and
     `dump_json`, through it) gives the plain document. `extra` members come last, over any

@@ -9,10 +9,6 @@ class TriggersError(Exception):
     """Base of every error the triggers package raises on purpose."""
 
 
-class RuleError(TriggersError, ValueError):
-    """A trigger rule (glob, filter pattern) that cannot be used."""
-
-
 class IntakeError(TriggersError):
     """A delivery refused at intake; `code` and `message` go to the caller as they are."""
 

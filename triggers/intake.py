@@ -10,7 +10,6 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from triggers.envelope import TooDeep, check_depth
 from triggers.errors import (
     InvalidBody,
     InvalidHeader,
@@ -18,6 +17,7 @@ from triggers.errors import (
     PayloadTooLarge,
     UnsupportedContentType,
 )
+from triggers.json_codec import TooDeep, check_depth
 from triggers.signature import verify
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB

@@ -21,11 +21,11 @@ Conditions, checked in this order (the first that fails is reported):
      number and a string is not a number; objects and lists compare element-wise. A missing
      path never equals anything (not even null).
    - `in`: the value equals (same rule) one of the listed values.
-   - `matches`: a bounded regex search (`triggers.regex_bound`) on a string value; a value that
+   - `matches`: a bounded regex search (`agents.regex_bound`) on a string value; a value that
      is missing or not a string does not match. A pattern RE2 refuses fails the filter.
    - `exists: true`: the path is present and not null; `exists: false`: missing or null.
 
-A glob or pattern that `triggers.globs` or `triggers.regex_bound` refuses (the compiler should
+A glob or pattern that `agents.globs` or `agents.regex_bound` refuses (the compiler should
 reject it first) makes its condition fail, with the reason as the detail: fail closed.
 """
 
@@ -36,9 +36,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agents.globs import GlobError, GlobSet, compile_globs
 from agents.model import CompiledAgent, Filter, Trigger
-from triggers.globs import GlobError, GlobSet, compile_globs
-from triggers.regex_bound import BoundedPattern, PatternError, compile_bounded
+from agents.regex_bound import BoundedPattern, PatternError, compile_bounded
 
 __all__ = [
     "MISSING",

@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript, Script
 from redis.exceptions import NoScriptError
 
-from triggers.envelope import dump_json
+from triggers.json_codec import dump_json
 from workers import keys
 from workers.delivery_scripts import CLAIM, CLAIM_DUE, FINISH, RECORD, RELEASE, RENEW
 from workers.session_spec import SessionSpec

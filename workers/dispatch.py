@@ -36,6 +36,9 @@ class Dispatcher(Protocol):
         Raises DispatchUnavailable when the target could not take it (retried later).
         """
 
+    def close(self) -> None:
+        """Release the connections it holds (at process shutdown)."""
+
 
 class EmbeddedDispatcher:
     """Sessions live in hookspawn's store (the default, no dispatch URL)."""
@@ -47,6 +50,9 @@ class EmbeddedDispatcher:
 
     def dispatch(self, spec: SessionSpec) -> bool:
         return self.sessions.create(spec)
+
+    def close(self) -> None:
+        """Nothing of its own to release: the store's Redis client belongs to the process."""
 
 
 class HttpDispatcher:
@@ -76,7 +82,6 @@ class HttpDispatcher:
         self.secret = secret or None
         self.tries = tries
         self.pause = pause
-        self.retries = 0  # for metrics: answers that had to be tried again
         self._client = httpx.Client(timeout=timeout)
 
     def dispatch(self, spec: SessionSpec) -> bool:
@@ -87,7 +92,6 @@ class HttpDispatcher:
         last = ""
         for attempt in range(self.tries):
             if attempt:
-                self.retries += 1
                 metrics.inc(metrics.DISPATCH_RETRIES)
                 time.sleep(self.pause * 2 ** (attempt - 1))
             try:

@@ -292,9 +292,6 @@ class GitHubApp:
         self._send(call, lambda: self._github.rest.apps.redeliver_webhook_delivery(delivery_id))
         log.info("requested redelivery of webhook delivery %s", delivery_id)
 
-    def close(self) -> None:
-        """Nothing is held between calls: githubkit opens a client per request."""
-
     def _send(self, call: _Call, request: Callable[[], Response[Any, T]]) -> Response[Any, T]:
         started = time.monotonic()
         try:

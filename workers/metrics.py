@@ -167,8 +167,8 @@ ALL: tuple[Series, ...] = (
 )
 _BY_NAME = {series.name: series for series in ALL}
 
-#: kept in the web process's memory (triggers/routes_metrics.py): intake must not write to Redis
-#: beyond the delivery itself, and a refused delivery must leave Redis untouched
+#: kept in the web process's memory (hookspawn/web/routes_metrics.py): intake must not write to
+#: Redis beyond the delivery itself, and a refused delivery must leave Redis untouched
 WEB_LOCAL: tuple[Series, ...] = (DELIVERIES, INTAKE_SECONDS)
 
 # Computed at scrape time from Redis, not recorded.

@@ -143,6 +143,9 @@ class SpawnPipeline:
             result.decisions.insert(0, {"connections": notes})
         return result
 
+    def close(self) -> None:
+        self.dispatcher.close()
+
     def dispatch_staged(self, result: RunResult) -> int:
         existed = {spec.id for spec in result.staged if not self.dispatcher.dispatch(spec)}
         for outcome in result.outcomes:

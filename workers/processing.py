@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 import redis
 
-from triggers.envelope import check_depth, envelope_view, load_body
+from triggers.envelope import envelope_view
+from triggers.json_codec import check_depth, load_body
 from workers import metrics
 from workers.deliveries import FAILED, PROCESSED, Delivery, DeliveryStore, iso
 from workers.errors import Transient, WorkerError
@@ -51,6 +52,9 @@ class Pipeline(Protocol):
         """Create `result.staged` one by one (when they could not go with the run's record),
         correcting the outcomes of those that existed already; empties `staged`. Returns
         how many it created."""
+
+    def close(self) -> None:
+        """Release what it holds (the dispatcher's connections), at process shutdown."""
 
 
 def backoff(retries: int, retry_after: float | None, *, cap: float) -> float:

@@ -78,6 +78,7 @@ class PerProcess:
         self.settings, self.redis_url, self._make_pipeline = settings, redis_url, pipeline
         self._pid = -1
         self._lock = threading.Lock()
+        self._client: redis.Redis | None = None
         self._processor: DeliveryProcessor | None = None
         self._pipeline: Pipeline | None = None
 
@@ -86,7 +87,7 @@ class PerProcess:
             return
         # a pool process runs one task at a time: one connection serves its commands (the
         # lease keeper's and the metrics flusher's rare ones wait on the client's lock)
-        client = redis_client(self.redis_url, single_connection=True)
+        client = self._client = redis_client(self.redis_url, single_connection=True)
         store = DeliveryStore(
             client,
             retention=self.settings.retention,
@@ -109,6 +110,17 @@ class PerProcess:
             self._ensure()
             assert self._pipeline is not None
             return self._pipeline
+
+    def close(self) -> None:
+        """Close this process's pipeline (its dispatcher) and Redis connection; the next use
+        builds them again."""
+        with self._lock:
+            pipeline, client = self._pipeline, self._client
+            self._pipeline = self._processor = self._client = None
+        if pipeline is not None:
+            pipeline.close()
+        if client is not None:
+            client.close()
 
 
 class Runtime:
@@ -171,6 +183,8 @@ class Runtime:
         self.celery.send_task(PROCESS_DELIVERY, args=[delivery_id])
 
     def close(self) -> None:
+        """Release the process's connections: the pipeline's dispatcher, Redis."""
+        self.per_process.close()
         self.client.close()
 
 

@@ -8,7 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 from pydantic.alias_generators import to_camel
 
-from triggers.envelope import dump_json, plain
+from triggers.envelope import plain
+from triggers.json_codec import dump_json
 
 
 class _Model(BaseModel):

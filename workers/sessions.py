@@ -10,7 +10,8 @@ from typing import Any, cast
 
 import redis
 
-from triggers.envelope import build_envelope, dump_json, load_body, session_input
+from triggers.envelope import build_envelope, session_input
+from triggers.json_codec import dump_json, load_body
 from workers import keys
 from workers.session_spec import SessionSpec
 

@@ -103,7 +103,7 @@ class Settings(BaseSettings):
     max_retries: int = Field(default=8, ge=0, le=50)
     #: the running server the client commands (send, deliveries, …) talk to, when no --url
     url: str | None = None
-    # HTTP limits, per connection and before any authentication (triggers/limits.py)
+    # HTTP limits, per connection and before any authentication (hookspawn/web/limits.py)
     #: from connecting (or the first byte of the next request) to the end of its headers
     header_timeout: Duration = timedelta(seconds=10)
     #: from the end of the headers to the end of the body
@@ -123,7 +123,3 @@ class Settings(BaseSettings):
     def sessions_kept(self) -> timedelta:
         """HOOKSPAWN_SESSION_RETENTION, or HOOKSPAWN_RETENTION when that is not set."""
         return self.session_retention or self.retention
-
-    @property
-    def github_app_configured(self) -> bool:
-        return bool(self.github_app_id and self.github_private_key_path)

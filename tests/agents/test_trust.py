@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from agents import Diagnostic
+from agents.regex_bound import compile_bounded
 from agents.trust import OPEN_EVENTS, UNTRUSTED_ASSOCIATIONS
 from tests.agents.conftest import Tree
 from tests.agents.test_examples import agents as example_agents
-from triggers.regex_bound import compile_bounded
 
 WRITER = """\
 mounts:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from hookspawn.cli import main
 from tests.agents.conftest import BASE
-from workers.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / ".auto"
 

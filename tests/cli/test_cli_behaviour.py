@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from workers import cli
-from workers.client import DEFAULT_URL
-from workers.redis_server import free_port
+from hookspawn import cli
+from hookspawn.client import DEFAULT_URL
+from hookspawn.redis_server import free_port
 
 CLI = Path(sys.executable).parent / "hookspawn"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / ".auto"

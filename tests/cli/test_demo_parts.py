@@ -11,11 +11,12 @@ from pathlib import Path
 import redis
 
 from agents import compile_dir
+from hookspawn import demo, samples
+from hookspawn.agents_notice import agents_notice
 from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
-from workers import demo, samples
-from workers.agents_notice import agents_notice
 from workers.connections import ConnectionStore
+from workers.github import GitHubApp
 from workers.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +71,8 @@ def test_demo_settings_run_on_the_embedded_default(tmp_path: Path) -> None:
     settings = demo.demo_settings(given)
     assert settings.agents_dir == demo.AGENTS_DIR
     assert settings.redis_url is None and settings.dispatch_url is None
-    assert not settings.github_app_configured
+    assert settings.github_app_id is None and settings.github_private_key_path is None
+    assert GitHubApp.from_settings(settings) is None
     assert settings.webhook_secret == ["kept"] and settings.data_dir == tmp_path
     env = demo.demo_environment(
         {
@@ -148,10 +150,10 @@ def test_with_no_agents_the_start_line_says_what_to_do(tmp_path: Path) -> None:
 
 
 def test_the_package_data_patterns_ship_the_examples_and_samples() -> None:
-    # what a wheel (not an editable install) carries: pyproject's package-data for `workers`
+    # what a wheel (not an editable install) carries: pyproject's package-data for `hookspawn`
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = config["tool"]["setuptools"]["package-data"]["workers"]
-    package = ROOT / "workers"
+    patterns = config["tool"]["setuptools"]["package-data"]["hookspawn"]
+    package = ROOT / "hookspawn"
     shipped = {
         path.relative_to(package).as_posix()
         for pattern in patterns

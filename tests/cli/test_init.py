@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from agents import compile_dir
+from hookspawn import cli
+from hookspawn.samples import path_of
+from hookspawn.starter import STARTER_FILES
 from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
-from workers import cli
-from workers.samples import path_of
-from workers.starter import STARTER_FILES
 
 
 @pytest.fixture(autouse=True)

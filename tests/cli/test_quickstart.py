@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hookspawn.redis_server import free_port
 from tests.conftest import wait_for
-from workers.redis_server import free_port
 
 pytestmark = pytest.mark.slow
 

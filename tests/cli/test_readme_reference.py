@@ -6,7 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
-from workers.cli import _parser
+from hookspawn.cli import _parser
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

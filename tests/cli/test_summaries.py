@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workers.summaries import (
+from hookspawn.summaries import (
     connections_text,
     deliveries_text,
     delivery_text,

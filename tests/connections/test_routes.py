@@ -10,11 +10,11 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from hookspawn.web.api import create_app
 from tests.conftest import make_settings
 from tests.connections.conftest import Payload
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
-from triggers.api import create_app
 from workers.connections import ConnectionStore
 from workers.runtime import build_runtime
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import redis
 
+from hookspawn.cli import main
 from tests.github_standin import GitHubStandin
 from tests.pipeline.conftest import INSTALLATION, REPO, Hookspawn, start_hookspawn
-from workers.cli import main
 
 
 def explain(hs: Hookspawn, event: str, payload: Any, **extra: Any) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import httpx
 import pytest
 import redis
 
+from hookspawn.redis_server import RedisServer, free_port
 from tests.conftest import WEBHOOKS
 from tests.dispatch_target import DispatchTarget
 from tests.github_standin import ROUTES, GitHubStandin, _Answer
@@ -49,7 +50,6 @@ from tests.secret_scan import redis_haystacks
 from triggers.signature import sign
 from workers import keys
 from workers.planning import trigger_spawn_id
-from workers.redis_server import RedisServer, free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -372,7 +372,7 @@ class Cluster:
         log = logs / f"{name}-{sum(1 for p in self.procs if p.name == name)}.log"
         with log.open("wb") as handle:
             popen = subprocess.Popen(
-                [sys.executable, "-m", "workers.cli", name, *args],
+                [sys.executable, "-m", "hookspawn.cli", name, *args],
                 env=self.env(),
                 cwd=REPO_ROOT,
                 stdin=subprocess.DEVNULL,

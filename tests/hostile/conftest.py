@@ -16,12 +16,12 @@ from typing import Any
 import httpx
 import redis
 
+from hookspawn.redis_server import free_port
 from tests.conftest import SECRET, wait_for
 from tests.intake.test_receiver import snapshot
 from tests.procs import Proc
 from triggers.signature import sign
 from workers import keys
-from workers.redis_server import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,7 +98,7 @@ def web_process(root: Path, redis_url: str, **env: str) -> Iterator[tuple[Proc, 
         }
     )
     log = root / "web.log"
-    command = [sys.executable, "-m", "workers.cli", "web", "--host", "127.0.0.1"]
+    command = [sys.executable, "-m", "hookspawn.cli", "web", "--host", "127.0.0.1"]
     with log.open("wb") as handle:
         popen = subprocess.Popen(
             [*command, "--port", str(port)],

@@ -23,6 +23,8 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 import redis
 
+from hookspawn.redis_server import RedisServer
+from hookspawn.web.api import create_app
 from tests.conftest import SECRET, make_settings
 from tests.github_standin import GitHubStandin
 from tests.hostile.conftest import error_of, hookspawn_state
@@ -39,11 +41,9 @@ from tests.pipeline.conftest import (
     example,
     start_hookspawn,
 )
-from triggers.api import create_app
 from triggers.errors import InvalidSignature
 from triggers.intake import parse_delivery
 from triggers.signature import sign
-from workers.redis_server import RedisServer
 from workers.runtime import build_runtime
 
 MOUNT = """\

@@ -20,10 +20,10 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hookspawn.web.api import create_app
 from tests.conftest import SECRET, make_settings
 from tests.hostile.conftest import INTAKE_CODES, error_of, store_state
 from tests.live_server import live_client
-from triggers.api import create_app
 from triggers.intake import DELIVERY_ID, EVENT_NAME
 from triggers.signature import sign
 from workers.runtime import build_runtime

@@ -8,9 +8,10 @@ import orjson
 import pytest
 
 from tests.conftest import SECRET
-from triggers.envelope import MAX_DEPTH, TooDeep, check_depth, envelope_view, plain
+from triggers.envelope import envelope_view, plain
 from triggers.errors import InvalidBody
 from triggers.intake import parse_delivery
+from triggers.json_codec import MAX_DEPTH, TooDeep, check_depth
 from triggers.signature import sign
 
 

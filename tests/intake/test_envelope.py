@@ -15,12 +15,11 @@ from triggers.envelope import (
     build_envelope,
     camel,
     camelize,
-    dump_json,
     envelope_view,
-    load_body,
     plain,
     session_input,
 )
+from triggers.json_codec import dump_json, load_body
 
 
 @pytest.mark.parametrize(

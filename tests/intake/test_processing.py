@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from hookspawn.web.api import create_app
 from tests.conftest import SECRET, make_settings, running_worker, wait_for
 from tests.live_server import live_client
-from triggers.api import create_app
 from triggers.signature import sign
 from workers import keys
 from workers.deliveries import Delivery, NewDelivery
@@ -48,6 +48,9 @@ class Recording:
 
     def dispatch_staged(self, result: RunResult) -> int:
         raise AssertionError("this pipeline stages no sessions")
+
+    def close(self) -> None:
+        """Holds nothing."""
 
 
 def post(client: httpx.Client, path: Path, event: str, delivery: str) -> httpx.Response:

@@ -10,12 +10,12 @@ import httpx
 import pytest
 import redis
 
+from hookspawn.redis_server import RedisServer
+from hookspawn.web.api import create_app
 from tests.conftest import SECRET, make_settings
 from tests.live_server import live_client
-from triggers.api import create_app
 from triggers.signature import sign
 from workers import keys
-from workers.redis_server import RedisServer
 from workers.runtime import Runtime, build_runtime
 from workers.settings import Settings
 

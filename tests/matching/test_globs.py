@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triggers.globs import GlobError, compile_glob, compile_globs, validate_glob
+from agents.globs import GlobError, compile_glob, compile_globs, validate_glob
 
 GLOBS: list[tuple[str, str, bool]] = [
     ("acme/*", "acme/widgets", True),

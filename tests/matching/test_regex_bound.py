@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from triggers.regex_bound import (
+from agents.regex_bound import (
     MAX_PATTERN,
     MAX_PROGRAM_SIZE,
     MAX_SUBJECT,

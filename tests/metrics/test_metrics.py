@@ -15,13 +15,13 @@ import httpx
 import pytest
 import redis
 
+from hookspawn.web.api import create_app
 from tests.conftest import SECRET, make_settings
 from tests.dispatch_target import DispatchTarget
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
 from tests.metrics.conftest import Scrape, scrape
 from tests.pipeline.conftest import Hookspawn, connect, start_hookspawn
-from triggers.api import create_app
 from triggers.signature import sign
 from workers import keys, metrics
 from workers.celery_app import celery_config

@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
+from hookspawn.web.api import create_app
 from tests.conftest import SECRET, make_settings, running_worker, wait_for
 from tests.dispatch_target import DispatchTarget
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
-from triggers.api import create_app
 from triggers.signature import sign
 from workers.runtime import Runtime, build_runtime
 

@@ -77,7 +77,7 @@ def test_a_fifo_and_an_outward_symlink_change_nothing_but_errors(
 
     # `check` reports each file with what is wrong with it, and opens neither
     checked = subprocess.run(
-        [sys.executable, "-m", "workers.cli", "check", str(hs.auto)],
+        [sys.executable, "-m", "hookspawn.cli", "check", str(hs.auto)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

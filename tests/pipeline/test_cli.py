@@ -14,7 +14,7 @@ def cli(hs: Hookspawn, *args: str) -> tuple[int, Any]:
     url = str(hs.client.base_url).rstrip("/")
     as_json = ["--json"] if args[0] in ("deliveries", "sessions", "start", "connections") else []
     result = subprocess.run(
-        [sys.executable, "-m", "workers.cli", *args, "--url", url, *as_json],
+        [sys.executable, "-m", "hookspawn.cli", *args, "--url", url, *as_json],
         capture_output=True,
         text=True,
         timeout=60,
@@ -70,7 +70,7 @@ def test_cli_round_trip(connected: Hookspawn) -> None:
 def test_worker_processes_default_to_twice_the_cores(monkeypatch: Any) -> None:
     import os
 
-    from workers import cli
+    from hookspawn import cli
 
     for cores, expected in ((1, 2), (2, 4), (None, 2), (8, 16)):
         monkeypatch.setattr(os, "cpu_count", lambda cores=cores: cores)

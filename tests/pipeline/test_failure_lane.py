@@ -16,12 +16,12 @@ import httpx
 import pytest
 import redis
 
+from hookspawn.web.api import create_app
 from tests.conftest import SECRET, make_settings, running_worker, wait_for
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
 from tests.pipeline.conftest import AGENTS, Hookspawn, connect, write_agents
-from triggers.api import create_app
-from triggers.envelope import MAX_DEPTH
+from triggers.json_codec import MAX_DEPTH
 from triggers.signature import sign
 from workers import keys
 from workers.deliveries import Delivery, NewDelivery
@@ -144,6 +144,9 @@ class Breakable:
     def dispatch_staged(self, result: RunResult) -> int:
         return self.inner.dispatch_staged(result)
 
+    def close(self) -> None:
+        self.inner.close()
+
 
 @pytest.fixture
 def breakable(
@@ -226,6 +229,9 @@ class AlwaysDown:
 
     def dispatch_staged(self, result: RunResult) -> int:
         raise AssertionError("this pipeline stages no sessions")
+
+    def close(self) -> None:
+        """Holds nothing."""
 
 
 def test_attempts_count_across_dead_workers_sweeps_and_retries(

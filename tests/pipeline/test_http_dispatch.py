@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from tests.conftest import make_settings
 from tests.dispatch_target import DispatchTarget
 from tests.pipeline.conftest import Hookspawn, connect
+from workers.dispatch import HttpDispatcher
+from workers.pipeline import SpawnPipeline
+from workers.runtime import build_runtime
 
 
 def test_500_500_201_makes_one_session_under_one_key(
@@ -40,3 +46,26 @@ def test_target_down_fails_then_replay_completes_once(
     view = hs_http.processed(delivery, runs=2)
     assert hs_http.outcome(view, "pr-review")["outcome"] == "dispatched"
     assert len([s for s in target.sessions.values() if s["agent"] == "pr-review"]) == 1
+
+
+def test_closing_the_runtime_closes_the_dispatcher_and_the_next_use_builds_it_again(
+    redis_url: str, tmp_path: Path, target: DispatchTarget
+) -> None:
+    settings = make_settings(
+        redis_url=redis_url, data_dir=tmp_path / "data", dispatch_url=target.url
+    )
+    rt = build_runtime(settings)
+    try:
+        pipeline = rt.pipeline
+        assert isinstance(pipeline, SpawnPipeline)
+        assert isinstance(pipeline.dispatcher, HttpDispatcher)
+        client = pipeline.dispatcher._client
+        assert not client.is_closed
+        rt.close()
+        assert client.is_closed
+        again = rt.pipeline
+        assert isinstance(again, SpawnPipeline) and again is not pipeline
+        assert isinstance(again.dispatcher, HttpDispatcher)
+        assert not again.dispatcher._client.is_closed
+    finally:
+        rt.close()

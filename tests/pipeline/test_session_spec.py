@@ -11,7 +11,8 @@ import pytest
 import redis
 
 from tests.agents.conftest import Tree
-from triggers.envelope import build_envelope, envelope_view, load_body, session_input
+from triggers.envelope import build_envelope, envelope_view, session_input
+from triggers.json_codec import load_body
 from workers import keys
 from workers.deliveries import DeliveryStore, NewDelivery
 from workers.planning import Grant, build_spec, named_requester, requester_of, stored_requester

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from hookspawn.cli import main
 from tests.github_standin import GitHubStandin, other_private_key_pem
-from workers.cli import main
 from workers.deliveries import DeliveryStore, NewDelivery
 from workers.github import GitHubApp
 from workers.recover import recover

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from hookspawn.cli import main
 from tests.sandbox.test_config import MICROSANDBOX_OVERLAY, MICROSANDBOX_REFERENCE, SRT_CACHE
-from workers.cli import main
 
 
 @pytest.fixture(autouse=True)

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from agents import Diagnostic, compile_dir
+from hookspawn.schema_check.event_checks import check_agents, check_event_paths
+from hookspawn.schema_check.event_paths import INDEX_FILE, ExamplePaths, build_index, index_text
+from hookspawn.schema_check.event_schemas import EventSchemas
 from tests.agents.conftest import BASE, Tree
 from triggers.envelope import camel
-from workers.event_checks import check_agents, check_event_paths
-from workers.event_paths import INDEX_FILE, ExamplePaths, build_index, index_text
-from workers.event_schemas import EventSchemas
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|0|[1-9][0-9]*")

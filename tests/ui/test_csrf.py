@@ -15,14 +15,14 @@ import httpx
 import pytest
 import redis
 
+from hookspawn.redis_server import RedisServer, free_port
+from hookspawn.web import ui_sessions
+from hookspawn.web.api import create_app
 from tests.conftest import make_settings, wait_for
 from tests.hostile.conftest import ADMIN_TOKEN, web_process
 from tests.live_server import live_server
 from tests.pipeline.conftest import write_agents
 from tests.ui.test_browser import Chromium, chromium_path
-from triggers import ui_sessions
-from triggers.api import create_app
-from workers.redis_server import RedisServer, free_port
 from workers.runtime import Runtime, build_runtime
 
 TOKEN = "csrf-admin-token"

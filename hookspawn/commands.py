@@ -1,4 +1,4 @@
-"""What each `hookspawn` subcommand does; the argument parsing lives in workers.cli."""
+"""What each `hookspawn` subcommand does; the argument parsing lives in hookspawn.cli."""
 
 from __future__ import annotations
 
@@ -15,11 +15,9 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from triggers.signature import sign
-from workers.agents_notice import log_agents
-from workers.client import CommandError, Server, error_line
-from workers.settings import Settings
-from workers.summaries import (
+from hookspawn.agents_notice import log_agents
+from hookspawn.client import CommandError, Server, error_line
+from hookspawn.summaries import (
     connections_text,
     deliveries_text,
     delivery_text,
@@ -27,6 +25,8 @@ from workers.summaries import (
     sessions_text,
     sync_text,
 )
+from triggers.signature import sign
+from workers.settings import Settings
 
 log = logging.getLogger("hookspawn")
 
@@ -71,8 +71,8 @@ def _logging() -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from workers.demo import demo_settings
-    from workers.serve import serve as run
+    from hookspawn.demo import demo_settings
+    from hookspawn.serve import serve as run
 
     settings = demo_settings(_settings()) if args.demo else _settings()
     return run(
@@ -86,9 +86,9 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def web(args: argparse.Namespace) -> int:
-    from triggers.api import create_app
-    from triggers.http_server import serve_web
-    from workers.exposure import open_admin_refusal, open_admin_warning
+    from hookspawn.exposure import open_admin_refusal, open_admin_warning
+    from hookspawn.web.api import create_app
+    from hookspawn.web.http_server import serve_web
     from workers.runtime import build_runtime
 
     settings = _settings()
@@ -103,13 +103,18 @@ def web(args: argparse.Namespace) -> int:
         logging.getLogger("hookspawn.web").warning("%s", warning)
     log_agents(log, settings.agents_dir, settings.secret_names)
     rt = build_runtime(settings)
-    serve_web(
-        create_app(rt), rt.settings, host=args.host, port=args.port, access_log=args.access_log
-    )
+    try:
+        serve_web(
+            create_app(rt), rt.settings, host=args.host, port=args.port, access_log=args.access_log
+        )
+    finally:
+        rt.close()
     return 0
 
 
 def worker(args: argparse.Namespace) -> int:
+    from celery.signals import worker_process_shutdown
+
     from workers.agents_source import ChangeWatch
     from workers.runtime import build_runtime
     from workers.sweep import Sweeper
@@ -129,6 +134,8 @@ def worker(args: argparse.Namespace) -> int:
     if args.events:
         # what Flower shows: task events from this worker, "sent" for what it re-enqueues
         rt.celery.conf.update(worker_send_task_events=True, task_send_sent_event=True)
+    # each pool process closes what it built (dispatcher, Redis connection) as it exits
+    worker_process_shutdown.connect(lambda **_: rt.close(), weak=False)
     sweeper = Sweeper(rt.store, rt.enqueue, interval=min(5.0, rt.store.lease / 3)).start()
     try:
         w = rt.celery.Worker(
@@ -142,6 +149,7 @@ def worker(args: argparse.Namespace) -> int:
     finally:
         sweeper.stop()
         watch.stop()
+        rt.close()
 
 
 def check(args: argparse.Namespace) -> int:
@@ -151,7 +159,7 @@ def check(args: argparse.Namespace) -> int:
     auto_dir = Path(args.dir) if args.dir else settings.agents_dir
     extra: list[ExtraCheck] = []
     if not getattr(args, "no_event_schemas", False):
-        from workers.event_checks import check_event_paths
+        from hookspawn.schema_check.event_checks import check_event_paths
 
         extra.append(check_event_paths)
     return run_check(
@@ -165,7 +173,7 @@ def check(args: argparse.Namespace) -> int:
 
 
 def init(args: argparse.Namespace) -> int:
-    from workers.starter import AlreadyThere, write_starter
+    from hookspawn.starter import AlreadyThere, write_starter
 
     directory = Path(args.dir)
     try:
@@ -188,7 +196,7 @@ def _secret(settings: Settings, given: str | None) -> str:
         return given
     if settings.webhook_secret:
         return settings.webhook_secret[0]
-    from workers.serve import data_dir_secret
+    from hookspawn.serve import data_dir_secret
 
     kept = data_dir_secret(settings.data_dir, create=False)
     if kept:
@@ -209,7 +217,7 @@ def _read(path: str) -> bytes:
 
 def _payload_to_send(args: argparse.Namespace) -> tuple[str, bytes] | None:
     """(event, body) from FILE --event or --example; None when --example only asks the list."""
-    from workers import samples
+    from hookspawn import samples
 
     if args.example is not None:
         if args.file is not None:
@@ -230,7 +238,7 @@ def _payload_to_send(args: argparse.Namespace) -> tuple[str, bytes] | None:
 
 def send(args: argparse.Namespace) -> int:
     """Sign and post a payload: FILE --event NAME, or a sample with --example NAME."""
-    from workers import samples
+    from hookspawn import samples
 
     chosen = _payload_to_send(args)
     if chosen is None:

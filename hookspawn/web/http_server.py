@@ -8,7 +8,7 @@ from typing import Any
 
 import uvicorn
 
-from triggers.limits import Limits, protocol
+from hookspawn.web.limits import Limits, protocol
 from workers.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -18,7 +18,7 @@ SPARE_DESCRIPTORS = 256
 
 
 def serve_web(app: Any, settings: Settings, *, host: str, port: int, access_log: bool) -> None:
-    """Serve `app` until stopped, with every limit of `triggers.limits` in force.
+    """Serve `app` until stopped, with every limit of `hookspawn.web.limits` in force.
 
     X-Forwarded-Proto and X-Forwarded-For are believed only from HOOKSPAWN_TRUSTED_PROXIES
     (uvicorn would otherwise believe them from 127.0.0.1).

@@ -7,11 +7,11 @@ import hmac
 import redis.asyncio as aioredis
 from fastapi import Request
 
-from triggers import ui_sessions
-from triggers.http_errors import ApiError
+from hookspawn.web import ui_sessions
+from hookspawn.web.http_errors import ApiError
 from workers.runtime import Runtime
 
-#: the /ui sign-in cookie: a session id (triggers/ui_sessions.py)
+#: the /ui sign-in cookie: a session id (hookspawn/web/ui_sessions.py)
 SESSION_COOKIE = "hookspawn_session"
 #: methods that change nothing, so need no origin check
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from triggers.api_models import ADMIN, AgentList, errors
-from triggers.deps import require_admin, runtime
+from hookspawn.web.api_models import ADMIN, AgentList, errors
+from hookspawn.web.deps import require_admin, runtime
 from workers.agents_source import AgentsSource
 from workers.pipeline import SpawnPipeline
 

@@ -12,11 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-from workers.agents_notice import agents_notice
-from workers.demo import demo_environment, demo_notes, record_connection
-from workers.exposure import OPEN_FLAG, open_admin_refusal
-from workers.lifeline import tied_to_this_process
-from workers.redis_server import (
+from hookspawn.agents_notice import agents_notice
+from hookspawn.demo import demo_environment, demo_notes, record_connection
+from hookspawn.exposure import OPEN_FLAG, open_admin_refusal
+from hookspawn.lifeline import tied_to_this_process
+from hookspawn.redis_server import (
     DataDirInUse,
     RedisServer,
     redis_server_version,
@@ -111,9 +111,9 @@ class Supervisor:
 
 
 def _child_command(*args: str) -> list[str]:
-    """`python -P -m workers.cli ...`: -P keeps the current directory off sys.path, so a
+    """`python -P -m hookspawn.cli ...`: -P keeps the current directory off sys.path, so a
     folder named agents, workers, triggers or templating there cannot shadow the packages."""
-    return [sys.executable, "-P", "-m", "workers.cli", *args]
+    return [sys.executable, "-P", "-m", "hookspawn.cli", *args]
 
 
 def _embedded_redis(data_dir: Path) -> RedisServer:
@@ -140,7 +140,7 @@ def serve(
     allow_open_admin: bool = False,
     demo: bool = False,
 ) -> int:
-    """`demo`: `settings` are the demo's (workers.demo); its children get the demo's environment
+    """`demo`: `settings` are the demo's (hookspawn.demo); its children get the demo's environment
     and the demo connection is recorded in the store before they start."""
     refusal = open_admin_refusal(
         "serve", host, token=settings.admin_token, allowed=allow_open_admin

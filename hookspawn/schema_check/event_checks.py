@@ -3,7 +3,7 @@ events (`hookspawn check`): `check_event_paths` is the extra check `agents.repor
 
 What a path is checked against: for each event a trigger listens to, and each action it lists
 (every action of the event when it lists none), what the event carries for that action
-(workers.event_schemas: githubkit's models and GitHub's example payloads).
+(hookspawn.schema_check.event_schemas: githubkit's models and GitHub's example payloads).
 
 A path is, for one (event, action):
 - impossible: some segment names no field of its object (closed models) and no example payload
@@ -28,10 +28,10 @@ from typing import Any, Literal
 
 from agents.errors import Diagnostic
 from agents.model import CompiledAgent, CompileResult, Filter, Mount, Trigger
+from hookspawn.schema_check.agent_lines import Locator
+from hookspawn.schema_check.event_schemas import EventSchemas
 from templating import Template
 from triggers.matching import event_branch
-from workers.agent_lines import Locator
-from workers.event_schemas import EventSchemas
 
 __all__ = ["branch_sources", "check_agents", "check_event_paths"]
 

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from triggers.api_models import (
+from hookspawn.web.api_models import (
     ADMIN,
     STORE,
     UNPARSEABLE,
@@ -18,8 +18,8 @@ from triggers.api_models import (
     SessionRef,
     errors,
 )
-from triggers.deps import require_admin, runtime
-from triggers.http_errors import ApiError
+from hookspawn.web.deps import require_admin, runtime
+from hookspawn.web.http_errors import ApiError
 from workers import metrics
 from workers.pipeline import SpawnPipeline
 from workers.planning import Outcome

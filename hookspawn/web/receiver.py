@@ -2,34 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from typing import Any
-
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
-from fastapi.routing import APIRoute
+from fastapi.responses import JSONResponse
 
-from triggers.api_models import IntakeAnswer, Queued, errors
-from triggers.deps import async_redis, runtime
+from hookspawn.web.api_models import IntakeAnswer, Queued, errors
+from hookspawn.web.deps import async_redis, runtime
+from hookspawn.web.routes_metrics import timed_intake
 from triggers.errors import PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
-from triggers.routes_metrics import timed_intake
 from workers.deliveries import NewDelivery
 from workers.runtime import Runtime
 
-
-class IntakeRoute(APIRoute):
-    """An APIRoute (so it stays in the OpenAPI document) that calls its endpoint directly.
-
-    The endpoint takes only the Request, so FastAPI's per-request dependency solving and
-    response-model handling would do nothing but cost time on the busiest path.
-    """
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        return self.endpoint
-
-
-router = APIRouter(route_class=IntakeRoute)
+#: declared here for the OpenAPI document; requests for it go straight to `receive`
+#: (`HookspawnApp` in hookspawn.web.api)
+router = APIRouter()
 
 
 async def read_capped(request: Request) -> bytes:

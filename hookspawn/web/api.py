@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
-from triggers import (
+from hookspawn.web import (
     api_models,
     deps,
     http_errors,

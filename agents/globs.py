@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from triggers.errors import RuleError
+from agents.errors import RuleError
 
 __all__ = [
     "MAX_GLOB",

@@ -15,10 +15,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
-from triggers import ui_sessions
-from triggers.deps import SESSION_COOKIE, require_admin, runtime, same_origin
-from triggers.http_errors import ApiError
-from triggers.routes_deliveries import delivery_view
+from hookspawn.web import ui_sessions
+from hookspawn.web.deps import SESSION_COOKIE, require_admin, runtime, same_origin
+from hookspawn.web.http_errors import ApiError
+from hookspawn.web.routes_deliveries import delivery_view
 from workers import keys
 from workers.pipeline import SpawnPipeline
 from workers.runtime import Runtime
@@ -59,7 +59,7 @@ def _pretty(value: Any) -> str:
 
 
 _templates = Environment(
-    loader=PackageLoader("triggers", "templates"),
+    loader=PackageLoader("hookspawn.web", "templates"),
     autoescape=select_autoescape(default=True, default_for_string=True),
     undefined=ChainableUndefined,
     trim_blocks=True,
@@ -179,7 +179,7 @@ async def login(request: Request) -> Response:
             httponly=True,
             samesite="lax",
             # https as the client connected: directly, or through a trusted proxy's
-            # X-Forwarded-Proto (triggers/http_server.py)
+            # X-Forwarded-Proto (hookspawn/web/http_server.py)
             secure=request.url.scheme == "https",
         )
         return response

@@ -8,9 +8,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from triggers.api_models import ADMIN, STORE, DeliveryList, DeliveryView, Queued, errors
-from triggers.deps import require_admin, runtime
-from triggers.http_errors import ApiError
+from hookspawn.web.api_models import ADMIN, STORE, DeliveryList, DeliveryView, Queued, errors
+from hookspawn.web.deps import require_admin, runtime
+from hookspawn.web.http_errors import ApiError
 from workers.runtime import Runtime
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))

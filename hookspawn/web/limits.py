@@ -12,7 +12,7 @@ import orjson
 from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallable, Scope
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from triggers.http_errors import error_body
+from hookspawn.web.http_errors import error_body
 from triggers.intake import MAX_BODY
 from workers.settings import Settings
 

@@ -87,7 +87,7 @@ def install(app: FastAPI) -> None:
         )
 
     async def handle_gone(request: Request, exc: Exception) -> JSONResponse:
-        # the client left (or triggers.limits cut its request off and answered it): this
+        # the client left (or hookspawn.web.limits cut its request off and answered it): this
         # answer goes nowhere, but it keeps a routine disconnect out of the error log
         message = "the client disconnected before its request was read"
         return JSONResponse(error_body("client_disconnected", message), status_code=400)

@@ -3,8 +3,8 @@
 An edge module: the schemas are githubkit's typed webhook models (pydantic), imported only for
 the events the agents listen to (importing all of them costs seconds and hundreds of MB), never
 by the pure core. The models omit some fields GitHub sends, so a path they refuse is still
-possible when GitHub's example payloads carry it (workers.event_paths). The checks of compiled
-agents built on these verdicts are in workers.event_checks.
+possible when GitHub's example payloads carry it (`event_paths`, beside this module). The
+checks of compiled agents built on these verdicts are in `event_checks`.
 
 Envelope keys are the models' JSON names (field aliases, else field names) in lowerCamelCase
 (SPEC §4); `github.event` and `github.deliveryId` always exist (and `triggerEventId` in refs).
@@ -33,8 +33,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from hookspawn.schema_check.event_paths import ExamplePaths
 from triggers.envelope import camel
-from workers.event_paths import ExamplePaths
 
 __all__ = ["EventSchemas", "PathVerdict", "UnknownEvent"]
 

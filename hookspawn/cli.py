@@ -8,8 +8,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from workers import commands, sandbox_commands
-from workers.client import DEFAULT_URL, CommandError
+from hookspawn import commands, sandbox_commands
+from hookspawn.client import DEFAULT_URL, CommandError
 
 CONCURRENCY_HELP = "worker processes (default: twice the CPU cores, at least 2)"
 OPEN_ADMIN_HELP = (

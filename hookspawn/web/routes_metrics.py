@@ -24,7 +24,7 @@ from prometheus_client import (
 )
 from starlette.concurrency import run_in_threadpool
 
-from triggers.deps import require_admin, runtime
+from hookspawn.web.deps import require_admin, runtime
 from triggers.errors import InvalidSignature, PayloadTooLarge
 from workers import metrics
 

@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 
 from agents.sandbox_migrate import migrate as migrated
-from workers.client import CommandError
-from workers.commands import _settings
+from hookspawn.client import CommandError
+from hookspawn.commands import _settings
 from workers.sandbox_exec import load_config, runtime_for
 from workers.settings import Settings
 

@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from triggers.api_models import ADMIN, STORE, ConnectionList, SyncReportView, errors
-from triggers.deps import require_admin, runtime
+from hookspawn.web.api_models import ADMIN, STORE, ConnectionList, SyncReportView, errors
+from hookspawn.web.deps import require_admin, runtime
 from workers.connections import ConnectionStore, run_sync
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from workers.client import DEFAULT_URL
+from hookspawn.client import DEFAULT_URL
 from workers.connections import ConnectionStore
 from workers.lifecycle import Installation
 from workers.runtime import redis_client

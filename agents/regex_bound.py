@@ -30,7 +30,7 @@ from typing import Any
 
 import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
 
-from triggers.errors import RuleError
+from agents.errors import RuleError
 
 __all__ = [
     "MAX_PATTERN",

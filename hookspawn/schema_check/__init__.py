@@ -1,0 +1,1 @@
+"""The agent-file event checks of `hookspawn check`: paths against GitHub's event schemas."""

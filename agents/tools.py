@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from agents.github_tools import TOOLS, grants
 from agents.model import Capabilities, Mount
 from agents.schema import Sink, join, opt_enum, opt_str_list, strict_map
 from agents.source import YMap, YNode, YScalar, YSeq, describe
 
 __all__ = ["GATED_TOOLS", "compile_tools"]
 
-#: GitHub tools a session sees only when some mount grants the capability (mounts seed):
-#: tool → (what it needs, the test on a mount's capabilities).
+#: GitHub tools a session sees only when some mount grants the capability (mounts seed), which
+#: naming one with no such mount is an error for: tool → (what it needs, the test on a mount's
+#: capabilities). The merge and secrets families of the one tool table (agents.github_tools).
 GATED_TOOLS: dict[str, tuple[str, Callable[[Capabilities], bool]]] = {
-    "merge_pull_request": ("merge: write", lambda c: c.merge == "write"),
-    "enable_pull_request_auto_merge": ("merge: write", lambda c: c.merge == "write"),
-    "actions_secret_list": ("secrets: read or write", lambda c: c.secrets in ("read", "write")),
-    "actions_secret_write": ("secrets: write", lambda c: c.secrets == "write"),
+    name: (need.text, partial(lambda n, caps: grants(caps, n), need))
+    for name, need in TOOLS.items()
+    if need.family in ("merge", "secrets")
 }
 
 

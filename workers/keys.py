@@ -53,6 +53,18 @@ def agent_sessions(agent: str) -> str:
     return f"{PREFIX}:sessions:agent:{agent}"
 
 
+#: hash sha256(credential) hex → expiry (epoch seconds): the session credentials (the sandbox's
+#: key to the broker) a session may present; never the credential itself. Deleted on /end.
+def session_credentials(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:credentials"
+
+
+#: list of JSON audit entries, newest first and bounded: every credential and tool decision
+#: of the broker for a session (never a token)
+def session_audit(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:audit"
+
+
 # Connections -------------------------------------------------------------
 #: hash installation id → JSON installation record (account, status, repositories)
 INSTALLATIONS = f"{PREFIX}:installations"

@@ -20,6 +20,7 @@ from workers.dispatch import Dispatcher, EmbeddedDispatcher, HttpDispatcher
 from workers.github import GitHubApp
 from workers.pipeline import SpawnPipeline
 from workers.processing import DeliveryProcessor, Pipeline
+from workers.session_credentials import SessionCredentials
 from workers.sessions import SessionStore, SpawnRecords
 from workers.settings import Settings
 from workers.task_message import TaskMessages
@@ -48,7 +49,11 @@ def build_pipeline(
     sessions = SessionStore(client)
     dispatcher: Dispatcher
     if settings.dispatch_url:
-        dispatcher = HttpDispatcher(settings.dispatch_url, sessions=sessions)
+        dispatcher = HttpDispatcher(
+            settings.dispatch_url,
+            sessions=sessions,
+            credentials=SessionCredentials(client, ttl=settings.session_credential_ttl),
+        )
     else:
         dispatcher = EmbeddedDispatcher(sessions)
     github = GitHubApp.from_settings(settings)
@@ -61,6 +66,7 @@ def build_pipeline(
         spawns=SpawnRecords(client),
         github=github,
         tokens=TokenCache(github.mint_token) if github else None,
+        broker_url=settings.broker_base_url,
     )
 
 

@@ -66,6 +66,19 @@ class Settings(BaseSettings):
     max_retries: int = Field(default=8, ge=0, le=50)
     #: the running server the client commands (send, deliveries, …) talk to, when no --url
     url: str | None = None
+    #: the base URL sessions reach this server at (the broker URL in a dispatched spec);
+    #: unset: the server's own (`serve`/`web` fill it in from where they listen)
+    public_url: str | None = None
+    #: how long a session credential (the sandbox's key to the broker) stays valid
+    session_credential_ttl: Duration = timedelta(hours=24)
+    #: git `insteadOf` rewrites (`FROM=TO` prefixes): the broker accepts a git credential
+    #: request for a mount's rewritten URL too
+    git_url_rewrite: Csv = Field(default_factory=list)
+
+    @property
+    def broker_base_url(self) -> str:
+        """Where sessions reach the broker: HOOKSPAWN_PUBLIC_URL, else the local default."""
+        return (self.public_url or "http://127.0.0.1:8000").rstrip("/")
 
     @property
     def github_app_configured(self) -> bool:

@@ -42,9 +42,10 @@ _KEEP_ONLY = """
 local key, digest = KEYS[1], ARGV[1]
 local expiry = redis.call('HGET', key, digest)
 if not expiry then return 0 end
+local ttl = redis.call('PTTL', key)
 redis.call('DEL', key)
 redis.call('HSET', key, digest, expiry)
-redis.call('EXPIREAT', key, math.ceil(tonumber(expiry)))
+if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
 return 1
 """
 

@@ -6,7 +6,7 @@ never the admin token: the sandbox holds that credential and nothing else.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -87,6 +87,25 @@ def _credential(request: Request) -> str:
     return value.strip() if scheme.lower() == "bearer" else ""
 
 
+async def _authenticated(request: Request, session_id: str, kind: str) -> dict[str, Any]:
+    return await run_in_threadpool(
+        broker(request).authenticate, session_id, _credential(request), kind
+    )
+
+
+async def git_session(request: Request, session_id: str) -> dict[str, Any]:
+    """The session's spec, once its credential checks out (before the body is read)."""
+    return await _authenticated(request, session_id, "git")
+
+
+async def tool_session(request: Request, session_id: str) -> dict[str, Any]:
+    return await _authenticated(request, session_id, "tool")
+
+
+GitSession = Annotated[dict[str, Any], Depends(git_session)]
+ToolSession = Annotated[dict[str, Any], Depends(tool_session)]
+
+
 @router.post(
     "/sessions/{session_id}/git-credential",
     response_model=GitCredential,
@@ -103,14 +122,15 @@ def _credential(request: Request) -> str:
     ),
 )
 async def git_credential(
-    request: Request, session_id: str, body: GitCredentialBody
+    request: Request,
+    session_id: str,
+    body: GitCredentialBody,
+    spec: GitSession,
 ) -> dict[str, Any]:
     asked = GitRequest(
         mount_path=body.mount_path, protocol=body.protocol, host=body.host, path=body.path
     )
-    return await run_in_threadpool(
-        broker(request).git_credential, session_id, _credential(request), asked
-    )
+    return await run_in_threadpool(broker(request).git_credential, session_id, spec, asked)
 
 
 @router.get(
@@ -118,9 +138,8 @@ async def git_credential(
     response_model=ToolList,
     responses=errors(_BEARER, STORE),
 )
-async def github_tools(request: Request, session_id: str) -> dict[str, Any]:
-    items = await run_in_threadpool(broker(request).tools, session_id, _credential(request))
-    return {"items": items}
+async def github_tools(request: Request, session_id: str, spec: ToolSession) -> dict[str, Any]:
+    return {"items": broker(request).tools(spec)}
 
 
 @router.post(
@@ -139,10 +158,14 @@ async def github_tools(request: Request, session_id: str) -> dict[str, Any]:
     ),
 )
 async def github_tool_call(
-    request: Request, session_id: str, tool: str, body: ToolCallBody
+    request: Request,
+    session_id: str,
+    tool: str,
+    body: ToolCallBody,
+    spec: ToolSession,
 ) -> dict[str, Any]:
     return await run_in_threadpool(
-        broker(request).tool_call, session_id, _credential(request), tool, body.repository
+        broker(request).tool_call, session_id, spec, tool, body.repository
     )
 
 

@@ -96,8 +96,10 @@ class Broker:
         )
 
     # git ------------------------------------------------------------------------------
-    def git_credential(self, session_id: str, credential: str, asked: GitRequest) -> dict[str, Any]:
-        spec = self.authenticate(session_id, credential, "git")
+    def git_credential(
+        self, session_id: str, spec: Mapping[str, Any], asked: GitRequest
+    ) -> dict[str, Any]:
+        """A token for the mount `asked` names (`spec`: the authenticated session's)."""
         fields: dict[str, Any] = {"mountPath": asked.mount_path}
         try:
             mount = find_git_mount(
@@ -127,13 +129,13 @@ class Broker:
         }
 
     # tools ----------------------------------------------------------------------------
-    def tools(self, session_id: str, credential: str) -> list[str]:
-        return session_tools(self.authenticate(session_id, credential, "tool"))
+    def tools(self, spec: Mapping[str, Any]) -> list[str]:
+        return session_tools(spec)
 
     def tool_call(
-        self, session_id: str, credential: str, tool: str, repository: str
+        self, session_id: str, spec: Mapping[str, Any], tool: str, repository: str
     ) -> dict[str, Any]:
-        spec = self.authenticate(session_id, credential, "tool")
+        """The gate's decision on one call, with a token scoped to it when allowed."""
         fields: dict[str, Any] = {"tool": tool, "repository": repository}
         try:
             grant = tool_grant(spec, tool, repository)

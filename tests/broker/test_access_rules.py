@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -132,3 +134,16 @@ def test_the_rules_are_pure() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_readme_lists_exactly_the_table() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("\n## What a session may do on GitHub\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    listed: dict[str, str] = {}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if len(cells) == 3 and cells[1].startswith("`") and ":" in cells[1]:
+            for name in re.findall(r"`([a-z_]+)`", cells[2]):
+                listed[name] = cells[1].strip("`")
+    assert listed == {name: need.text for name, need in TOOLS.items()}

@@ -109,7 +109,7 @@ class SessionSpec(_Model):
         for an untyped dict; integers of any size stay exact either way."""
         if self.input is None:
             return super().to_bytes()
-        rest = self.without_input()
+        rest = self.model_dump_json(by_alias=True, exclude={"input"}).encode()
         return b'%s,"input":%s}' % (rest[:-1], dump_json(self.input))
 
     def without_input(self) -> bytes:

@@ -98,3 +98,21 @@ def test_a_failed_try_keeps_its_credential_until_a_later_one_is_taken(
     assert credentials.verify(spec.id, taken)
     assert not credentials.verify(spec.id, failed)
     dispatcher.close()
+
+
+def test_a_spec_with_input_carries_its_credential_and_is_stored_without(
+    redis_client: redis.Redis, target: DispatchTarget
+) -> None:
+    credentials = SessionCredentials(redis_client)
+    sessions = SessionStore(redis_client)
+    dispatcher = HttpDispatcher(target.url, sessions=sessions, credentials=credentials, tries=1)
+    spec = _spec("hs-input").model_copy(update={"input": {"payload": {"n": 1}}})
+    assert dispatcher.dispatch(spec) is True
+    dispatcher.close()
+    body = target.sessions[spec.id]
+    assert body["input"] == {"payload": {"n": 1}}
+    assert credentials.verify(spec.id, body["broker"]["credential"])
+    stored = sessions.get(spec.id)
+    assert stored is not None
+    assert stored["input"] == {"payload": {"n": 1}}
+    assert stored["broker"] == {"url": "http://hookspawn.test/sessions/hs-input"}

@@ -65,6 +65,8 @@ def get(asked: Mapping[str, str], environ: Mapping[str, str]) -> int:
             headers={"Authorization": f"Bearer {credential}"},
             timeout=TIMEOUT,
         )
+    except httpx.InvalidURL:
+        return _refuse(f"HOOKSPAWN_BROKER_URL is not a usable URL: {url!r}")
     except httpx.HTTPError as exc:
         return _refuse(f"the broker at {url} could not be reached: {type(exc).__name__}")
     try:

@@ -90,6 +90,10 @@ class BrokerEnv:
         spec = self.target.sessions[session_id]
         return Session(session_id, str((spec.get("broker") or {}).get("credential") or ""))
 
+    def broker_url(self, session: Session) -> str:
+        """The broker as the test reaches it (the spec's URL names HOOKSPAWN_PUBLIC_URL)."""
+        return f"{str(self.client.base_url).rstrip('/')}/sessions/{session.id}"
+
     def git_credential(self, session: Session, **body: Any) -> httpx.Response:
         return self.client.post(
             f"/sessions/{session.id}/git-credential", json=body, headers=session.auth
@@ -110,9 +114,7 @@ class BrokerEnv:
             **os.environ,
             **_ISOLATED,
             "PATH": f"{HELPERS}{os.pathsep}{os.environ.get('PATH', '')}",
-            "HOOKSPAWN_BROKER_URL": f"{self.client.base_url}/sessions/{session.id}".replace(
-                "//sessions", "/sessions"
-            ),
+            "HOOKSPAWN_BROKER_URL": self.broker_url(session),
             "HOOKSPAWN_SESSION_CREDENTIAL": session.credential,
         }
         config = [

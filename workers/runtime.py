@@ -20,6 +20,7 @@ from workers.dispatch import Dispatcher, EmbeddedDispatcher, HttpDispatcher
 from workers.github import GitHubApp
 from workers.pipeline import SpawnPipeline
 from workers.processing import DeliveryProcessor, Pipeline
+from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
 from workers.sessions import SessionStore, SpawnRecords
 from workers.settings import Settings
@@ -52,7 +53,9 @@ def build_pipeline(
         dispatcher = HttpDispatcher(
             settings.dispatch_url,
             sessions=sessions,
-            credentials=SessionCredentials(client, ttl=settings.session_credential_ttl),
+            credentials=SessionCredentials(
+                client, ttl=settings.session_credential_ttl, audit=SessionAudit(client)
+            ),
         )
     else:
         dispatcher = EmbeddedDispatcher(sessions)

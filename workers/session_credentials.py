@@ -24,6 +24,7 @@ from typing import cast
 import redis
 
 from workers import keys
+from workers.session_audit import SessionAudit
 
 __all__ = ["IssuedCredential", "SessionCredentials", "credential_hash"]
 
@@ -74,8 +75,10 @@ class SessionCredentials:
         *,
         ttl: timedelta = timedelta(hours=24),
         clock: Callable[[], float] = time.time,
+        audit: SessionAudit | None = None,
     ) -> None:
         self.client = client
+        self.audit = audit
         self.ttl = ttl
         self._clock = clock
         self._add = client.register_script(_ADD)
@@ -94,11 +97,16 @@ class SessionCredentials:
 
     def keep_only(self, session_id: str, credential: str) -> bool:
         """The dispatch target took the try carrying `credential`: the others go."""
-        return bool(
+        kept = bool(
             self._keep_only(
                 keys=[keys.session_credentials(session_id)], args=[credential_hash(credential)]
             )
         )
+        if kept and self.audit is not None:
+            self.audit.record(
+                session_id, "session", "allowed", message="session credential handed over"
+            )
+        return kept
 
     def withdraw(self, session_id: str, credential: str) -> None:
         """The dispatch target refused the try carrying `credential` (409): nobody holds it."""

@@ -223,19 +223,20 @@ def test_audit_metrics_ui_and_no_leaks(
     audit = broker_env.client.get(f"/sessions/{reader.id}").json()["audit"]
     seen = [(a["kind"], a["result"], a.get("code")) for a in reversed(audit)]
     assert seen == [
+        ("session", "allowed", None),
         ("git", "allowed", None),
         ("tool", "allowed", None),
         ("tool", "denied", "tool_not_granted"),
         ("session", "denied", "session_ended"),
         ("git", "denied", "invalid_credential"),
     ]
-    first = audit[-1]
+    first = audit[-2]
     assert first["repository"] == "acme/widgets"
     assert first["mountPath"] == "/workspace/widgets"
     assert first["permissions"] == {"contents": "read", "metadata": "read"}
-    assert audit[-2]["tool"] == "get_issue"
+    assert audit[-3]["tool"] == "get_issue"
     blind_audit = broker_env.client.get(f"/sessions/{blind.id}").json()["audit"]
-    assert [a["code"] for a in blind_audit] == ["no_git_credential"]
+    assert [a.get("code") for a in blind_audit] == ["no_git_credential", None]
 
     page = broker_env.client.get(f"/ui/sessions/{reader.id}").text
     assert "tool_not_granted" in page and "invalid_credential" in page
@@ -244,6 +245,9 @@ def test_audit_metrics_ui_and_no_leaks(
     assert 'hookspawn_credentials_total{kind="git",result="allowed"} 1.0' in metrics
     assert 'hookspawn_credentials_total{kind="git",result="denied"} 2.0' in metrics
     assert 'hookspawn_credentials_total{kind="tool",result="denied"} 1.0' in metrics
+    assert 'hookspawn_credentials_total{kind="session",result="allowed"} 2.0' in metrics
+    unknown = broker_env.client.post("/sessions/hs-nope/end")
+    assert (unknown.status_code, _code(unknown)) == (404, "session_not_found")
 
     secrets = {
         "reader credential": reader.credential,

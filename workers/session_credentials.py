@@ -9,6 +9,9 @@ is added before the POST; a 2xx keeps only that one (the target took this try), 
 it (the target kept an earlier one, which stays valid), a failed try keeps it (the target may
 have taken it). Once the session is recorded, no spawn path dispatches it again, so no further
 credential is made. `POST /sessions/{id}/end` deletes them all.
+
+A session kept in hookspawn's own store (no dispatch URL) is handed to nobody at dispatch:
+whatever starts it (a runner) calls `issue` and passes the credential into the sandbox.
 """
 
 from __future__ import annotations

@@ -65,6 +65,14 @@ def _check_gates(sink: Sink, node: YNode | None, path: str, mounts: list[Mount])
     for index, item in enumerate(node.items if isinstance(node, YSeq) else ()):
         if not (isinstance(item, YScalar) and isinstance(item.value, str)):
             continue
+        if item.value not in TOOLS:
+            sink.warning(
+                item.loc,
+                join(path, index),
+                f"{item.value!r} is no GitHub tool the broker knows: every call of it is "
+                "refused (unknown_tool)",
+            )
+            continue
         gate = GATED_TOOLS.get(item.value)
         if gate is None:
             continue

@@ -114,7 +114,7 @@ class Broker:
             permissions = git_permissions(mount)
             fields["permissions"] = permissions
             token = self._mint(
-                mount.repository, mount.installation_id, permissions, mount.mount_path
+                mount.repository, permissions, mount.mount_path, mount.installation_id
             )
         except (AccessRefused, WorkerError) as exc:
             raise self._denied(session_id, "git", exc, fields) from None
@@ -142,8 +142,15 @@ class Broker:
             fields["permissions"] = grant.permissions
             if grant.mount is not None:
                 fields["mountPath"] = grant.mount.mount_path
-            hint = grant.mount.installation_id if grant.mount else _any_installation(spec)
-            token = self._mint(repository, hint, grant.permissions, fields.get("mountPath"))
+            if grant.mount is not None:
+                token = self._mint(
+                    repository,
+                    grant.permissions,
+                    grant.mount.mount_path,
+                    grant.mount.installation_id,
+                )
+            else:
+                token = self._mint(repository, grant.permissions, hint=_any_installation(spec))
         except (AccessRefused, WorkerError) as exc:
             raise self._denied(session_id, "tool", exc, fields) from None
         self.audit.record(
@@ -177,15 +184,20 @@ class Broker:
     def _mint(
         self,
         repository: str,
-        installation_hint: int | None,
         permissions: Mapping[str, str],
-        mount_path: str | None,
+        mount_path: str | None = None,
+        pinned: int | None = None,
+        *,
+        hint: int | None = None,
     ) -> MintedToken:
-        """A token for exactly `repository`, coverage re-checked now (SPEC §7 resolution)."""
+        """A token for exactly `repository`, coverage re-checked now (SPEC §7 resolution).
+
+        A mount's repository is minted only from the installation its session was spawned with
+        (`pinned`, the spec's `installationId`), while that installation still covers it; a
+        repository no mount names resolves like an unpinned mount, preferring `hint`.
+        """
         where = f"mount {mount_path}: " if mount_path else ""
-        resolved = self.connections.resolve(
-            repository, pinned=None, delivery_installation=installation_hint
-        )
+        resolved = self.connections.resolve(repository, pinned=pinned, delivery_installation=hint)
         if resolved is None:
             raise BrokerDenied(
                 f"{where}repository {repository} is not covered by an active GitHub App connection",

@@ -272,3 +272,21 @@ def test_audit_metrics_ui_and_no_leaks(
         leaks({"git token": token, "tool token": tool_token}, [("specs", b"".join(dispatched))])[0]
         == []
     )
+
+
+def test_a_mount_is_minted_only_from_the_installation_it_was_spawned_with(
+    broker_env: BrokerEnv,
+) -> None:
+    broker_env.github.add_installation(
+        INSTALLATION + 1, "acme-too", repositories={101: "acme/widgets"}
+    )
+    assert broker_env.client.post("/connections/sync").status_code == 200
+    writer = broker_env.start("writer")
+    assert broker_env.target.sessions[writer.id]["mounts"][0]["installationId"] == INSTALLATION
+    broker_env.rt.connections.prune(INSTALLATION, [101])
+
+    calls = broker_env.github.count("access_tokens")
+    refused = broker_env.git_credential(writer, mountPath="/workspace/widgets")
+    assert (refused.status_code, _code(refused)) == (403, "repository_not_covered")
+    assert _code(broker_env.tool(writer, "get_issue", "acme/widgets")) == "repository_not_covered"
+    assert broker_env.github.count("access_tokens") == calls  # the other installation is not used

@@ -10,7 +10,6 @@ import httpx
 
 from workers import metrics
 from workers.errors import DispatchUnavailable
-from workers.session_credentials import SessionCredentials
 from workers.session_spec import SessionSpec
 from workers.sessions import SessionStore
 
@@ -58,10 +57,8 @@ class HttpDispatcher:
         timeout: float = 10.0,
         tries: int = 3,
         pause: float = 0.2,
-        credentials: SessionCredentials | None = None,
     ) -> None:
         self.url = url
-        self.credentials = credentials
         self.sessions = sessions
         self.tries = tries
         self.pause = pause
@@ -69,10 +66,7 @@ class HttpDispatcher:
         self._client = httpx.Client(timeout=timeout)
 
     def dispatch(self, spec: SessionSpec) -> bool:
-        # a session with broker access gets its credential here, in the spec handed over
-        # (workers/session_credentials.py says why each dispatch carries a fresh one)
-        issued = self.credentials.issue(spec.id) if self.credentials and spec.broker else None
-        body = spec.with_credential(issued.value).to_bytes() if issued else spec.to_bytes()
+        body = spec.to_bytes()
         last = ""
         for attempt in range(self.tries):
             if attempt:
@@ -89,11 +83,6 @@ class HttpDispatcher:
                 last = f"{type(exc).__name__}: {exc}"
                 continue
             if response.status_code == 409 or response.is_success:
-                if issued is not None and self.credentials is not None:
-                    if response.status_code == 409:
-                        self.credentials.withdraw(spec.id, issued.value)
-                    else:
-                        self.credentials.keep_only(spec.id, issued.value)
                 # keep what we dispatched, for listing and agent-to-agent depth
                 self.sessions.create(spec)
                 return response.status_code != 409

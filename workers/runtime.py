@@ -15,6 +15,7 @@ from celery.utils.nodenames import anon_nodename
 from workers.agents_source import AgentsSource, ChangeWatch
 from workers.celery_app import PROCESS_DELIVERY, make_celery
 from workers.connections import ConnectionStore
+from workers.credential_handover import CredentialHandover
 from workers.deliveries import DeliveryStore
 from workers.dispatch import Dispatcher, EmbeddedDispatcher, HttpDispatcher
 from workers.github import GitHubApp
@@ -50,15 +51,14 @@ def build_pipeline(
     sessions = SessionStore(client)
     dispatcher: Dispatcher
     if settings.dispatch_url:
-        dispatcher = HttpDispatcher(
-            settings.dispatch_url,
-            sessions=sessions,
-            credentials=SessionCredentials(
-                client, ttl=settings.session_credential_ttl, audit=SessionAudit(client)
-            ),
-        )
+        dispatcher = HttpDispatcher(settings.dispatch_url, sessions=sessions)
     else:
         dispatcher = EmbeddedDispatcher(sessions)
+    if not dispatcher.local:  # a spec handed over carries its session's broker credential
+        credentials = SessionCredentials(
+            client, ttl=settings.session_credential_ttl, audit=SessionAudit(client)
+        )
+        dispatcher = CredentialHandover(dispatcher, credentials)
     github = GitHubApp.from_settings(settings)
     return SpawnPipeline(
         agents=AgentsSource(

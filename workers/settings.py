@@ -54,6 +54,14 @@ class Settings(BaseSettings):
     agents_dir: Path = Path(".auto")
     github_app_id: str | None = None
     github_private_key_path: Path | None = None
+    #: the base URL sessions reach this server at (the broker URL in a dispatched spec);
+    #: unset: the server's own (`serve` fills it in from where it listens)
+    public_url: str | None = None
+    #: how long a session credential (the sandbox's key to the broker) stays valid
+    session_credential_ttl: Duration = timedelta(hours=24)
+    #: git `insteadOf` rewrites (`FROM=TO` prefixes): the broker accepts a git credential
+    #: request for a mount's rewritten URL too
+    git_url_rewrite: Csv = Field(default_factory=list)
     github_api_url: str = "https://api.github.com"
     dispatch_url: str | None = None
     admin_token: str | None = None
@@ -66,20 +74,12 @@ class Settings(BaseSettings):
     max_retries: int = Field(default=8, ge=0, le=50)
     #: the running server the client commands (send, deliveries, …) talk to, when no --url
     url: str | None = None
-    #: the base URL sessions reach this server at (the broker URL in a dispatched spec);
-    #: unset: the server's own (`serve`/`web` fill it in from where they listen)
-    public_url: str | None = None
-    #: how long a session credential (the sandbox's key to the broker) stays valid
-    session_credential_ttl: Duration = timedelta(hours=24)
-    #: git `insteadOf` rewrites (`FROM=TO` prefixes): the broker accepts a git credential
-    #: request for a mount's rewritten URL too
-    git_url_rewrite: Csv = Field(default_factory=list)
+
+    @property
+    def github_app_configured(self) -> bool:
+        return bool(self.github_app_id and self.github_private_key_path)
 
     @property
     def broker_base_url(self) -> str:
         """Where sessions reach the broker: HOOKSPAWN_PUBLIC_URL, else the local default."""
         return (self.public_url or "http://127.0.0.1:8000").rstrip("/")
-
-    @property
-    def github_app_configured(self) -> bool:
-        return bool(self.github_app_id and self.github_private_key_path)

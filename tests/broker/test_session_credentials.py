@@ -9,6 +9,7 @@ import redis
 from tests.dispatch_target import DispatchTarget
 from tests.secret_scan import leaks, redis_haystacks
 from workers import keys
+from workers.credential_handover import CredentialHandover
 from workers.dispatch import HttpDispatcher
 from workers.errors import DispatchUnavailable
 from workers.session_credentials import SessionCredentials
@@ -56,7 +57,8 @@ def test_a_second_dispatch_never_invalidates_the_credential_the_target_kept(
 ) -> None:
     credentials = SessionCredentials(redis_client)
     sessions = SessionStore(redis_client)
-    dispatcher = HttpDispatcher(target.url, sessions=sessions, credentials=credentials, tries=1)
+    http = HttpDispatcher(target.url, sessions=sessions, tries=1)
+    dispatcher = CredentialHandover(http, credentials)
     spec = _spec()
     assert dispatcher.dispatch(spec) is True
     kept = target.sessions[spec.id]["broker"]["credential"]
@@ -69,7 +71,7 @@ def test_a_second_dispatch_never_invalidates_the_credential_the_target_kept(
     assert second != kept
     assert credentials.verify(spec.id, kept)
     assert not credentials.verify(spec.id, second)  # nobody holds it
-    dispatcher.close()
+    http.close()
 
     stored = sessions.get(spec.id)
     assert stored is not None and stored["broker"] == {
@@ -83,9 +85,8 @@ def test_a_failed_try_keeps_its_credential_until_a_later_one_is_taken(
     redis_client: redis.Redis, target: DispatchTarget
 ) -> None:
     credentials = SessionCredentials(redis_client)
-    dispatcher = HttpDispatcher(
-        target.url, sessions=SessionStore(redis_client), credentials=credentials, tries=1
-    )
+    http = HttpDispatcher(target.url, sessions=SessionStore(redis_client), tries=1)
+    dispatcher = CredentialHandover(http, credentials)
     target.script = [503]
     spec = _spec("hs-retry")
     with pytest.raises(DispatchUnavailable):
@@ -97,7 +98,7 @@ def test_a_failed_try_keeps_its_credential_until_a_later_one_is_taken(
     taken = target.sessions[spec.id]["broker"]["credential"]
     assert credentials.verify(spec.id, taken)
     assert not credentials.verify(spec.id, failed)
-    dispatcher.close()
+    http.close()
 
 
 def test_a_spec_with_input_carries_its_credential_and_is_stored_without(
@@ -105,10 +106,11 @@ def test_a_spec_with_input_carries_its_credential_and_is_stored_without(
 ) -> None:
     credentials = SessionCredentials(redis_client)
     sessions = SessionStore(redis_client)
-    dispatcher = HttpDispatcher(target.url, sessions=sessions, credentials=credentials, tries=1)
+    http = HttpDispatcher(target.url, sessions=sessions, tries=1)
+    dispatcher = CredentialHandover(http, credentials)
     spec = _spec("hs-input").model_copy(update={"input": {"payload": {"n": 1}}})
     assert dispatcher.dispatch(spec) is True
-    dispatcher.close()
+    http.close()
     body = target.sessions[spec.id]
     assert body["input"] == {"payload": {"n": 1}}
     assert credentials.verify(spec.id, body["broker"]["credential"])

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from agents.github_tools import TOOLS, grants
 from agents.model import Capabilities, Mount
 from agents.schema import Sink, join, opt_enum, opt_str_list, strict_map
 from agents.source import YMap, YNode, YScalar, YSeq, describe
 
 __all__ = ["GATED_TOOLS", "compile_tools"]
 
-#: GitHub tools a session sees only when some mount grants the capability (mounts seed):
-#: tool → (what it needs, the test on a mount's capabilities).
+#: GitHub tools a session sees only when some mount grants the capability (mounts seed), which
+#: naming one with no such mount is an error for: tool → (what it needs, the test on a mount's
+#: capabilities). The merge and secrets families of the one tool table (agents.github_tools).
 GATED_TOOLS: dict[str, tuple[str, Callable[[Capabilities], bool]]] = {
-    "merge_pull_request": ("merge: write", lambda c: c.merge == "write"),
-    "enable_pull_request_auto_merge": ("merge: write", lambda c: c.merge == "write"),
-    "actions_secret_list": ("secrets: read or write", lambda c: c.secrets in ("read", "write")),
-    "actions_secret_write": ("secrets: write", lambda c: c.secrets == "write"),
+    name: (need.text, partial(lambda n, caps: grants(caps, n), need))
+    for name, need in TOOLS.items()
+    if need.family in ("merge", "secrets")
 }
 
 
@@ -62,6 +64,14 @@ def _check_gates(sink: Sink, node: YNode | None, path: str, mounts: list[Mount])
     granted = [m.auth.capabilities for m in mounts if m.auth.kind == "githubApp"]
     for index, item in enumerate(node.items if isinstance(node, YSeq) else ()):
         if not (isinstance(item, YScalar) and isinstance(item.value, str)):
+            continue
+        if item.value not in TOOLS:
+            sink.warning(
+                item.loc,
+                join(path, index),
+                f"{item.value!r} is no GitHub tool the broker knows: every call of it is "
+                "refused (unknown_tool)",
+            )
             continue
         gate = GATED_TOOLS.get(item.value)
         if gate is None:

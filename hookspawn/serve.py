@@ -179,6 +179,8 @@ def serve(
         if demo:
             record_connection(env["HOOKSPAWN_REDIS_URL"])
             notes = demo_notes(f"http://{host}:{port}", os.environ)
+        # sessions reach the broker here unless told otherwise
+        env["HOOKSPAWN_PUBLIC_URL"] = settings.public_url or f"http://{host}:{port}"
         web = ["web", "--host", host, "--port", str(port)]
         if allow_open_admin:
             web.append(OPEN_FLAG)

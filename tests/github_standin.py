@@ -365,6 +365,21 @@ class GitHubStandin:
             return None
         return issued.installation_id, issued.repository_ids, dict(issued.permissions)
 
+    def permissions_on(self, full_name: str, token: str) -> dict[str, str] | None:
+        """What a token it issued may do on one repository (by name), as GitHub would decide
+        it: None when the token is unknown, expired, or not for that repository."""
+        with self._lock:
+            issued = self._tokens.get(token)
+            installation = self._installations.get(issued.installation_id) if issued else None
+        if issued is None or installation is None or issued.expires_at <= time.time():
+            return None
+        ids = [
+            i for i, name in installation.repositories.items() if name.lower() == full_name.lower()
+        ]
+        if not ids or (issued.repository_ids is not None and ids[0] not in issued.repository_ids):
+            return None
+        return dict(issued.permissions)
+
     # -- request handling (server threads) -----------------------------------------------------
 
     def _handle(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> _Answer:

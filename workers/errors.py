@@ -84,3 +84,26 @@ class ConfigurationError(WorkerError):
     """The deployment is misconfigured (bad App credentials, 401): loud, never a prune."""
 
     code = "configuration_error"
+
+
+class BrokerError(WorkerError):
+    """The credential broker said no to a session (SPEC §15); `code` names why."""
+
+
+class InvalidCredential(BrokerError):
+    """The session credential is missing, wrong, expired or revoked."""
+
+    code = "invalid_credential"
+
+
+class BrokerDenied(BrokerError):
+    """`no_git_credential`, `repository_not_covered`, `repository_access_revoked`,
+    `tool_not_granted`, `permission_not_granted`."""
+
+    code = "broker_denied"
+
+
+class BrokerNotFound(BrokerError):
+    """`mount_not_found`, `unknown_tool`, `session_not_found`."""
+
+    code = "not_found"

@@ -85,3 +85,16 @@ METRICS = f"{PREFIX}:metrics"
 #: list: the Celery queue itself (kombu's Redis transport keeps the queue `hookspawn` as a list
 #: of that name; celery_app's task_default_queue). Not written by hookspawn: read for metrics.
 CELERY_QUEUE = "hookspawn"
+
+
+# The session broker --------------------------------------------------------
+#: hash sha256(credential) hex → expiry (epoch seconds): the session credentials (the sandbox's
+#: key to the broker) a session may present; never the credential itself. Deleted on /end.
+def session_credentials(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:credentials"
+
+
+#: list of JSON audit entries, newest first and bounded: every credential and tool decision
+#: of the broker for a session (never a token)
+def session_audit(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:audit"

@@ -36,6 +36,7 @@ from workers import keys
 __all__ = [
     "ALL",
     "ALREADY_EXISTED",
+    "CREDENTIALS",
     "DELIVERIES",
     "DELIVERIES_PROCESSED",
     "DISPATCH_RETRIES",
@@ -153,6 +154,13 @@ PROCESSING_RETRIES = Series(
     "once retries ran out), by error code.",
     ("code",),
 )
+CREDENTIALS = Series(
+    "hookspawn_credentials_total",
+    "counter",
+    "Broker decisions, by kind (git: a git credential, tool: a GitHub tool call, session: a "
+    "session credential issued or revoked) and result (allowed, denied).",
+    ("kind", "result"),
+)
 
 #: recorded into Redis by any process
 ALL: tuple[Series, ...] = (
@@ -164,6 +172,7 @@ ALL: tuple[Series, ...] = (
     GITHUB_ERRORS,
     DISPATCH_RETRIES,
     PROCESSING_RETRIES,
+    CREDENTIALS,
 )
 _BY_NAME = {series.name: series for series in ALL}
 

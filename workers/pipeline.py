@@ -74,8 +74,10 @@ class SpawnPipeline:
         spawns: SpawnRecords,
         github: GitHubApp | None = None,
         tokens: TokenCache | None = None,
+        broker_url: str | None = None,
     ) -> None:
         self.agents = agents
+        self.broker_url = broker_url
         self.connections = connections
         self.dispatcher = dispatcher
         self.spawns = spawns
@@ -269,6 +271,7 @@ class SpawnPipeline:
             requester=requester,
             origin=origin,
             created_at=now_iso(),
+            broker_url=self.broker_url,
         )
 
     def _coverage(
@@ -330,20 +333,23 @@ class SpawnPipeline:
                 ) from None
 
     def _prune(self, exc: AccessRevoked, grant: Grant) -> None:
-        if exc.kind == "installation_deleted":
-            self.connections.mark_deleted(grant.installation_id)
-        elif exc.kind == "installation_suspended":
-            self.connections.mark_suspended(grant.installation_id)
-        else:
-            self.connections.prune(
-                grant.installation_id, exc.repository_ids or (grant.repository_id,)
-            )
-        log.warning(
-            "pruned after GitHub refused a token (%s): installation %s repository %s",
-            exc.kind,
-            grant.installation_id,
-            grant.repository_id,
-        )
+        prune_refused(self.connections, exc, grant)
+
+
+def prune_refused(connections: ConnectionStore, exc: AccessRevoked, grant: Grant) -> None:
+    """GitHub definitively refused a token for `grant`: take what was lost out of the store."""
+    if exc.kind == "installation_deleted":
+        connections.mark_deleted(grant.installation_id)
+    elif exc.kind == "installation_suspended":
+        connections.mark_suspended(grant.installation_id)
+    else:
+        connections.prune(grant.installation_id, exc.repository_ids or (grant.repository_id,))
+    log.warning(
+        "pruned after GitHub refused a token (%s): installation %s repository %s",
+        exc.kind,
+        grant.installation_id,
+        grant.repository_id,
+    )
 
 
 def _dispatched_message(session_id: str, *, created: bool) -> str:

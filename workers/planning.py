@@ -14,6 +14,7 @@ from agents import CompiledAgent, Mount, Trigger
 from templating import InvalidRefError, Template, TemplateError, UnresolvableTokenError, check_ref
 from workers.errors import Refusal
 from workers.session_spec import (
+    BrokerAccess,
     CommitAuthor,
     Origin,
     Requester,
@@ -197,8 +198,14 @@ def build_spec(
     requester: Requester | None,
     origin: Origin,
     created_at: str,
+    broker_url: str | None = None,
 ) -> SessionSpec:
+    """`broker_url`: the broker's base URL; a session with a githubApp mount gets
+    `broker.url` under it (its credential is added when the spec is handed over)."""
     title, prompt, message = texts
+    broker = None
+    if broker_url is not None and github_mounts(agent):
+        broker = BrokerAccess(url=f"{broker_url.rstrip('/')}/sessions/{session_id}")
     return SessionSpec(
         id=session_id,
         agent=agent.name,
@@ -217,6 +224,7 @@ def build_spec(
         origin=origin,
         depth=origin.depth,
         created_at=created_at,
+        broker=broker,
     )
 
 

@@ -16,11 +16,14 @@ from celery.utils.nodenames import anon_nodename
 from workers.agents_source import AgentsSource, ChangeWatch
 from workers.celery_app import PROCESS_DELIVERY, make_celery
 from workers.connections import ConnectionStore
+from workers.credential_handover import CredentialHandover
 from workers.deliveries import DeliveryStore
 from workers.dispatch import Dispatcher, EmbeddedDispatcher, HttpDispatcher
 from workers.github import GitHubApp
 from workers.pipeline import SpawnPipeline
 from workers.processing import DeliveryProcessor, Pipeline
+from workers.session_audit import SessionAudit
+from workers.session_credentials import SessionCredentials
 from workers.sessions import SessionStore, SpawnRecords
 from workers.settings import Settings
 from workers.task_message import TaskMessages
@@ -56,6 +59,11 @@ def build_pipeline(
         )
     else:
         dispatcher = EmbeddedDispatcher(sessions)
+    if not dispatcher.local:  # a spec handed over carries its session's broker credential
+        credentials = SessionCredentials(
+            client, ttl=settings.session_credential_ttl, audit=SessionAudit(client)
+        )
+        dispatcher = CredentialHandover(dispatcher, credentials)
     github = GitHubApp.from_settings(settings)
     return SpawnPipeline(
         agents=AgentsSource(
@@ -66,6 +74,7 @@ def build_pipeline(
         spawns=SpawnRecords(client),
         github=github,
         tokens=TokenCache(github.mint_token) if github else None,
+        broker_url=settings.broker_base_url,
     )
 
 

@@ -55,6 +55,14 @@ class Requester(_Model):
     id: int | None = None
 
 
+class BrokerAccess(_Model):
+    """How the session reaches the credential broker (SPEC §15). `credential` is present only
+    in the spec handed over at dispatch; a stored spec never carries it (see `without_input`)."""
+
+    url: str
+    credential: str | None = Field(default=None, repr=False)
+
+
 class SessionEnvironment(_Model):
     name: str
     resource: dict[str, Any]
@@ -89,6 +97,7 @@ class SessionSpec(_Model):
     origin: Origin
     depth: int = 0
     created_at: str
+    broker: BrokerAccess | None = None
 
     @field_serializer("input")
     def _plain_input(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -101,12 +110,22 @@ class SessionSpec(_Model):
         for an untyped dict; integers of any size stay exact either way."""
         if self.input is None:
             return super().to_bytes()
-        rest = self.without_input()
+        rest = self.model_dump_json(by_alias=True, exclude={"input"}).encode()
         return b'%s,"input":%s}' % (rest[:-1], dump_json(self.input))
 
     def without_input(self) -> bytes:
-        """The JSON document without its `input` member."""
-        return self.model_dump_json(by_alias=True, exclude={"input"}).encode()
+        """The JSON document without its `input` member, nor the broker credential: what is
+        stored (a session credential is handed over, never kept)."""
+        return self.model_dump_json(
+            by_alias=True, exclude={"input": True, "broker": {"credential"}}
+        ).encode()
+
+    def with_credential(self, credential: str) -> SessionSpec:
+        """The spec to hand over, carrying the session's broker credential."""
+        assert self.broker is not None
+        return self.model_copy(
+            update={"broker": BrokerAccess(url=self.broker.url, credential=credential)}
+        )
 
     @property
     def input_from_delivery(self) -> tuple[str, str] | None:

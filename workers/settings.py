@@ -87,6 +87,14 @@ class Settings(BaseSettings):
     agents_dir: Path = Path(".auto")
     github_app_id: str | None = None
     github_private_key_path: Path | None = None
+    #: the base URL sessions reach this server at (the broker URL in a dispatched spec);
+    #: unset: the server's own (`serve` fills it in from where it listens)
+    public_url: str | None = None
+    #: how long a session credential (the sandbox's key to the broker) stays valid
+    session_credential_ttl: Duration = timedelta(hours=24)
+    #: git `insteadOf` rewrites (`FROM=TO` prefixes): the broker accepts a git credential
+    #: request for a mount's rewritten URL too
+    git_url_rewrite: Csv = Field(default_factory=list)
     github_api_url: str = "https://api.github.com"
     dispatch_url: str | None = None
     #: key of the HMAC-SHA256 signature on every dispatch POST (X-Hookspawn-Signature-256)
@@ -123,3 +131,8 @@ class Settings(BaseSettings):
     def sessions_kept(self) -> timedelta:
         """HOOKSPAWN_SESSION_RETENTION, or HOOKSPAWN_RETENTION when that is not set."""
         return self.session_retention or self.retention
+
+    @property
+    def broker_base_url(self) -> str:
+        """Where sessions reach the broker: HOOKSPAWN_PUBLIC_URL, else the local default."""
+        return (self.public_url or "http://127.0.0.1:8000").rstrip("/")

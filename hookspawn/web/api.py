@@ -20,6 +20,7 @@ from hookspawn.web import (
     http_errors,
     receiver,
     routes_agents,
+    routes_broker,
     routes_connections,
     routes_deliveries,
     routes_explain,
@@ -90,6 +91,7 @@ def create_app(rt: Runtime) -> HookspawnApp:
     app.include_router(routes_health.router)
     app.include_router(routes_agents.router)
     app.include_router(routes_sessions.router)
+    app.include_router(routes_broker.router)
     app.include_router(routes_connections.router)
     app.include_router(routes_explain.router)
     app.include_router(routes_metrics.router)

@@ -34,6 +34,7 @@ __all__ = [
     "SessionList",
     "SessionRef",
     "SessionSpec",
+    "SessionView",
     "SyncReportView",
     "document_validation_errors",
     "errors",
@@ -226,6 +227,26 @@ class DeliveryList(_View):
 
 class SessionList(_View):
     items: list[SessionSpec] = Field(description="newest first")
+
+
+class AuditEntry(_View):
+    """One broker decision on a session (never a token)."""
+
+    at: str
+    kind: Literal["git", "tool", "session"]
+    result: Literal["allowed", "denied"]
+    code: str | None = None
+    repository: str | None = None
+    mount_path: str | None = None
+    tool: str | None = None
+    permissions: dict[str, str] | None = None
+    message: str | None = None
+
+
+class SessionView(SessionSpec):
+    """GET /sessions/{id}: the session, with the broker's decisions on it, newest first."""
+
+    audit: list[AuditEntry] = Field(default_factory=list)
 
 
 class SessionRef(_View):

@@ -16,6 +16,7 @@ from hookspawn.web.api_models import (
     JsonSchemaDocument,
     SessionList,
     SessionRef,
+    SessionView,
     errors,
 )
 from hookspawn.web.deps import require_admin, runtime
@@ -24,6 +25,7 @@ from workers import metrics
 from workers.pipeline import SpawnPipeline
 from workers.planning import Outcome
 from workers.runtime import Runtime
+from workers.session_audit import SessionAudit
 from workers.session_spec import SessionSpec, session_json_schema
 from workers.starts import REFUSAL_STATUS, StartRequest, start_from_agent, start_manual
 
@@ -155,14 +157,16 @@ async def list_sessions(
 
 @router.get(
     "/sessions/{session_id}",
-    response_model=SessionSpec,
+    response_model=SessionView,
     response_model_exclude_unset=True,
     responses=errors(STORE, {404: "session_not_found: no session has this id"}),
 )
 async def get_session(request: Request, session_id: str) -> dict[str, Any]:
-    session = await run_in_threadpool(runtime(request).sessions.get, session_id)
+    rt = runtime(request)
+    session = await run_in_threadpool(rt.sessions.get, session_id)
     if session is None:
         raise ApiError(404, "session_not_found", f"no session {session_id!r}")
+    session["audit"] = await run_in_threadpool(SessionAudit(rt.client).entries, session_id)
     return session
 
 

@@ -22,6 +22,7 @@ from hookspawn.web.routes_deliveries import delivery_view
 from workers import keys
 from workers.pipeline import SpawnPipeline
 from workers.runtime import Runtime
+from workers.session_audit import SessionAudit
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -301,7 +302,8 @@ async def session(request: Request, session_id: str) -> Response:
         found = rt.sessions.get(session_id)
         if found is None:
             raise ApiError(404, "session_not_found", f"no session {session_id!r}")
-        return {"title": f"Session {session_id}", "s": found}
+        audit = SessionAudit(rt.client).entries(session_id)
+        return {"title": f"Session {session_id}", "s": found, "audit": audit}
 
     return await _page(request, "session.html", load)
 

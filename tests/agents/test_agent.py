@@ -221,3 +221,16 @@ def test_diagnostic_format() -> None:
     d = Diagnostic(".auto/agents/a.yaml", 3, "mounts.0.ref", "bad")
     assert str(d) == ".auto/agents/a.yaml:3: mounts.0.ref: bad"
     assert d.severity == "error"
+
+
+def test_an_allowed_tool_the_broker_does_not_know_warns(tree: Tree) -> None:
+    text = GITHUB_MOUNT.replace("CAPS", "{}").replace("TOOL", "get_isue")
+    tree.write("agents/a.yaml", BASE + text)
+    result = tree.compile()
+    assert result.ok
+    warning = find(result.warnings, "tools.0.allow.1", "no GitHub tool the broker knows")
+    assert "'get_isue'" in warning.message
+    tree.write(
+        "agents/a.yaml", BASE + GITHUB_MOUNT.replace("CAPS", "{}").replace("TOOL", "list_issues")
+    )
+    assert tree.compile().warnings == ()

@@ -733,6 +733,8 @@ class Cluster:
         secrets = self.secrets()
         tokens = [k for k in secrets if k.startswith("installation token")]
         assert tokens, "no installation token was minted: the scan would prove nothing"
+        handed = self.session_credentials()
+        assert handed, "no session credential was dispatched: the scan would prove nothing"
         leaks: list[str] = []
         counts: Counter[str] = Counter()
         decoded_body = False
@@ -741,9 +743,26 @@ class Cluster:
             if b"fault drill #" in hay and where.startswith("redis hookspawn:delivery:"):
                 decoded_body = True  # the zlib bodies were really read
             leaks += [f"{label} in {where}" for label, s in secrets.items() if s.encode() in hay]
+            # a session credential is handed over in its dispatched spec, and nowhere else
+            if not where.startswith("dispatched spec"):
+                leaks += [f"{label} in {where}" for label, s in handed.items() if s.encode() in hay]
         assert decoded_body, "no decompressed delivery body was scanned"
         assert not leaks, "secrets leaked:\n  " + "\n  ".join(sorted(set(leaks)))
-        return {"secrets": len(secrets), "tokens": len(tokens), **counts}
+        return {
+            "secrets": len(secrets),
+            "tokens": len(tokens),
+            "credentials": len(handed),
+            **counts,
+        }
+
+    def session_credentials(self) -> dict[str, str]:
+        """The session credentials the dispatch target was handed (SPEC §15 `broker`)."""
+        found: dict[str, str] = {}
+        for received in self.target.received:
+            broker = received.body.get("broker") or {}
+            if broker.get("credential"):
+                found[f"session credential of {received.key}"] = str(broker["credential"])
+        return found
 
 
 def _completed(view: dict[str, Any], spawns: set[str]) -> bool:

@@ -7,6 +7,7 @@ from pathlib import Path
 from tests.conftest import make_settings
 from tests.dispatch_target import DispatchTarget
 from tests.pipeline.conftest import Hookspawn, connect
+from workers.credential_handover import CredentialHandover
 from workers.dispatch import HttpDispatcher
 from workers.pipeline import SpawnPipeline
 from workers.runtime import build_runtime
@@ -48,6 +49,14 @@ def test_target_down_fails_then_replay_completes_once(
     assert len([s for s in target.sessions.values() if s["agent"] == "pr-review"]) == 1
 
 
+def _http_dispatcher(pipeline: SpawnPipeline) -> HttpDispatcher:
+    """The HTTP dispatcher inside the credential hand-over that wraps it."""
+    handover = pipeline.dispatcher
+    assert isinstance(handover, CredentialHandover)
+    assert isinstance(handover.inner, HttpDispatcher)
+    return handover.inner
+
+
 def test_closing_the_runtime_closes_the_dispatcher_and_the_next_use_builds_it_again(
     redis_url: str, tmp_path: Path, target: DispatchTarget
 ) -> None:
@@ -58,14 +67,12 @@ def test_closing_the_runtime_closes_the_dispatcher_and_the_next_use_builds_it_ag
     try:
         pipeline = rt.pipeline
         assert isinstance(pipeline, SpawnPipeline)
-        assert isinstance(pipeline.dispatcher, HttpDispatcher)
-        client = pipeline.dispatcher._client
+        client = _http_dispatcher(pipeline)._client
         assert not client.is_closed
         rt.close()
         assert client.is_closed
         again = rt.pipeline
         assert isinstance(again, SpawnPipeline) and again is not pipeline
-        assert isinstance(again.dispatcher, HttpDispatcher)
-        assert not again.dispatcher._client.is_closed
+        assert not _http_dispatcher(again)._client.is_closed
     finally:
         rt.close()

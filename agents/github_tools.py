@@ -1,0 +1,181 @@
+"""The GitHub tool table: each brokered GitHub MCP tool → the mount capability and level it needs.
+
+Mounts are the session's whole GitHub permission surface (the mounts seed): a tool is visible
+only when some `githubApp` mount grants its capability, and each call is re-checked against
+the target repository's own mount. Tool names are the GitHub MCP server's
+(https://github.com/github/github-mcp-server); a name not in the table is never allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from agents.model import CAPABILITY_FIELDS, Capabilities
+
+__all__ = [
+    "LEVEL_RANK",
+    "TOOLS",
+    "UNMOUNTED",
+    "ToolNeed",
+    "capabilities_from_json",
+    "grants",
+    "tool_token_permissions",
+    "visible_tools",
+]
+
+Level = Literal["read", "write"]
+LEVEL_RANK = {"none": 0, "read": 1, "write": 2}
+
+
+@dataclass(frozen=True)
+class ToolNeed:
+    """What one tool needs: `capability` (a Capabilities attribute) at `level` or better."""
+
+    family: str
+    capability: str
+    level: Level
+
+    @property
+    def text(self) -> str:
+        key = {attr: key for attr, key, _ in CAPABILITY_FIELDS}[self.capability]
+        return f"{key}: {self.level}" + (" or write" if self.level == "read" else "")
+
+
+def _family(
+    family: str, capability: str, read: Iterable[str], write: Iterable[str]
+) -> dict[str, ToolNeed]:
+    table = {name: ToolNeed(family, capability, "read") for name in read}
+    table.update({name: ToolNeed(family, capability, "write") for name in write})
+    return table
+
+
+#: every brokered tool; anything else is `unknown_tool`
+TOOLS: dict[str, ToolNeed] = {
+    **_family(
+        "contents",
+        "contents",
+        read=(
+            "get_file_contents",
+            "list_branches",
+            "list_commits",
+            "get_commit",
+            "list_tags",
+            "get_tag",
+            "list_releases",
+            "get_latest_release",
+            "get_release_by_tag",
+            "get_repository_tree",
+        ),
+        write=("create_or_update_file", "delete_file", "push_files", "create_branch"),
+    ),
+    **_family(
+        "pull requests",
+        "pull_requests",
+        read=(
+            "get_pull_request",
+            "list_pull_requests",
+            "get_pull_request_files",
+            "get_pull_request_diff",
+            "get_pull_request_comments",
+            "get_pull_request_reviews",
+            "pull_request_read",
+        ),
+        write=(
+            "create_pull_request",
+            "update_pull_request",
+            "update_pull_request_branch",
+            "create_and_submit_pull_request_review",
+            "create_pending_pull_request_review",
+            "add_comment_to_pending_review",
+            "submit_pending_pull_request_review",
+            "delete_pending_pull_request_review",
+            "add_reply_to_pull_request_comment",
+            "request_copilot_review",
+        ),
+    ),
+    **_family(
+        "issues",
+        "issues",
+        read=("get_issue", "list_issues", "get_issue_comments", "issue_read", "list_issue_types"),
+        write=(
+            "create_issue",
+            "update_issue",
+            "add_issue_comment",
+            "issue_write",
+            "add_sub_issue",
+            "remove_sub_issue",
+            "reprioritize_sub_issue",
+        ),
+    ),
+    **_family("checks", "checks", read=("get_pull_request_status",), write=()),
+    **_family(
+        "actions",
+        "actions",
+        read=(
+            "list_workflows",
+            "list_workflow_runs",
+            "get_workflow_run",
+            "get_workflow_run_logs",
+            "get_workflow_run_usage",
+            "list_workflow_jobs",
+            "get_job_logs",
+            "list_workflow_run_artifacts",
+            "download_workflow_run_artifact",
+        ),
+        write=(
+            "run_workflow",
+            "rerun_workflow_run",
+            "rerun_failed_jobs",
+            "rerun_failed_jobs_for_pr_head",
+            "cancel_workflow_run",
+            "delete_workflow_run_logs",
+        ),
+    ),
+    **_family("secrets", "secrets", read=("actions_secret_list",), write=("actions_secret_write",)),
+    **_family(
+        "merge", "merge", read=(), write=("merge_pull_request", "enable_pull_request_auto_merge")
+    ),
+}
+
+#: what a covered repository no mount names gets through the proxy: the default capabilities,
+#: with merge and secrets always denied
+UNMOUNTED = replace(Capabilities(), merge="none", secrets="none")
+
+
+def capabilities_from_json(value: object) -> Capabilities:
+    """A stored mount's `capabilities` (camelCase keys) → Capabilities; absent keys default."""
+    data = value if isinstance(value, dict) else {}
+    levels = {attr: data[key] for attr, key, _ in CAPABILITY_FIELDS if key in data}
+    return Capabilities(**levels)
+
+
+def grants(capabilities: Capabilities, need: ToolNeed) -> bool:
+    """Whether a mount's capabilities allow a tool."""
+    have = str(getattr(capabilities, need.capability))
+    return LEVEL_RANK.get(have, 0) >= LEVEL_RANK[need.level]
+
+
+def visible_tools(mounts: Iterable[Capabilities], allow: Iterable[str] | None) -> list[str]:
+    """Session-level visibility: tools some mount grants, narrowed by the `tools` allowlist."""
+    granted = list(mounts)
+    allowed = set(allow) if allow is not None else None
+    return sorted(
+        name
+        for name, need in TOOLS.items()
+        if any(grants(caps, need) for caps in granted) and (allowed is None or name in allowed)
+    )
+
+
+def tool_token_permissions(need: ToolNeed) -> dict[str, str]:
+    """The installation-token permissions one call of a tool gets: its own capability only.
+
+    Merging has no permission of its own on GitHub: it is authorized through contents and pull
+    requests, both at write.
+    """
+    if need.capability == "merge":
+        return {"contents": "write", "pull_requests": "write", "metadata": "read"}
+    permission = {attr: perm for attr, _, perm in CAPABILITY_FIELDS}[need.capability]
+    assert permission is not None
+    return {permission: need.level, "metadata": "read"}

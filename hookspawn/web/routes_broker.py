@@ -1,0 +1,181 @@
+"""The session side of the API (SPEC §15): git credentials, the GitHub tool gate, ending a session.
+
+Every route but `/end` authenticates with the session credential (`Authorization: Bearer`),
+never the admin token: the sandbox holds that credential and nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from hookspawn.web.api_models import ADMIN, STORE, UNPARSEABLE, errors
+from hookspawn.web.deps import require_admin, runtime
+from workers.broker import Broker, GitRequest
+from workers.pipeline import SpawnPipeline
+from workers.session_audit import SessionAudit
+from workers.session_credentials import SessionCredentials
+
+router = APIRouter()
+
+_BEARER = {401: "invalid_credential: the session credential is missing, wrong, expired or revoked"}
+
+
+class GitCredentialBody(BaseModel):
+    """The mount by `mountPath`, or the URL git asks about (`host`, `path`, `protocol`)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    mount_path: str | None = Field(None, alias="mountPath", max_length=4096)
+    protocol: str | None = Field(None, max_length=16)
+    host: str | None = Field(None, max_length=512)
+    path: str | None = Field(None, max_length=4096)
+
+
+class GitCredential(BaseModel):
+    username: str
+    password: str
+    expiresAt: str
+    permissions: dict[str, str]
+
+
+class ToolList(BaseModel):
+    items: list[str]
+
+
+class ToolCallBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    repository: str = Field(min_length=3, max_length=256, pattern=r"^[^/\s]+/[^/\s]+$")
+
+
+class ToolToken(BaseModel):
+    allowed: bool
+    permissions: dict[str, str]
+    token: str
+    expiresAt: str
+
+
+class Ended(BaseModel):
+    id: str
+    revoked: int
+
+
+def broker(request: Request) -> Broker:
+    """The process's broker, built on first use from the runtime (the spawn path's tokens)."""
+    found: Broker | None = getattr(request.app.state, "broker", None)
+    if found is None:
+        rt = runtime(request)
+        pipeline = rt.pipeline
+        found = Broker(
+            sessions=rt.sessions,
+            credentials=SessionCredentials(rt.client, ttl=rt.settings.session_credential_ttl),
+            audit=SessionAudit(rt.client),
+            connections=rt.connections,
+            tokens=pipeline.tokens if isinstance(pipeline, SpawnPipeline) else None,
+            rewrites=rt.settings.git_url_rewrite,
+        )
+        request.app.state.broker = found
+    return found
+
+
+def _credential(request: Request) -> str:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else ""
+
+
+async def _authenticated(request: Request, session_id: str, kind: str) -> dict[str, Any]:
+    return await run_in_threadpool(
+        broker(request).authenticate, session_id, _credential(request), kind
+    )
+
+
+async def git_session(request: Request, session_id: str) -> dict[str, Any]:
+    """The session's spec, once its credential checks out (before the body is read)."""
+    return await _authenticated(request, session_id, "git")
+
+
+async def tool_session(request: Request, session_id: str) -> dict[str, Any]:
+    return await _authenticated(request, session_id, "tool")
+
+
+GitSession = Annotated[dict[str, Any], Depends(git_session)]
+ToolSession = Annotated[dict[str, Any], Depends(tool_session)]
+
+
+@router.post(
+    "/sessions/{session_id}/git-credential",
+    response_model=GitCredential,
+    responses=errors(
+        _BEARER,
+        UNPARSEABLE,
+        STORE,
+        {
+            403: "no_git_credential (contents: none or auth: none), repository_not_covered, "
+            "repository_access_revoked or permission_not_granted",
+            404: "mount_not_found: no mount of the session has that mountPath or URL",
+            503: "github_unavailable: GitHub could not be reached",
+        },
+    ),
+)
+async def git_credential(
+    request: Request,
+    session_id: str,
+    body: GitCredentialBody,
+    spec: GitSession,
+) -> dict[str, Any]:
+    asked = GitRequest(
+        mount_path=body.mount_path, protocol=body.protocol, host=body.host, path=body.path
+    )
+    return await run_in_threadpool(broker(request).git_credential, session_id, spec, asked)
+
+
+@router.get(
+    "/sessions/{session_id}/github-tools",
+    response_model=ToolList,
+    responses=errors(_BEARER, STORE),
+)
+async def github_tools(request: Request, session_id: str, spec: ToolSession) -> dict[str, Any]:
+    return {"items": broker(request).tools(spec)}
+
+
+@router.post(
+    "/sessions/{session_id}/github-tools/{tool}",
+    response_model=ToolToken,
+    responses=errors(
+        _BEARER,
+        UNPARSEABLE,
+        STORE,
+        {
+            403: "tool_not_granted, repository_not_covered, repository_access_revoked or "
+            "permission_not_granted",
+            404: "unknown_tool: the GitHub tool table has no tool of that name",
+            503: "github_unavailable: GitHub could not be reached",
+        },
+    ),
+)
+async def github_tool_call(
+    request: Request,
+    session_id: str,
+    tool: str,
+    body: ToolCallBody,
+    spec: ToolSession,
+) -> dict[str, Any]:
+    return await run_in_threadpool(
+        broker(request).tool_call, session_id, spec, tool, body.repository
+    )
+
+
+@router.post(
+    "/sessions/{session_id}/end",
+    response_model=Ended,
+    dependencies=[Depends(require_admin)],
+    responses=errors(ADMIN, STORE, {404: "session_not_found: no session has this id"}),
+)
+async def end_session(request: Request, session_id: str) -> dict[str, Any]:
+    """Revoke the session's credentials: the broker answers it 401 from now on."""
+    revoked = await run_in_threadpool(broker(request).end, session_id)
+    return {"id": session_id, "revoked": revoked}

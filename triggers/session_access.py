@@ -1,0 +1,241 @@
+"""What a session may get from the broker, decided from its stored spec alone (pure, no I/O).
+
+The git credential: which mount a request names (by mountPath, or by the URL git asks about)
+and its git-wire permissions. The GitHub tools: session-level visibility and the per-call gate
+against the target repository's own mount (agents.github_tools holds the table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agents.github_tools import (
+    TOOLS,
+    UNMOUNTED,
+    ToolNeed,
+    capabilities_from_json,
+    grants,
+    tool_token_permissions,
+    visible_tools,
+)
+from agents.model import Capabilities
+from triggers.errors import TriggersError
+
+__all__ = [
+    "AccessRefused",
+    "SessionMountView",
+    "ToolGrant",
+    "allowlist",
+    "find_git_mount",
+    "git_permissions",
+    "rewritten",
+    "session_mounts",
+    "session_tools",
+    "tool_grant",
+]
+
+
+class AccessRefused(TriggersError):
+    """A broker refusal: `code` is the API's error code, `status` its HTTP status."""
+
+    def __init__(self, status: int, code: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.details = status, code, message, details
+
+
+@dataclass(frozen=True)
+class SessionMountView:
+    """One mount of a stored session spec."""
+
+    repository: str
+    url: str
+    mount_path: str
+    github_app: bool
+    capabilities: Capabilities
+    installation_id: int | None
+
+    @property
+    def key(self) -> str:
+        return self.repository.lower()
+
+
+def session_mounts(spec: Mapping[str, Any]) -> list[SessionMountView]:
+    out: list[SessionMountView] = []
+    for mount in spec.get("mounts") or ():
+        if not isinstance(mount, Mapping):
+            continue
+        installation = mount.get("installationId")
+        out.append(
+            SessionMountView(
+                repository=str(mount.get("repository") or ""),
+                url=str(mount.get("url") or ""),
+                mount_path=str(mount.get("mountPath") or ""),
+                github_app=mount.get("auth") == "githubApp",
+                capabilities=capabilities_from_json(mount.get("capabilities")),
+                installation_id=installation if isinstance(installation, int) else None,
+            )
+        )
+    return out
+
+
+def allowlist(spec: Mapping[str, Any]) -> list[str] | None:
+    """The agent's `tools` allowlist for the github tool (None: no list, nothing narrowed)."""
+    names: list[str] | None = None
+    for tool in spec.get("tools") or ():
+        if isinstance(tool, Mapping) and tool.get("kind") == "github" and "allow" in tool:
+            names = (names or []) + [str(n) for n in tool.get("allow") or ()]
+    return names
+
+
+# git ------------------------------------------------------------------------------------
+
+
+def rewritten(url: str, rewrites: Iterable[str]) -> str:
+    """`url` after git's `insteadOf` rewriting (`FROM=TO` prefixes; the longest FROM wins)."""
+    best: tuple[str, str] | None = None
+    for rule in rewrites:
+        source, sep, target = rule.partition("=")
+        if (
+            sep
+            and source
+            and url.startswith(source)
+            and (best is None or len(source) > len(best[0]))
+        ):
+            best = (source, target)
+    return url if best is None else best[1] + url[len(best[0]) :]
+
+
+def _normal(url: str) -> str:
+    """An http(s) URL compared the way git's credential request names it."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return ""
+    host, _, path = rest.partition("/")
+    path = path.strip("/").removesuffix(".git").lower()
+    return f"{scheme.lower()}://{host.lower()}/{path}"
+
+
+def find_git_mount(
+    mounts: Sequence[SessionMountView],
+    *,
+    mount_path: str | None,
+    protocol: str | None,
+    host: str | None,
+    path: str | None,
+    rewrites: Iterable[str] = (),
+) -> SessionMountView:
+    """The mount a git credential request names; 404 `mount_not_found` when none does.
+
+    By URL, the host must be the one the mount is fetched from (after the deployment's URL
+    rewrites), so a token is never handed to git for another server.
+    """
+    if mount_path is not None:
+        wanted = mount_path.rstrip("/") or "/"
+        for mount in mounts:
+            if (mount.mount_path.rstrip("/") or "/") == wanted:
+                return mount
+        raise AccessRefused(
+            404,
+            "mount_not_found",
+            f"the session has no mount at {mount_path}",
+            mountPath=mount_path,
+        )
+    if not host or not path:
+        raise AccessRefused(
+            404,
+            "mount_not_found",
+            "name the mount by mountPath, or by host and path (git's credential.useHttpPath)",
+        )
+    asked = _normal(f"{protocol or 'https'}://{host}/{path}")
+    rules = list(rewrites)
+    for mount in mounts:
+        if asked in {_normal(mount.url), _normal(rewritten(mount.url, rules))}:
+            return mount
+    raise AccessRefused(
+        404,
+        "mount_not_found",
+        f"no mount of the session is fetched from {protocol or 'https'}://{host}/{path}",
+        host=host,
+        path=path,
+    )
+
+
+def git_permissions(mount: SessionMountView) -> dict[str, str]:
+    """The git credential scope of a mount (SPEC §8); 403 `no_git_credential` when none."""
+    if not mount.github_app:
+        raise AccessRefused(
+            403,
+            "no_git_credential",
+            f"mount {mount.mount_path} has auth kind none: it gets no git credential",
+            mountPath=mount.mount_path,
+            repository=mount.repository,
+        )
+    scope = mount.capabilities.git_permissions()
+    if scope is None:
+        raise AccessRefused(
+            403,
+            "no_git_credential",
+            f"mount {mount.mount_path} grants contents: none: it gets no git credential",
+            mountPath=mount.mount_path,
+            repository=mount.repository,
+        )
+    return scope
+
+
+# tools ----------------------------------------------------------------------------------
+
+
+def session_tools(spec: Mapping[str, Any]) -> list[str]:
+    """The tools the session may see: some githubApp mount grants each (then the allowlist)."""
+    granted = [m.capabilities for m in session_mounts(spec) if m.github_app]
+    return visible_tools(granted, allowlist(spec)) if granted else []
+
+
+@dataclass(frozen=True)
+class ToolGrant:
+    """A tool call the gate allows (coverage is still checked by the caller)."""
+
+    need: ToolNeed
+    permissions: dict[str, str]
+    mount: SessionMountView | None  # None: a repository no mount names (default capabilities)
+
+
+def tool_grant(spec: Mapping[str, Any], tool: str, repository: str) -> ToolGrant:
+    """The per-call gate: 404 `unknown_tool`; 403 `tool_not_granted`.
+
+    Visible to the session first, then re-checked against the target repository's own mount
+    (a repository no mount names gets the default capabilities, merge and secrets denied).
+    """
+    need = TOOLS.get(tool)
+    if need is None:
+        raise AccessRefused(404, "unknown_tool", f"no GitHub tool is named {tool!r}", tool=tool)
+    if tool not in session_tools(spec):
+        raise AccessRefused(
+            403,
+            "tool_not_granted",
+            f"{tool} needs {need.text} on some githubApp mount (and the agent's tools "
+            "allowlist, when it has one): the session does not see it",
+            tool=tool,
+            repository=repository,
+        )
+    own = [m for m in session_mounts(spec) if m.key == repository.lower()]
+    mount = own[0] if own else None
+    capabilities = UNMOUNTED if mount is None else mount.capabilities
+    if mount is not None and not mount.github_app:
+        capabilities = Capabilities(
+            contents="none", pull_requests="none", issues="none", checks="none", actions="none"
+        )
+    if not grants(capabilities, need):
+        where = (
+            f"its mount {mount.mount_path}" if mount else "the defaults for unmounted repositories"
+        )
+        raise AccessRefused(
+            403,
+            "tool_not_granted",
+            f"{tool} on {repository} needs {need.text}, which {where} does not grant",
+            tool=tool,
+            repository=repository,
+        )
+    return ToolGrant(need, tool_token_permissions(need), mount)

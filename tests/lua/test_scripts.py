@@ -10,17 +10,9 @@ import redis
 
 from tests.conftest import wait_for
 from triggers.envelope import build_envelope, session_input
+from workers import delivery_scripts as scripts
 from workers import keys
-from workers.delivery_scripts import (
-    CLAIM,
-    CLAIM_DUE,
-    FINISH,
-    RECORD,
-    RELEASE,
-    RENEW,
-    Arg,
-    finish_call,
-)
+from workers.delivery_scripts import Arg, finish_call
 from workers.session_spec import Origin, SessionEnvironment, SessionSpec
 from workers.sessions import CREATE
 
@@ -45,7 +37,7 @@ def record(
     return int(
         run(
             client,
-            RECORD,
+            scripts.RECORD,
             [keys.delivery(delivery_id), keys.DELIVERIES, keys.PENDING, "queue"],
             [delivery_id, TTL, now, now + 30, message, "event", "issues", "body", BODY],
         )
@@ -84,7 +76,7 @@ def finish(
         sessions=sessions,
         session_retention=TTL,
     )
-    return int(run(client, FINISH, keys_, args))
+    return int(run(client, scripts.FINISH, keys_, args))
 
 
 # RECORD: the intake's record and its dedup -----------------------------------------------
@@ -126,7 +118,7 @@ def claim(client: redis.Redis, owner: str, *, lease_ms: int = 30_000) -> list[An
         list[Any],
         run(
             client,
-            CLAIM,
+            scripts.CLAIM,
             [
                 keys.delivery_lock("d-1"),
                 keys.PENDING,
@@ -199,7 +191,7 @@ def sweep(client: redis.Redis, *, limit: int = 10, max_attempts: int = 3) -> lis
         list[list[bytes]],
         run(
             client,
-            CLAIM_DUE,
+            scripts.CLAIM_DUE,
             [keys.PENDING, keys.SWEPT],
             [NOW, 10, limit, keys.delivery(""), max_attempts],
         ),
@@ -353,12 +345,12 @@ def test_renew_extends_only_its_own_lock(redis_client: redis.Redis) -> None:
     client = redis_client
     lock = keys.delivery_lock("d-1")
     client.set(lock, "worker-a", px=1000)
-    assert run(client, RENEW, [lock], ["worker-b", 60_000]) == 0
+    assert run(client, scripts.RENEW, [lock], ["worker-b", 60_000]) == 0
     assert client.pttl(lock) <= 1000
-    assert run(client, RENEW, [lock], ["worker-a", 60_000]) == 1
+    assert run(client, scripts.RENEW, [lock], ["worker-a", 60_000]) == 1
     assert client.pttl(lock) > 1000
     client.delete(lock)
-    assert run(client, RENEW, [lock], ["worker-a", 60_000]) == 0
+    assert run(client, scripts.RENEW, [lock], ["worker-a", 60_000]) == 0
     assert client.exists(lock) == 0
 
 
@@ -366,9 +358,9 @@ def test_release_drops_only_its_own_lock(redis_client: redis.Redis) -> None:
     client = redis_client
     lock = keys.delivery_lock("d-1")
     client.set(lock, "worker-a")
-    assert run(client, RELEASE, [lock], ["worker-b"]) == 0
+    assert run(client, scripts.RELEASE, [lock], ["worker-b"]) == 0
     assert client.get(lock) == b"worker-a"
-    assert run(client, RELEASE, [lock], ["worker-a"]) == 1
+    assert run(client, scripts.RELEASE, [lock], ["worker-a"]) == 1
     assert client.exists(lock) == 0
 
 

@@ -1,5 +1,4 @@
-"""Subprocesses of the tests and the benchmarks: launched one per process group, logging to
-a file, read from /proc."""
+"""The subprocesses of the tests and of bench/: launched one per process group, read from /proc."""
 
 from __future__ import annotations
 

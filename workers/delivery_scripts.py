@@ -1,5 +1,4 @@
-"""The delivery store's Lua scripts, each one step of a delivery's life atomic in Redis, and
-the KEYS/ARGV lists of the one script that takes variable-length lists (FINISH)."""
+"""The delivery store's Lua scripts: each one step of a delivery's life, atomic in Redis."""
 
 from __future__ import annotations
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from templating.errors import Error
+
 __all__ = ["AgentsError", "Diagnostic", "Loc", "RuleError", "SourceError"]
 
 
-class AgentsError(Exception):
+class AgentsError(Error):
     """Base of every error the agent-file compiler raises on purpose."""
+
+    code = "agent_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +32,11 @@ class SourceError(AgentsError):
     """A file that cannot be read as a safe YAML agent document."""
 
     def __init__(self, loc: Loc, message: str) -> None:
-        super().__init__(f"{loc.file}:{loc.line}: {message}")
+        super().__init__(message)
         self.loc = loc
-        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.loc.file}:{self.loc.line}: {self.message}"
 
 
 @dataclass(frozen=True)

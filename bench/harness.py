@@ -19,7 +19,6 @@ import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -38,12 +37,20 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import httpx  # noqa: E402
 import redis  # noqa: E402
 
 from hookspawn.redis_server import RedisServer, free_port  # noqa: E402
 from tests.github_standin import GitHubStandin  # noqa: E402
-from tests.procs import Proc, process_tree, status_kb  # noqa: E402
+from tests.procs import (  # noqa: E402
+    HOOKSPAWN,
+    Proc,
+    environment,
+    launch,
+    process_tree,
+    status_kb,
+    wait_answering,
+    wait_ready,
+)
 from triggers.signature import sign  # noqa: E402
 from workers import keys  # noqa: E402
 from workers.celery_app import PROCESS_DELIVERY, celery_config  # noqa: E402
@@ -234,15 +241,6 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def wait_until(predicate: Callable[[], object], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise TimeoutError(f"{what}: not within {timeout:g} s")
-
-
 class Bench:
     """A temporary deployment: redis-server, the GitHub stand-in, agents, web/worker processes."""
 
@@ -307,8 +305,7 @@ class Bench:
         return redis.Redis.from_url(self.url(db))
 
     def env(self, db: int = HOOKSPAWN_DB) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
-        env.update(
+        return environment(
             {
                 "HOOKSPAWN_REDIS_URL": self.url(db),
                 "HOOKSPAWN_WEBHOOK_SECRET": SECRET,
@@ -317,27 +314,14 @@ class Bench:
                 "HOOKSPAWN_GITHUB_PRIVATE_KEY_PATH": str(self.key_path),
                 "HOOKSPAWN_GITHUB_API_URL": self.github.url,
                 "HOOKSPAWN_DATA_DIR": str(self.root / "data"),
-                "PYTHONUNBUFFERED": "1",
                 **self.extra_env,
             }
         )
-        return env
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str]) -> Proc:
         logs = self.root / "logs"
         logs.mkdir(exist_ok=True)
-        log = logs / f"{name}-{len(self.procs)}.log"
-        with log.open("wb") as handle:
-            popen = subprocess.Popen(
-                argv,
-                env=env,
-                cwd=ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        proc = Proc(name, popen, log)
+        proc = launch(name, argv, env=env, log=logs / f"{name}-{len(self.procs)}.log")
         self.procs.append(proc)
         return proc
 
@@ -348,39 +332,22 @@ class Bench:
 
     # hookspawn ----------------------------------------------------------------------------
     def start_worker(self, concurrency: int = 2, pool: str = "prefork") -> Proc:
-        argv = [sys.executable, "-m", "hookspawn.cli", "worker", "--concurrency", str(concurrency)]
+        argv = [*HOOKSPAWN, "worker", "--concurrency", str(concurrency)]
         proc = self.spawn("worker", [*argv, "--pool", pool], self.env())
-        self._wait_ready(proc)
+        wait_ready(proc, STARTUP_TIMEOUT)
         return proc
 
     def start_noop_worker(self, concurrency: int = 2) -> Proc:
         argv = [sys.executable, str(Path(__file__).resolve()), "noop-worker"]
         proc = self.spawn("noop", [*argv, "--concurrency", str(concurrency)], self.env(NOOP_DB))
-        self._wait_ready(proc)
+        wait_ready(proc, STARTUP_TIMEOUT)
         return proc
-
-    def _wait_ready(self, proc: Proc) -> None:
-        def ready() -> bool:
-            if not proc.alive():
-                raise RuntimeError(f"{proc.name} exited:\n{proc.tail()}")
-            return " ready." in proc.tail(20000)
-
-        wait_until(ready, STARTUP_TIMEOUT, f"{proc.name} ready")
 
     def start_web(self) -> tuple[Proc, int]:
         port = free_port()
-        argv = [sys.executable, "-m", "hookspawn.cli", "web", "--host", "127.0.0.1"]
-        proc = self.spawn("web", [*argv, "--port", str(port)], self.env())
-
-        def up() -> bool:
-            if not proc.alive():
-                raise RuntimeError(f"web exited:\n{proc.tail()}")
-            try:
-                return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(up, STARTUP_TIMEOUT, "web answering /healthz")
+        argv = [*HOOKSPAWN, "web", "--host", "127.0.0.1", "--port", str(port)]
+        proc = self.spawn("web", argv, self.env())
+        wait_answering(proc, f"http://127.0.0.1:{port}", STARTUP_TIMEOUT)
         return proc, port
 
     def seed_connections(self) -> None:

@@ -1,6 +1,7 @@
 """Template tokens ``{{ a.b.0.c }}``: compile (checked at load) and render; safe git refs."""
 
 from templating.errors import (
+    Error,
     InvalidRefError,
     OutputTooLargeError,
     TemplateError,
@@ -13,6 +14,7 @@ from templating.template import MAX_TEXT_OUTPUT, Dialect, Template, Token, compi
 __all__ = [
     "MAX_TEXT_OUTPUT",
     "Dialect",
+    "Error",
     "InvalidRefError",
     "OutputTooLargeError",
     "Template",

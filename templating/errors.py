@@ -1,10 +1,11 @@
-"""The templating error family: one base, subclasses carrying what went wrong and where."""
+"""The root of every error hookspawn raises on purpose, and the templating family below it."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 __all__ = [
+    "Error",
     "InvalidRefError",
     "OutputTooLargeError",
     "TemplateError",
@@ -13,14 +14,27 @@ __all__ = [
 ]
 
 
-class TemplateError(Exception):
-    """Base of every error raised by ``templating``; ``str(e) == e.message``."""
+class Error(Exception):
+    """What went wrong (`message`), as a stable `code` and `details`: each package's base.
 
-    code: ClassVar[str] = "template_error"
+    Templating is the bottom of the package arrows, so every package can derive from this
+    one class; `code` is the class's unless given, `details` are the other keyword arguments.
+    """
 
-    def __init__(self, message: str) -> None:
+    code = "error"
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
         super().__init__(message)
         self.message = message
+        if code is not None:
+            self.code = code
+        self.details: dict[str, Any] = details
+
+
+class TemplateError(Error):
+    """Base of every error raised by ``templating``; ``str(e) == e.message``."""
+
+    code = "template_error"
 
     def __str__(self) -> str:
         return self.message
@@ -36,7 +50,7 @@ class TemplateError(Exception):
 class TemplateSyntaxError(TemplateError):
     """A template that does not compile: the token as written, its position, and why."""
 
-    code: ClassVar[str] = "template_syntax"
+    code = "template_syntax"
 
     def __init__(self, token: str, line: int, column: int, reason: str) -> None:
         shown = token if len(token) <= 80 else token[:79] + "…"
@@ -53,7 +67,7 @@ class TemplateSyntaxError(TemplateError):
 class UnresolvableTokenError(TemplateError):
     """A token whose path is missing from the context, or names an object, a list or null."""
 
-    code: ClassVar[str] = "unresolvable_token"
+    code = "unresolvable_token"
 
     def __init__(
         self,
@@ -102,7 +116,7 @@ def _article(kind: str) -> str:
 class OutputTooLargeError(TemplateError):
     """A rendered text template over the size limit (bytes of UTF-8)."""
 
-    code: ClassVar[str] = "output_too_large"
+    code = "output_too_large"
 
     def __init__(self, size: int, limit: int) -> None:
         super().__init__(f"rendered text is {size} bytes, over the limit of {limit}")
@@ -116,7 +130,7 @@ class OutputTooLargeError(TemplateError):
 class InvalidRefError(TemplateError):
     """A ref that is not a safe git ref name, with the rule it breaks."""
 
-    code: ClassVar[str] = "invalid_ref"
+    code = "invalid_ref"
 
     def __init__(self, ref: str, reason: str) -> None:
         super().__init__(f"invalid ref {ref!r}: {reason}")

@@ -94,15 +94,26 @@ def command_calls(client: redis.Redis, command: str) -> int:
 
 
 def wait_for(
-    predicate: Callable[[], object], timeout: float = 20.0, interval: float = 0.05
+    predicate: Callable[[], object],
+    timeout: float = 20.0,
+    interval: float = 0.05,
+    *,
+    what: str | Callable[[], str] | None = None,
 ) -> None:
-    """Poll until `predicate()` is truthy; fail the test with a clear message otherwise."""
+    """Poll until `predicate()` is truthy; fail with a clear message otherwise: `what` was
+    awaited (or, called, says what was found instead), else the predicate's name.
+
+    The one wait of the tests and the benchmarks: a bounded wait, never a timing assertion.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(interval)
-    pytest.fail(f"condition not met within {timeout}s: {getattr(predicate, '__name__', predicate)}")
+    if callable(what):
+        what = what()
+    said = what or getattr(predicate, "__name__", repr(predicate))
+    pytest.fail(f"condition not met within {timeout:g}s: {said}")
 
 
 @contextmanager

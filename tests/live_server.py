@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -12,6 +11,7 @@ import httpx
 import uvicorn
 
 from hookspawn.redis_server import free_port
+from tests.conftest import wait_for
 
 
 @contextmanager
@@ -22,11 +22,9 @@ def live_server(app: Any) -> Iterator[str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
+    wait_for(lambda: server.started or not thread.is_alive(), 10, 0.01, what="uvicorn started")
+    if not server.started:
+        raise RuntimeError("uvicorn exited before it started serving")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

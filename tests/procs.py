@@ -1,4 +1,4 @@
-"""Subprocesses of the fault suite and the benchmarks: one per process group, read from /proc."""
+"""The subprocesses of the tests and of bench/: launched one per process group, read from /proc."""
 
 from __future__ import annotations
 
@@ -6,9 +6,19 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import httpx
+
+from tests.conftest import wait_for
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: `hookspawn …` as this interpreter runs it, from the checkout
+HOOKSPAWN = (sys.executable, "-m", "hookspawn.cli")
 
 
 @dataclass
@@ -94,3 +104,54 @@ def status_kb(pid: int, name: str) -> int:
     except OSError:
         pass
     return 0
+
+
+def environment(settings: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment without any `HOOKSPAWN_*` of its own, then `settings`;
+    output unbuffered, so a log shows what happened up to a crash."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(settings)
+    return env
+
+
+def launch(
+    name: str, argv: Sequence[str], *, env: Mapping[str, str], log: Path, cwd: Path = ROOT
+) -> Proc:
+    """Start `argv` in a process group of its own, stdin closed, stdout and stderr to `log`."""
+    with log.open("wb") as handle:
+        popen = subprocess.Popen(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Proc(name, popen, log)
+
+
+def wait_ready(proc: Proc, timeout: float) -> None:
+    """Until a Celery worker logs that it is ready; fails at once when it exits."""
+
+    def ready() -> bool:
+        if not proc.alive():
+            raise RuntimeError(f"{proc.name} exited with {proc.popen.returncode}:\n{proc.tail()}")
+        return " ready." in proc.log_text()
+
+    wait_for(ready, timeout, 0.1, what=f"{proc.name} ready")
+
+
+def wait_answering(proc: Proc, url: str, timeout: float) -> None:
+    """Until `hookspawn web` at `url` answers /healthz; fails at once when it exits."""
+
+    def up() -> bool:
+        if not proc.alive():
+            raise RuntimeError(f"{proc.name} exited with {proc.popen.returncode}:\n{proc.tail()}")
+        try:
+            return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for(up, timeout, 0.1, what=f"{proc.name} answering {url}/healthz")

@@ -18,6 +18,7 @@ import yaml
 
 from hookspawn.cli import _parser
 from tests.conftest import wait_for
+from tests.procs import environment, launch
 from workers.celery_app import PROCESS_DELIVERY, make_celery
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,21 +138,14 @@ def test_worker_healthcheck_pings_its_own_node_and_events_are_sent(
     client = redis.Redis.from_url(redis_url)
     events = client.pubsub()  # type: ignore[no-untyped-call]
     events.psubscribe("*celeryev*")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
-    env.update({"HOOKSPAWN_REDIS_URL": redis_url, "HOOKSPAWN_AGENTS_DIR": str(tmp_path)})
-    log = tmp_path / "worker.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "hookspawn"), *command[1:]],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    env = environment({"HOOKSPAWN_REDIS_URL": redis_url, "HOOKSPAWN_AGENTS_DIR": str(tmp_path)})
+    argv = [str(Path(sys.executable).parent / "hookspawn"), *command[1:]]
+    proc = launch("worker", argv, env=env, log=tmp_path / "worker.log")
     seen: set[str] = set()
 
     def saw(*names: str) -> bool:
-        if proc.poll() is not None:
-            pytest.fail(f"worker exited with {proc.returncode}:\n{log.read_text()}")
+        if not proc.alive():
+            pytest.fail(f"worker exited with {proc.popen.returncode}:\n{proc.log_text()}")
         while (message := events.get_message(timeout=0.05)) is not None:
             if message["type"] == "pmessage":
                 seen.update(event_types(message["data"]))
@@ -177,5 +171,4 @@ def test_worker_healthcheck_pings_its_own_node_and_events_are_sent(
     finally:
         events.close()
         client.close()
-        proc.terminate()
-        proc.wait(60)
+        proc.stop(60)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from urllib.parse import urlsplit
 
 import httpx
 
+from tests.conftest import wait_for
 from tests.dispatch_target import dispatch_target
 
 
@@ -24,9 +24,7 @@ def test_a_body_cut_short_is_refused_and_creates_no_session() -> None:
             sock.shutdown(socket.SHUT_WR)
             answer = sock.recv(200)
         assert answer.startswith(b"HTTP/1.0 400")
-        deadline = time.monotonic() + 5
-        while target.truncated == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: target.truncated > 0, 5, 0.01, what="the cut-short body counted")
         assert target.truncated == 1
         assert target.received == [] and target.sessions == {}
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +10,7 @@ import pytest
 from hookspawn.cli import _parser
 from hookspawn.exposure import is_loopback, open_admin_refusal, open_admin_warning
 from tests.conftest import wait_for
+from tests.procs import environment, launch
 
 HOOKSPAWN = str(Path(sys.executable).parent / "hookspawn")
 LOOPBACK = ["127.0.0.1", "127.3.2.1", "localhost", "LOCALHOST", "::1", "[::1]"]
@@ -50,28 +49,20 @@ def test_the_flag_is_off_unless_given(command: str) -> None:
 
 def test_web_opened_on_purpose_warns_at_start(tmp_path: Path) -> None:
     """Run in a network namespace of its own (`unshare`): 0.0.0.0 there reaches nothing."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
-    env["HOOKSPAWN_REDIS_URL"] = "redis://127.0.0.1:1/0"  # never reached: nothing is sent
-    log = tmp_path / "web.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            ["unshare", "-rn", HOOKSPAWN, "web", "--host", "0.0.0.0", "--allow-open-admin"],
-            cwd=tmp_path,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    # never reached: nothing is sent
+    env = environment({"HOOKSPAWN_REDIS_URL": "redis://127.0.0.1:1/0"})
+    argv = ["unshare", "-rn", HOOKSPAWN, "web", "--host", "0.0.0.0", "--allow-open-admin"]
+    proc = launch("web", argv, env=env, log=tmp_path / "web.log", cwd=tmp_path)
     try:
 
         def listening() -> bool:
-            if proc.poll() is not None:
-                pytest.fail(f"web exited with {proc.returncode}:\n{log.read_text()}")
-            return "Uvicorn running on http://0.0.0.0:8000" in log.read_text()
+            if not proc.alive():
+                pytest.fail(f"web exited with {proc.popen.returncode}:\n{proc.log_text()}")
+            return "Uvicorn running on http://0.0.0.0:8000" in proc.log_text()
 
         wait_for(listening, timeout=60)
-        first = log.read_text().splitlines()[0]
+        first = proc.log_text().splitlines()[0]
         assert "WARNING" in first
         assert "the admin API on 0.0.0.0:8000 is open to anyone who can reach it" in first
     finally:
-        proc.terminate()
-        proc.wait(60)
+        proc.stop(60)

@@ -187,12 +187,10 @@ class TestInjectedFailures:
 
     def test_a_delay_outlasts_the_client_timeout(self, gh: GitHubStandin) -> None:
         gh.fail_next("installations", "timeout", delay=2.0)
-        started = time.monotonic()
         with pytest.raises(httpx.ReadTimeout):
             httpx.get(
                 f"{gh.url}/app/installations", headers=app_jwt(gh.private_key_pem), timeout=0.2
             )
-        assert time.monotonic() - started < 1.0
 
     def test_a_failure_can_wait_its_turn(self, gh: GitHubStandin) -> None:
         gh.fail_next("access_tokens", "not_found", after=1)

@@ -16,6 +16,7 @@ import redis
 
 from hookspawn.redis_server import RedisServer, free_port, servers_using
 from tests.conftest import wait_for
+from tests.procs import environment, launch
 
 pytestmark = pytest.mark.slow
 
@@ -94,24 +95,15 @@ def shadowing_folders(cwd: Path) -> None:
 
 
 def serve_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
-    env["HOOKSPAWN_LOG_LEVEL"] = "WARNING"
-    return env
+    return environment({"HOOKSPAWN_LOG_LEVEL": "WARNING"})
 
 
-def start_serve(cwd: Path, port: int, log: Path) -> subprocess.Popen[str]:
-    with log.open("w") as out:
-        return subprocess.Popen(
-            [str(HOOKSPAWN), "serve", "--port", str(port), "--concurrency", "2"],
-            cwd=cwd,
-            env=serve_env(),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+def start_serve(cwd: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    argv = [str(HOOKSPAWN), "serve", "--port", str(port), "--concurrency", "2"]
+    return launch("serve", argv, env=serve_env(), log=log, cwd=cwd).popen
 
 
-def wait_up(proc: subprocess.Popen[str], url: str, log: Path) -> None:
+def wait_up(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
     def up() -> bool:
         if proc.poll() is not None:
             pytest.fail(f"serve exited with {proc.returncode}:\n{log.read_text()}")
@@ -123,14 +115,14 @@ def wait_up(proc: subprocess.Popen[str], url: str, log: Path) -> None:
     wait_for(up, timeout=60)
 
 
-def stop(proc: subprocess.Popen[str]) -> None:
+def stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, str, str]]:
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, str, str]]:
     """`hookspawn serve` started from a directory with folders that shadow its packages."""
     shadowing_folders(tmp_path)
     port = free_port()
@@ -150,7 +142,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, str, st
 
 
 def test_serve_accepts_a_sent_payload_and_stops_everything(
-    served: tuple[subprocess.Popen[str], str, str, str], webhooks_dir: Path
+    served: tuple[subprocess.Popen[bytes], str, str, str], webhooks_dir: Path
 ) -> None:
     proc, url, secret, redis_at = served
     cwd = Path(f"/proc/{proc.pid}/cwd").resolve()
@@ -189,7 +181,7 @@ def test_serve_accepts_a_sent_payload_and_stops_everything(
 
 
 def test_a_crashed_part_stops_everything(
-    served: tuple[subprocess.Popen[str], str, str, str],
+    served: tuple[subprocess.Popen[bytes], str, str, str],
 ) -> None:
     proc, url, _, redis_at = served
     port = url.rsplit(":", 1)[1]
@@ -205,7 +197,7 @@ def test_a_crashed_part_stops_everything(
 
 
 def test_sigkill_of_serve_leaves_no_process_and_frees_the_data_dir(
-    served: tuple[subprocess.Popen[str], str, str, str], tmp_path: Path
+    served: tuple[subprocess.Popen[bytes], str, str, str], tmp_path: Path
 ) -> None:
     proc, _, _, redis_at = served
     client = redis.Redis.from_url(f"redis://{redis_at}/0")
@@ -241,7 +233,7 @@ def test_sigkill_of_serve_leaves_no_process_and_frees_the_data_dir(
 
 
 def test_a_second_serve_on_the_data_dir_exits_naming_the_first(
-    served: tuple[subprocess.Popen[str], str, str, str],
+    served: tuple[subprocess.Popen[bytes], str, str, str],
 ) -> None:
     proc, url, _, _ = served
     cwd = Path(f"/proc/{proc.pid}/cwd").resolve()
@@ -309,19 +301,8 @@ def test_web_and_worker_start_from_a_directory_that_shadows_their_packages(
     try:
         for args in (["web", "--port", str(port)], ["worker", "--concurrency", "1"]):
             log = tmp_path / f"{args[0]}.log"
-            with log.open("wb") as out:
-                started.append(
-                    (
-                        subprocess.Popen(
-                            [str(HOOKSPAWN), *args],
-                            cwd=tmp_path,
-                            env=env,
-                            stdout=out,
-                            stderr=subprocess.STDOUT,
-                        ),
-                        log,
-                    )
-                )
+            launched = launch(args[0], [str(HOOKSPAWN), *args], env=env, log=log, cwd=tmp_path)
+            started.append((launched.popen, log))
         web_log, worker_log = (log for _, log in started)
 
         def both_up() -> bool:

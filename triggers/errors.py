@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from templating.errors import Error
 
 
-class TriggersError(Exception):
+class TriggersError(Error):
     """Base of every error the triggers package raises on purpose."""
+
+    code = "invalid_request"
 
 
 class IntakeError(TriggersError):
     """A delivery refused at intake; `code` and `message` go to the caller as they are."""
-
-    code = "invalid_request"
-
-    def __init__(self, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details: dict[str, Any] = details
 
 
 class PayloadTooLarge(IntakeError):

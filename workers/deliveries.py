@@ -17,7 +17,16 @@ from redis.exceptions import NoScriptError
 
 from triggers.json_codec import dump_json
 from workers import keys
-from workers.delivery_scripts import CLAIM, CLAIM_DUE, FINISH, RECORD, RELEASE, RENEW
+from workers.delivery_scripts import (
+    CLAIM,
+    CLAIM_DUE,
+    FINISH,
+    RECORD,
+    RELEASE,
+    RENEW,
+    Arg,
+    finish_call,
+)
 from workers.session_spec import SessionSpec
 from workers.sessions import SESSION_RETENTION, retention_seconds
 
@@ -200,7 +209,7 @@ class DeliveryStore:
 
     def _record_call(
         self, new: NewDelivery, queue: str, message: bytes
-    ) -> tuple[list[str], list[str | bytes | float | int]]:
+    ) -> tuple[list[str], list[Arg]]:
         fields: dict[str, str | bytes] = {
             "event": new.event,
             "status": QUEUED,
@@ -216,7 +225,7 @@ class DeliveryStore:
             fields["installationId"] = str(new.installation_id)
         if new.hook_id:
             fields["hookId"] = new.hook_id
-        args: list[str | bytes | float | int] = [
+        args: list[Arg] = [
             new.delivery_id,
             self.retention_seconds,
             new.received_at,
@@ -369,32 +378,17 @@ class DeliveryStore:
         record is gone: the caller creates them one by one and finishes again without them.
         """
         now = time.time()
-        keys_ = [
-            keys.delivery(delivery_id),
-            keys.delivery_runs(delivery_id),
-            keys.PENDING,
-            keys.SWEPT,
-            keys.DEAD,
-            keys.delivery_lock(delivery_id),
-            keys.SESSIONS,
-        ]
-        args: list[str | bytes | float | int] = [
+        keys_, args = finish_call(
             delivery_id,
-            status,
-            repr(now),
-            error or "",
-            dump_json({**run, "finishedAt": iso(now), "status": status}),
-            self.retention_seconds,
-            owner,
-            len(sessions),
-            self.session_retention_seconds,
-        ]
-        for spec in sessions:
-            source = spec.input_from_delivery
-            if source is None or source[1] != delivery_id:
-                raise ValueError(f"session {spec.id} was not spawned by delivery {delivery_id}")
-            keys_ += [keys.session(spec.id), keys.agent_sessions(spec.agent)]
-            args += [spec.id, spec.without_input(), source[0]]
+            status=status,
+            now=now,
+            error=error or "",
+            run=dump_json({**run, "finishedAt": iso(now), "status": status}),
+            retention=self.retention_seconds,
+            owner=owner,
+            sessions=sessions,
+            session_retention=self.session_retention_seconds,
+        )
         return bool(run_script(self.client, self._finish, keys_, args))
 
     def fail(self, delivery_id: str, code: str, message: str, *, owner: str = "") -> None:

@@ -2,37 +2,46 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from workers import keys
+from workers.session_spec import SessionSpec
 from workers.sessions import STORE_SESSION_LUA
 
-# Record a new delivery and queue its task, or report a duplicate, in one atomic round trip.
-# KEYS: record, index, pending, broker queue; ARGV: id, ttl, now, lease deadline, task
-# message ('' for none), then the record's field/value pairs.
+#: what a script's ARGV holds: Redis turns each into a string
+Arg = str | bytes | float | int
+
+# Record a new delivery and queue its task, or report a duplicate (0), in one round trip.
+# ARGV from the sixth on: the record's field/value pairs.
 RECORD = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 6))
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3] - ARGV[2])
-redis.call('EXPIRE', KEYS[2], ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
-if ARGV[5] ~= '' then redis.call('LPUSH', KEYS[4], ARGV[5]) end
+local record, index, pending, queue = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local id, ttl, now, deadline, message = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local fields = {unpack(ARGV, 6)}
+if redis.call('EXISTS', record) == 1 then return 0 end
+redis.call('HSET', record, unpack(fields))
+redis.call('EXPIRE', record, ttl)
+redis.call('ZADD', index, now, id)
+redis.call('ZREMRANGEBYSCORE', index, '-inf', now - ttl)
+redis.call('EXPIRE', index, ttl)
+redis.call('ZADD', pending, deadline, id)
+if message ~= '' then redis.call('LPUSH', queue, message) end
 return 1
 """
 
-# Claim up to ARGV[3] deliveries whose lease ran out: push their deadline to ARGV[2].
-# Each sweep of the same delivery waits twice as long (lease x 2^n, n ≤ 5): a delivery that
-# is only waiting behind a backlog is not queued again and again. A delivery whose attempts
-# reached ARGV[5] had all it may have: it comes back in the second list (to be failed), never
-# in the first (to be enqueued again). KEYS: pending, swept; ARGV: now, lease, limit, the
-# record key prefix, the attempt limit.
+# Claim up to `limit` deliveries whose lease ran out: push their deadline out. Each sweep of
+# the same delivery waits twice as long (lease x 2^n, n ≤ 5): a delivery that is only
+# waiting behind a backlog is not queued again and again. A delivery whose attempts reached
+# `max_attempts` had all it may have: it comes back in the second list (to be failed),
+# never in the first (to be enqueued again). `prefix` .. id is a delivery's record key.
 CLAIM_DUE = """
+local pending, swept = KEYS[1], KEYS[2]
 local now, lease, limit, prefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local max_attempts = tonumber(ARGV[5])
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
+local due = redis.call('ZRANGEBYSCORE', pending, '-inf', now, 'LIMIT', 0, limit)
 local again, exhausted = {}, {}
 for _, id in ipairs(due) do
-  local n = redis.call('HINCRBY', KEYS[2], id, 1)
-  redis.call('ZADD', KEYS[1], now + lease * 2 ^ math.min(n, 5), id)
+  local n = redis.call('HINCRBY', swept, id, 1)
+  redis.call('ZADD', pending, now + lease * 2 ^ math.min(n, 5), id)
   local attempts = tonumber(redis.call('HGET', prefix .. id, 'attempts') or '0')
   if attempts >= max_attempts then
     table.insert(exhausted, id)
@@ -48,81 +57,134 @@ return {again, exhausted}
 # connections generation (so the pipeline reuses the connections it read before when nothing
 # changed). `attempts` counts every claim since the delivery was recorded or last replayed,
 # durably: across Celery retries, sweeps, re-enqueues and dead workers alike.
-# KEYS: lock, pending, record, connections generation; ARGV: owner, lease ms, deadline, id.
+# Answers {'busy'} (another owner holds the lock), {'skipped'} (not pending) or
+# {'claimed', record, generation}.
 CLAIM = """
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {'busy'} end
-if not redis.call('ZSCORE', KEYS[2], ARGV[4]) then
-  redis.call('DEL', KEYS[1])
+local lock, pending, record, generation = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, lease_ms, deadline, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if not redis.call('SET', lock, owner, 'NX', 'PX', lease_ms) then return {'busy'} end
+if not redis.call('ZSCORE', pending, id) then
+  redis.call('DEL', lock)
   return {'skipped'}
 end
-redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[4])
-local record = redis.call('HGETALL', KEYS[3])
-if #record > 0 then
-  redis.call('HINCRBY', KEYS[3], 'claims', 1)
-  redis.call('HINCRBY', KEYS[3], 'attempts', 1)
+redis.call('ZADD', pending, 'XX', deadline, id)
+local fields = redis.call('HGETALL', record)
+if #fields > 0 then
+  redis.call('HINCRBY', record, 'claims', 1)
+  redis.call('HINCRBY', record, 'attempts', 1)
 end
-return {'claimed', record, redis.call('GET', KEYS[4])}
+return {'claimed', fields, redis.call('GET', generation)}
 """
 
 # Record a run and the delivery's new status, take it off the pending index and release
 # the lock (when still ours), atomically; with the sessions the run spawned into hookspawn's
 # own store, created in the same step. A session is written only if none of them exists yet
 # and the record still holds its body (which each one keeps as its input): otherwise the
-# script answers 0 and writes nothing at all. KEYS: record, runs, pending, swept, dead,
-# lock, sessions index, then per session its key and its agent's index; ARGV: id, status,
-# now, error ('' for none), run JSON, retention, owner ('' for none), session count, session
-# retention, then per session its id, spec JSON (without input) and event.
+# script answers 0 and writes nothing at all. `finish_call` builds KEYS and ARGV: seven keys
+# and nine arguments, then two keys (session, agent index) and three arguments (id, spec
+# JSON without input, event) per staged session, bound to the `staged` table first.
 FINISH = (
     STORE_SESSION_LUA
     + """
-local staged = tonumber(ARGV[8])
-if staged > 0 then
-  local body = redis.call('HGET', KEYS[1], 'body')
+local record, runs, pending, swept, dead, lock, sessions = unpack(KEYS, 1, 7)
+local id, status, now, failure, run, retention, owner = unpack(ARGV, 1, 7)
+local count, session_retention = tonumber(ARGV[8]), ARGV[9]
+local staged = {}
+for i = 1, count do
+  staged[i] = {key = KEYS[6 + 2 * i], agent_index = KEYS[7 + 2 * i],
+               id = ARGV[7 + 3 * i], spec = ARGV[8 + 3 * i], event = ARGV[9 + 3 * i]}
+end
+if #staged > 0 then
+  local body = redis.call('HGET', record, 'body')
   if not body then return 0 end
-  for i = 0, staged - 1 do
-    if redis.call('EXISTS', KEYS[8 + 2 * i]) == 1 then return 0 end
+  for _, session in ipairs(staged) do
+    if redis.call('EXISTS', session.key) == 1 then return 0 end
   end
-  for i = 0, staged - 1 do
-    local a = 10 + 3 * i
-    store_trigger_session(KEYS[8 + 2 * i], KEYS[7], KEYS[9 + 2 * i], ARGV[a], ARGV[a + 1],
-                          ARGV[3], ARGV[9], ARGV[a + 2], ARGV[1], body)
+  for _, session in ipairs(staged) do
+    store_trigger_session(session.key, sessions, session.agent_index, session.id, session.spec,
+                          now, session_retention, session.event, id, body)
   end
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HSET', KEYS[1], 'status', ARGV[2], 'processedAt', ARGV[3])
-  if ARGV[4] ~= '' then
-    redis.call('HSET', KEYS[1], 'error', ARGV[4])
+if redis.call('EXISTS', record) == 1 then
+  redis.call('HSET', record, 'status', status, 'processedAt', now)
+  if failure ~= '' then
+    redis.call('HSET', record, 'error', failure)
   else
-    redis.call('HDEL', KEYS[1], 'error')
+    redis.call('HDEL', record, 'error')
   end
-  redis.call('HINCRBY', KEYS[1], 'runs', 1)
-  redis.call('RPUSH', KEYS[2], ARGV[5])
-  redis.call('EXPIRE', KEYS[2], ARGV[6])
+  redis.call('HINCRBY', record, 'runs', 1)
+  redis.call('RPUSH', runs, run)
+  redis.call('EXPIRE', runs, retention)
 end
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('HDEL', KEYS[4], ARGV[1])
-if ARGV[2] == 'failed' then
-  redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
+redis.call('ZREM', pending, id)
+redis.call('HDEL', swept, id)
+if status == 'failed' then
+  redis.call('ZADD', dead, now, id)
   -- a dead letter whose record expired can no longer be replayed
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', ARGV[3] - ARGV[6])
-  redis.call('EXPIRE', KEYS[5], ARGV[6])
+  redis.call('ZREMRANGEBYSCORE', dead, '-inf', now - retention)
+  redis.call('EXPIRE', dead, retention)
 else
-  redis.call('ZREM', KEYS[5], ARGV[1])
+  redis.call('ZREM', dead, id)
 end
-if ARGV[7] ~= '' and redis.call('GET', KEYS[6]) == ARGV[7] then redis.call('DEL', KEYS[6]) end
+if owner ~= '' and redis.call('GET', lock) == owner then redis.call('DEL', lock) end
 return 1
 """
 )
 
 # Extend a lock only while we still own it.
 RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
+local lock = KEYS[1]
+local owner, lease_ms = ARGV[1], ARGV[2]
+if redis.call('GET', lock) == owner then return redis.call('PEXPIRE', lock, lease_ms) end
 return 0
 """
 
+# Drop a lock only while we still own it.
 RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+local lock = KEYS[1]
+local owner = ARGV[1]
+if redis.call('GET', lock) == owner then return redis.call('DEL', lock) end
 return 0
 """
+
+
+def finish_call(
+    delivery_id: str,
+    *,
+    status: str,
+    now: float,
+    error: str,
+    run: bytes,
+    retention: int,
+    owner: str,
+    sessions: Sequence[SessionSpec],
+    session_retention: int,
+) -> tuple[list[str], list[Arg]]:
+    """FINISH's KEYS and ARGV, in the layout the script binds at its top."""
+    keys_ = [
+        keys.delivery(delivery_id),
+        keys.delivery_runs(delivery_id),
+        keys.PENDING,
+        keys.SWEPT,
+        keys.DEAD,
+        keys.delivery_lock(delivery_id),
+        keys.SESSIONS,
+    ]
+    args: list[Arg] = [
+        delivery_id,
+        status,
+        repr(now),
+        error,
+        run,
+        retention,
+        owner,
+        len(sessions),
+        session_retention,
+    ]
+    for spec in sessions:
+        source = spec.input_from_delivery
+        if source is None or source[1] != delivery_id:
+            raise ValueError(f"session {spec.id} was not spawned by delivery {delivery_id}")
+        keys_ += [keys.session(spec.id), keys.agent_sessions(spec.agent)]
+        args += [spec.id, spec.without_input(), source[0]]
+    return keys_, args

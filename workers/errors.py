@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from templating.errors import Error
 
-class WorkerError(Exception):
+
+class WorkerError(Error):
     """Base of every error the worker side raises on purpose."""
 
     code = "worker_error"
-
-    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        if code is not None:
-            self.code = code
-        self.details: dict[str, Any] = details
 
 
 class Transient(WorkerError):

@@ -43,23 +43,23 @@ local function store_trigger_session(key, index, agent_index, id, spec, now, ttl
 end
 """
 
-# Create a session unless one with its id exists. KEYS: session, index, agent index,
-# delivery record (mode `delivery`); ARGV: id, spec JSON, now, mode (`delivery` or
-# `inline`), event or packed input ('' for none), delivery id, retention (seconds). Answers 1
-# created, 0 already there, -1 the delivery is gone.
-_CREATE = (
+# Create a session unless one with its id exists. `mode` is `delivery` (the input is the
+# delivery record's body, `source` is the event) or `inline` (`source` is the packed input,
+# '' for none). Answers 1 created, 0 already there, -1 the delivery is gone.
+CREATE = (
     STORE_SESSION_LUA
     + """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-if ARGV[4] == 'delivery' then
-  local body = redis.call('HGET', KEYS[4], 'body')
+local key, index, agent_index, delivery_record = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local id, spec, now, mode, source, delivery, ttl = unpack(ARGV, 1, 7)
+if redis.call('EXISTS', key) == 1 then return 0 end
+if mode == 'delivery' then
+  local body = redis.call('HGET', delivery_record, 'body')
   if not body then return -1 end
-  store_trigger_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7],
-                        ARGV[5], ARGV[6], body)
-elseif ARGV[5] ~= '' then
-  store_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7], 'input', ARGV[5])
+  store_trigger_session(key, index, agent_index, id, spec, now, ttl, source, delivery, body)
+elseif source ~= '' then
+  store_session(key, index, agent_index, id, spec, now, ttl, 'input', source)
 else
-  store_session(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7])
+  store_session(key, index, agent_index, id, spec, now, ttl)
 end
 return 1
 """
@@ -96,7 +96,7 @@ class SessionStore:
     def __init__(self, client: redis.Redis, *, retention: timedelta = SESSION_RETENTION) -> None:
         self.client = client
         self.retention_seconds = retention_seconds(retention)
-        self._create = client.register_script(_CREATE)
+        self._create = client.register_script(CREATE)
 
     def create(self, spec: SessionSpec) -> bool:
         """Store `spec` unless a session with its id exists; True when it was created now.

@@ -24,21 +24,6 @@ from workers.planning import (
 from workers.session_spec import Origin
 from workers.sessions import SessionStore
 
-#: HTTP status of each refusal a start can get (SPEC §10)
-REFUSAL_STATUS = {
-    "event_required": 409,
-    "spawn_depth_exceeded": 409,
-    "unauthorized_repository": 403,
-    "repository_access_revoked": 403,
-    "permission_not_granted": 403,
-    "unresolvable_ref": 422,
-    "invalid_ref": 422,
-    "unresolvable_text": 422,
-    "agent_not_found": 404,
-    "session_not_found": 404,
-    "idempotency_key_reused": 422,
-}
-
 #: how long a start's `Idempotency-Key` stays bound to its body: GitHub's redelivery window,
 #: the default retention of deliveries
 KEY_SECONDS = 3 * 24 * 3600

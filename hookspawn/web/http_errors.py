@@ -11,56 +11,155 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from templating.errors import Error
 from triggers import errors as intake
 from workers import errors as work
 
-#: first match wins, so subclasses come before their bases
-STATUS: list[tuple[type[Exception], int]] = [
-    (intake.PayloadTooLarge, 413),
-    (intake.InvalidSignature, 401),
-    (intake.UnsupportedContentType, 415),
-    (intake.IntakeError, 400),
-    (work.InvalidCredential, 401),
-    (work.BrokerDenied, 403),
-    (work.BrokerNotFound, 404),
-    (work.StoreUnavailable, 503),
-    (work.ConfigurationError, 500),
-    (work.Transient, 503),
-    (work.WorkerError, 400),
-    (redis.RedisError, 503),
-]
+
+class ApiError(Error):
+    """An answer the API gives on purpose: with its `status` (404, 401 …), or, when that is
+    None, the status `STATUS` has for its class."""
+
+    def __init__(self, status: int | None, code: str, message: str, **details: Any) -> None:
+        super().__init__(message, code=code, **details)
+        self.status = status
 
 
-class ApiError(intake.TriggersError):
-    """An answer the API gives on purpose (404 not found, 401 unauthorized, 409 refusals …)."""
+class StartRefused(ApiError):
+    """A manual or agent start the spawn pipeline refused (SPEC §10), answered as an error.
 
-    def __init__(self, status: int, code: str, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.details = status, code, message, details
+    Each refusal code has its class below, so `STATUS` answers it by class like any error;
+    a refusal with another code is answered 409, a failed start 502 (`StartFailed`).
+    """
+
+    code = "refused"
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(None, code or self.code, message, **details)
+
+    @staticmethod
+    def of(outcome: str, code: str, message: str, details: dict[str, Any]) -> StartRefused:
+        """The error answering a start that ended `outcome` (not dispatched) with `code`."""
+        known = next((cls for cls in _START_REFUSALS if cls.code == code), None)
+        if known is not None:
+            return known(message, outcome=outcome, **details)
+        fallback = StartFailed if outcome == "failed" else StartRefused
+        return fallback(message, code=code, outcome=outcome, **details)
+
+
+class StartFailed(StartRefused):
+    code = "start_failed"
+
+
+class EventRequired(StartRefused):
+    code = "event_required"
+
+
+class SpawnDepthExceeded(StartRefused):
+    code = "spawn_depth_exceeded"
+
+
+class UnauthorizedRepository(StartRefused):
+    code = "unauthorized_repository"
+
+
+class RepositoryAccessRevoked(StartRefused):
+    code = "repository_access_revoked"
+
+
+class PermissionNotGranted(StartRefused):
+    code = "permission_not_granted"
+
+
+class UnresolvableRef(StartRefused):
+    code = "unresolvable_ref"
+
+
+class InvalidRef(StartRefused):
+    code = "invalid_ref"
+
+
+class UnresolvableText(StartRefused):
+    code = "unresolvable_text"
+
+
+class AgentNotFound(StartRefused):
+    code = "agent_not_found"
+
+
+class SessionNotFound(StartRefused):
+    code = "session_not_found"
+
+
+class IdempotencyKeyReused(StartRefused):
+    code = "idempotency_key_reused"
+
+
+_START_REFUSALS: tuple[type[StartRefused], ...] = (
+    EventRequired,
+    SpawnDepthExceeded,
+    UnauthorizedRepository,
+    RepositoryAccessRevoked,
+    PermissionNotGranted,
+    UnresolvableRef,
+    InvalidRef,
+    UnresolvableText,
+    AgentNotFound,
+    SessionNotFound,
+    IdempotencyKeyReused,
+)
+
+#: exception class → HTTP status, looked up along the exception's MRO (the nearest class
+#: listed wins, so order does not matter); a class not listed answers as its parent does
+STATUS: dict[type[Exception], int] = {
+    intake.IntakeError: 400,
+    intake.PayloadTooLarge: 413,
+    intake.InvalidSignature: 401,
+    intake.UnsupportedContentType: 415,
+    work.WorkerError: 400,
+    work.Transient: 503,
+    work.ConfigurationError: 500,
+    work.InvalidCredential: 401,
+    work.BrokerDenied: 403,
+    work.BrokerNotFound: 404,
+    redis.RedisError: 503,
+    StartRefused: 409,
+    StartFailed: 502,
+    UnauthorizedRepository: 403,
+    RepositoryAccessRevoked: 403,
+    PermissionNotGranted: 403,
+    UnresolvableRef: 422,
+    InvalidRef: 422,
+    UnresolvableText: 422,
+    IdempotencyKeyReused: 422,
+    AgentNotFound: 404,
+    SessionNotFound: 404,
+}
 
 
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
-def status_of(exc: Exception) -> int:
-    for cls, status in STATUS:
-        if isinstance(exc, cls):
+def status_of(exc: BaseException) -> int:
+    """The status `exc` is answered with: its own (an ApiError's), else its nearest class's."""
+    if isinstance(exc, ApiError) and exc.status is not None:
+        return exc.status
+    for cls in type(exc).__mro__:
+        status = STATUS.get(cls)
+        if status is not None:
             return status
     return 500
 
 
 def to_response(exc: Exception) -> JSONResponse:
-    if isinstance(exc, ApiError):
-        return JSONResponse(error_body(exc.code, exc.message, exc.details), status_code=exc.status)
     if isinstance(exc, redis.RedisError):
-        return JSONResponse(
-            error_body("store_unavailable", "the delivery store is unreachable"), status_code=503
-        )
-    code = getattr(exc, "code", "internal_error")
-    message = getattr(exc, "message", None) or str(exc)
-    details = getattr(exc, "details", None)
-    return JSONResponse(error_body(code, message, details), status_code=status_of(exc))
+        body = error_body("store_unavailable", "the delivery store is unreachable")
+    elif isinstance(exc, Error):
+        body = error_body(exc.code, exc.message, exc.details)
+    else:
+        body = error_body("internal_error", str(exc))
+    return JSONResponse(body, status_code=status_of(exc))
 
 
 def install(app: FastAPI) -> None:

@@ -12,7 +12,7 @@ import orjson
 from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallable, Scope
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from hookspawn.web.http_errors import error_body
+from hookspawn.web.http_errors import ApiError, error_body
 from triggers.intake import MAX_BODY
 from workers.settings import Settings
 
@@ -57,14 +57,15 @@ class BodyBudget:
         self.held = max(0, self.held - size)
 
 
-class Refused(Exception):
+class Refused(ApiError):
     """A request refused by the connection itself: answered, then the connection closes."""
+
+    status: int
 
     def __init__(
         self, status: int, code: str, message: str, headers: dict[str, str] | None = None
     ) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+        super().__init__(status, code, message)
         self.headers = headers or {}
 
     def response(self) -> bytes:

@@ -20,14 +20,14 @@ from hookspawn.web.api_models import (
     errors,
 )
 from hookspawn.web.deps import require_admin, runtime
-from hookspawn.web.http_errors import ApiError
+from hookspawn.web.http_errors import ApiError, StartRefused
 from workers import metrics
 from workers.pipeline import SpawnPipeline
 from workers.planning import Outcome
 from workers.runtime import Runtime
 from workers.session_audit import SessionAudit
 from workers.session_spec import SessionSpec, session_json_schema
-from workers.starts import REFUSAL_STATUS, StartRequest, start_from_agent, start_manual
+from workers.starts import StartRequest, start_from_agent, start_manual
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
 
@@ -82,8 +82,7 @@ def _answer(rt: Runtime, outcome: Outcome, origin: str) -> JSONResponse:
         session = rt.sessions.get(outcome.session_id)
         return JSONResponse(session or {"id": outcome.session_id}, status_code=201)
     code = outcome.code or "start_failed"
-    status = REFUSAL_STATUS.get(code, 502 if outcome.outcome == "failed" else 409)
-    raise ApiError(status, code, outcome.message, outcome=outcome.outcome, **dict(outcome.details))
+    raise StartRefused.of(outcome.outcome, code, outcome.message, dict(outcome.details))
 
 
 def _request(body: StartBody | None, key: str | None) -> StartRequest:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from tests.agents.conftest import BASE, ENV, Tree, find
 
 FRAGMENT = """\
@@ -305,9 +303,7 @@ def test_a_thousand_deep_import_chain_stops_at_the_limit(tree: Tree) -> None:
             f"fragments/f{i}.yaml", f"imports: [f{i + 1}.yaml]\n" if i < 999 else "env: {}\n"
         )
     tree.write("agents/a.yaml", BASE + "imports: [../fragments/f0.yaml]\n")
-    started = time.monotonic()
     errors = tree.compile().errors
-    assert time.monotonic() - started < 5
     error = find(errors, "imports.0", "import chain deeper than 64 files")
     assert error.file == ".auto/fragments/f62.yaml"  # a.yaml + f0..f62 = 64 files
     assert len(errors) == 1

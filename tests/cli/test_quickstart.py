@@ -18,6 +18,7 @@ import pytest
 
 from hookspawn.redis_server import free_port
 from tests.conftest import wait_for
+from tests.procs import Proc, environment, launch
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +60,7 @@ def command(line: str, *extra: str) -> list[str]:
 
 @dataclass
 class Served:
-    proc: subprocess.Popen[str]
+    proc: Proc
     cwd: Path
     log: Path
     url: str
@@ -70,28 +71,14 @@ def served(tmp_path: Path) -> Iterator[Served]:
     """Step 2 in a fresh directory (no .auto, no data dir): `hookspawn serve --demo`."""
     commands, _ = quick_start()
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
     log = tmp_path / "serve.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            command(commands[1], "--port", str(port)),
-            cwd=tmp_path,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+    argv = command(commands[1], "--port", str(port))
+    proc = launch("serve", argv, env=environment({}), log=log, cwd=tmp_path)
     url = f"http://127.0.0.1:{port}"
     try:
         yield Served(proc, tmp_path, log, url)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        proc.stop(60)
 
 
 def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served) -> None:
@@ -172,5 +159,5 @@ def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served
     # web and worker said at start what they loaded, and from where
     log = served.log.read_text()
     assert log.count("loaded 3 agents from ") >= 3, log
-    served.proc.send_signal(signal.SIGTERM)
-    assert served.proc.wait(60) == 0
+    served.proc.popen.send_signal(signal.SIGTERM)
+    assert served.proc.popen.wait(60) == 0

@@ -17,7 +17,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -32,7 +31,7 @@ import pytest
 import redis
 
 from hookspawn.redis_server import RedisServer, free_port
-from tests.conftest import WEBHOOKS
+from tests.conftest import WEBHOOKS, wait_for
 from tests.dispatch_target import DispatchTarget
 from tests.github_standin import ROUTES, GitHubStandin, _Answer
 from tests.pipeline.conftest import (
@@ -45,13 +44,20 @@ from tests.pipeline.conftest import (
     example,
     write_agents,
 )
-from tests.procs import Proc, children_of, group_members
+from tests.procs import (
+    HOOKSPAWN,
+    Proc,
+    children_of,
+    environment,
+    group_members,
+    launch,
+    wait_answering,
+    wait_ready,
+)
 from tests.secret_scan import redis_haystacks
 from triggers.signature import sign
 from workers import keys
 from workers.planning import trigger_spawn_id
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 #: the rotation list given to web and worker; deliveries are signed with the first
 SECRETS = ("fault-webhook-secret-current-5e1d9a", "fault-webhook-secret-previous-77c0f3")
@@ -232,13 +238,14 @@ class TargetWatch:
         self, since: float = 0.0, timeout: float = STARTUP_TIMEOUT
     ) -> list[dict[str, Any]]:
         """Block until a session POST that arrived after `since` is being answered."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            bodies = self.inflight(since)
-            if bodies:
-                return bodies
-            time.sleep(0.01)
-        pytest.fail(f"no dispatch was in flight within {timeout}s")
+        found: list[dict[str, Any]] = []
+
+        def seen() -> bool:
+            found[:] = self.inflight(since)
+            return bool(found)
+
+        wait_for(seen, timeout, 0.01, what="a dispatch in flight")
+        return found
 
     def created(self) -> Counter[str]:
         """Idempotency-Key → how many times the target answered 201 (created) for it."""
@@ -251,17 +258,6 @@ class TargetWatch:
 
 
 # -- processes -------------------------------------------------------------------------------
-
-
-def wait_until(
-    predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.05
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(interval)
-    pytest.fail(f"{what}: not within {timeout}s")
 
 
 # -- the cluster -----------------------------------------------------------------------------
@@ -348,8 +344,7 @@ class Cluster:
 
     # processes --------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
-        env.update(
+        return environment(
             {
                 "HOOKSPAWN_REDIS_URL": self.redis.url,
                 "HOOKSPAWN_WEBHOOK_SECRET": ",".join(SECRETS),
@@ -361,26 +356,14 @@ class Cluster:
                 "HOOKSPAWN_DATA_DIR": str(self.root / "data"),
                 "HOOKSPAWN_LEASE_SECONDS": str(self.lease),
                 "HOOKSPAWN_MAX_RETRIES": str(self.max_retries),
-                "PYTHONUNBUFFERED": "1",
             }
         )
-        return env
 
     def _spawn(self, name: str, args: list[str]) -> Proc:
         logs = self.root / "logs"
         logs.mkdir(exist_ok=True)
         log = logs / f"{name}-{sum(1 for p in self.procs if p.name == name)}.log"
-        with log.open("wb") as handle:
-            popen = subprocess.Popen(
-                [sys.executable, "-m", "hookspawn.cli", name, *args],
-                env=self.env(),
-                cwd=REPO_ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        proc = Proc(name, popen, log)
+        proc = launch(name, [*HOOKSPAWN, name, *args], env=self.env(), log=log)
         self.procs.append(proc)
         return proc
 
@@ -405,16 +388,7 @@ class Cluster:
     def start_web(self) -> Proc:
         proc = self._spawn("web", ["--host", "127.0.0.1", "--port", str(self.web_port)])
         self.web = proc
-
-        def up() -> bool:
-            if not proc.alive():
-                pytest.fail(f"hookspawn web exited with {proc.popen.returncode}:\n{proc.tail()}")
-            try:
-                return self.http.get("/healthz", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(up, STARTUP_TIMEOUT, "hookspawn web answering /healthz", interval=0.1)
+        wait_answering(proc, self.url, STARTUP_TIMEOUT)
         return proc
 
     def start_worker(self, *, wait: bool = True) -> Proc:
@@ -425,12 +399,7 @@ class Cluster:
         return proc
 
     def wait_worker_ready(self, proc: Proc) -> None:
-        def ready() -> bool:
-            if not proc.alive():
-                pytest.fail(f"hookspawn worker exited with {proc.popen.returncode}:\n{proc.tail()}")
-            return " ready." in proc.log_text()
-
-        wait_until(ready, STARTUP_TIMEOUT, "hookspawn worker ready", interval=0.1)
+        wait_ready(proc, STARTUP_TIMEOUT)
 
     def kill_worker(self, how: str) -> list[int]:
         """SIGKILL the worker: `group` (main and pool children: the worker died), `main`
@@ -457,10 +426,10 @@ class Cluster:
 
     def wait_group_gone(self, proc: Proc, timeout: float = 10.0) -> None:
         """Wait until no process of `proc`'s group is left (no orphaned pool process)."""
-        wait_until(
+        wait_for(
             lambda: not group_members(proc.pid),
             timeout,
-            f"every process of {proc.name} {proc.pid} exiting",
+            what=f"every process of {proc.name} {proc.pid} exiting",
         )
 
     def term_worker(self, timeout: float = 60.0) -> int:
@@ -607,11 +576,13 @@ class Cluster:
         """Wait until every delivery (default: all answered 202) is processed or failed."""
         wanted = list(self.accepted) if deliveries is None else deliveries
         views: dict[str, dict[str, Any]] = {}
-        deadline = time.monotonic() + timeout
         left = list(wanted)
-        while True:
-            statuses = self.statuses()
-            pending = self.pending()
+        statuses: dict[str, str] = {}
+        pending: set[str] = set()
+
+        def settled() -> bool:
+            nonlocal left, statuses, pending
+            statuses, pending = self.statuses(), self.pending()
             done = [
                 d for d in left if statuses.get(d) in ("processed", "failed") and d not in pending
             ]
@@ -620,15 +591,17 @@ class Cluster:
                 if view is not None and len(view["runs"]) >= runs:
                     views[delivery] = view
             left = [d for d in left if d not in views]
-            if not left:
-                return views
-            if time.monotonic() > deadline:
-                state = {d: statuses.get(d, "<not recorded>") for d in left[:20]}
-                pytest.fail(
-                    f"{len(left)} of {len(wanted)} deliveries not settled within {timeout}s "
-                    f"(first ones: {state}; pending in Redis: {len(pending)})"
-                )
-            time.sleep(0.25)
+            return not left
+
+        def unsettled() -> str:
+            state = {d: statuses.get(d, "<not recorded>") for d in left[:20]}
+            return (
+                f"{len(left)} of {len(wanted)} deliveries not settled "
+                f"(first ones left: {state}; pending in Redis: {len(pending)})"
+            )
+
+        wait_for(settled, timeout, 0.25, what=unsettled)
+        return views
 
     def replay(self, delivery: str) -> None:
         response = self.http.post(f"/deliveries/{delivery}/replay")

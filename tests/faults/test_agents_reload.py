@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import textwrap
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.conftest import wait_for
 from tests.faults.conftest import Cluster
 
 LINTER = """\
@@ -47,13 +47,11 @@ def test_an_agent_added_while_the_worker_runs_fires_in_every_pool_process(
     staged.write_text(textwrap.dedent(LINTER))
     os.replace(staged, cluster.auto / "agents" / "linter.yaml")
 
-    deadline = time.monotonic() + 30
-    while True:
+    def linter_fires() -> bool:
         probe = cluster.send_pr()
-        if "linter" in fired(cluster.settle([probe.delivery])[probe.delivery]):
-            break
-        assert time.monotonic() < deadline, "the new agent never fired"
-        time.sleep(0.2)
+        return "linter" in fired(cluster.settle([probe.delivery])[probe.delivery])
+
+    wait_for(linter_fires, 30, 0.2, what="the new agent firing")
 
     # each delivery now takes 0.3 s at the target: a burst keeps both pool processes busy
     cluster.target.delay = 0.3

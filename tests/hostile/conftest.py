@@ -3,9 +3,6 @@ real `hookspawn web` to attack."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,13 +14,11 @@ import httpx
 import redis
 
 from hookspawn.redis_server import free_port
-from tests.conftest import SECRET, wait_for
+from tests.conftest import SECRET
 from tests.intake.test_receiver import snapshot
-from tests.procs import Proc
+from tests.procs import HOOKSPAWN, Proc, environment, launch, wait_answering
 from triggers.signature import sign
 from workers import keys
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 #: what SPEC §10 lets POST /webhooks/github answer, and the error code each refusal carries
 INTAKE_CODES: dict[int, set[str]] = {
@@ -84,43 +79,20 @@ def web_process(root: Path, redis_url: str, **env: str) -> Iterator[tuple[Proc, 
     root.mkdir(parents=True, exist_ok=True)
     (root / "tmp").mkdir(exist_ok=True)
     port = free_port()
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
-    environment.update(
-        {
-            "HOOKSPAWN_REDIS_URL": redis_url,
-            "HOOKSPAWN_WEBHOOK_SECRET": SECRET,
-            "HOOKSPAWN_ADMIN_TOKEN": ADMIN_TOKEN,
-            "HOOKSPAWN_AGENTS_DIR": str(root / ".auto"),
-            "HOOKSPAWN_DATA_DIR": str(root / "data"),
-            "TMPDIR": str(root / "tmp"),  # where a spooled upload would land
-            "PYTHONUNBUFFERED": "1",
-            **{f"HOOKSPAWN_{name}": value for name, value in env.items()},
-        }
-    )
-    log = root / "web.log"
-    command = [sys.executable, "-m", "hookspawn.cli", "web", "--host", "127.0.0.1"]
-    with log.open("wb") as handle:
-        popen = subprocess.Popen(
-            [*command, "--port", str(port)],
-            env=environment,
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    proc = Proc("web", popen, log)
+    settings = {
+        "HOOKSPAWN_REDIS_URL": redis_url,
+        "HOOKSPAWN_WEBHOOK_SECRET": SECRET,
+        "HOOKSPAWN_ADMIN_TOKEN": ADMIN_TOKEN,
+        "HOOKSPAWN_AGENTS_DIR": str(root / ".auto"),
+        "HOOKSPAWN_DATA_DIR": str(root / "data"),
+        "TMPDIR": str(root / "tmp"),  # where a spooled upload would land
+        **{f"HOOKSPAWN_{name}": value for name, value in env.items()},
+    }
+    argv = [*HOOKSPAWN, "web", "--host", "127.0.0.1", "--port", str(port)]
+    proc = launch("web", argv, env=environment(settings), log=root / "web.log")
     url = f"http://127.0.0.1:{port}"
     try:
-
-        def up() -> bool:
-            assert proc.alive(), f"hookspawn web exited:\n{proc.tail()}"
-            try:
-                return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(up, timeout=60)
+        wait_answering(proc, url, 60)
         yield proc, url
     finally:
         proc.stop()

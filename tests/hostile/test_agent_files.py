@@ -1,10 +1,10 @@
-"""Hostile agent files: clear errors in bounded time and memory, in-process and via the CLI.
+"""Hostile agent files: clear errors in bounded memory, in-process and via the CLI.
 
 tests/agents already covers a billion-laughs file, a 10 MB file, a 1,000-deep import chain
-and short cycles for their messages and wall time. This adds what was missing: the same
-attacks reached through imports, a 1,000-file cycle, an exponential diamond of imports,
-deep YAML nesting, peak memory (tracemalloc) for each, and `hookspawn check` run as a
-subprocess on each tree (exit 1, `FILE:LINE: field.path: message`, child peak RSS).
+and short cycles for their messages. This adds what was missing: the same attacks reached
+through imports, a 1,000-file cycle, an exponential diamond of imports, deep YAML nesting,
+peak memory (tracemalloc) for each, and `hookspawn check` run as a subprocess on each tree
+(exit 1, `FILE:LINE: field.path: message`, child peak RSS). Times: bench_hostile_files.py.
 """
 
 from __future__ import annotations
@@ -153,16 +153,12 @@ CASES: dict[str, tuple[Callable[[Path], Path], str, int, str, str]] = {
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_compile_gives_one_clear_error_in_bounded_time_and_memory(
-    tmp_path: Path, name: str
-) -> None:
+def test_compile_gives_one_clear_error_in_bounded_memory(tmp_path: Path, name: str) -> None:
     build, file, line, path, fragment = CASES[name]
     auto = build(tmp_path)
     tracemalloc.start()
     try:
-        started = time.monotonic()
         result = compile_dir(auto)
-        elapsed = time.monotonic() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -170,7 +166,6 @@ def test_compile_gives_one_clear_error_in_bounded_time_and_memory(
         str(e) for e in result.errors
     ]
     assert fragment in result.errors[0].message
-    assert elapsed < 5, elapsed
     assert peak < PEAK_BYTES, f"{name}: peak {peak / 1e6:.1f} MB"
 
 
@@ -188,9 +183,7 @@ def test_exponential_diamond_of_imports_is_resolved_once_per_file(tmp_path: Path
     auto = write(tmp_path, files)
     tracemalloc.start()
     try:
-        started = time.monotonic()
         result = compile_dir(auto)
-        elapsed = time.monotonic() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -198,7 +191,6 @@ def test_exponential_diamond_of_imports_is_resolved_once_per_file(tmp_path: Path
     agent = result.agent("a")
     assert agent is not None
     assert len(agent.env) == 120
-    assert elapsed < 5
     assert peak < PEAK_BYTES
 
 
@@ -212,8 +204,8 @@ def _high_water_kb(pid: int) -> int:
     return int(found[1]) if found else 0
 
 
-def run_check(auto: Path, tmp_path: Path, timeout: float = 60) -> tuple[int, str, float, int]:
-    """`hookspawn check DIR` as a subprocess: (exit code, stdout, seconds, peak RSS in KB).
+def run_check(auto: Path, tmp_path: Path, timeout: float = 60) -> tuple[int, str, int]:
+    """`hookspawn check DIR` as a subprocess: (exit code, stdout, peak RSS in KB).
 
     The peak is read from /proc while the child runs: getrusage's ru_maxrss of a child
     also counts the parent's pages it was forked (or vforked) from, before its exec.
@@ -239,7 +231,7 @@ def run_check(auto: Path, tmp_path: Path, timeout: float = 60) -> tuple[int, str
         if proc.poll() is None:
             proc.kill()
         output, _ = proc.communicate()
-    return proc.returncode, output.decode(), time.monotonic() - started, peak
+    return proc.returncode, output.decode(), peak
 
 
 @pytest.mark.timeout(60)
@@ -248,7 +240,7 @@ def run_check(auto: Path, tmp_path: Path, timeout: float = 60) -> tuple[int, str
 def test_cli_check_exits_1_with_file_line_messages(tmp_path: Path, name: str) -> None:
     build, file, line, path, fragment = CASES[name]
     auto = build(tmp_path)
-    code, output, elapsed, rss = run_check(auto, tmp_path)
+    code, output, rss = run_check(auto, tmp_path)
     assert code == 1, output
     lines = output.splitlines()
     assert lines[-1] == "1 error", output
@@ -259,7 +251,6 @@ def test_cli_check_exits_1_with_file_line_messages(tmp_path: Path, name: str) ->
     shown = found["path"] or "(file)"
     assert (found["file"], int(found["line"]), shown) == (file, line, path)
     assert fragment in found["message"]
-    assert elapsed < 20
     assert rss < CHILD_RSS_KB, f"{name}: hookspawn check peaked at {rss / 1024:.0f} MB"
 
 
@@ -269,6 +260,6 @@ def test_a_file_of_many_tiny_nodes_is_refused_cheaply(tmp_path: Path) -> None:
     text = BASE + "env: [" + "1," * 450_000 + "1]\n"
     assert len(text) < MAX_FILE_BYTES
     auto = write(tmp_path, {"agents/a.yaml": text})
-    code, output, _, rss = run_check(auto, tmp_path, timeout=3)
+    code, output, rss = run_check(auto, tmp_path)
     assert code == 1, output
     assert rss < CHILD_RSS_KB, f"peak {rss / 1024:.0f} MB"

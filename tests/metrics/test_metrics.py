@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ import pytest
 import redis
 
 from hookspawn.web.api import create_app
-from tests.conftest import SECRET, make_settings
+from tests.conftest import SECRET, make_settings, wait_for
 from tests.dispatch_target import DispatchTarget
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
@@ -50,15 +49,19 @@ def post(client: httpx.Client, event: str, raw: bytes, **headers: str) -> httpx.
 
 def settled(hs: Hookspawn, check: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> Scrape:
     """Scrape until every expected sample has its value (workers flush after each delivery)."""
-    deadline = time.monotonic() + 20
-    while True:
-        got = scrape(hs.client)
-        wrong = {k: got.samples.get(k, 0.0) for k, v in check.items() if got.samples.get(k) != v}
-        if not wrong:
-            return got
-        if time.monotonic() > deadline:
-            pytest.fail(f"expected {check}, got {wrong}\n{got.text}")
-        time.sleep(0.1)
+    last: list[Scrape] = []
+
+    def right() -> bool:
+        last[:] = [scrape(hs.client)]
+        return all(last[0].samples.get(k) == v for k, v in check.items())
+
+    def wrong() -> str:
+        got = last[0]
+        found = {k: got.samples.get(k, 0.0) for k, v in check.items() if got.samples.get(k) != v}
+        return f"expected {check}, got {found}\n{got.text}"
+
+    wait_for(right, 20, 0.1, what=wrong)
+    return last[0]
 
 
 def key(name: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:

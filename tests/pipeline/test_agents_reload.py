@@ -6,7 +6,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -122,10 +121,10 @@ def test_an_edit_in_place_is_seen_by_the_watch(tmp_path: Path, watch: ChangeWatc
 def _count_in_child(watch: ChangeWatch, ready: Any, out: Any) -> None:
     # in the forked child: wait until the parent's watch thread counts a change
     ready.set()
-    deadline = time.monotonic() + 10
-    while watch.changes == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    out.put((os.getpid(), watch.changes))
+    try:
+        wait_for(lambda: watch.changes > 0, 10, 0.01, what="the parent's watch counting")
+    finally:  # the parent asserts on what the child saw
+        out.put((os.getpid(), watch.changes))
 
 
 def test_processes_forked_after_the_watch_started_see_its_count(
@@ -166,7 +165,7 @@ def _names_after_change(root: Path, watch: ChangeWatch, ready: Any, out: Any) ->
     first = names(source)
     assert first == ["first"], first
     ready.set()
-    deadline = time.monotonic() + 10
-    while names(source) == first and time.monotonic() < deadline:
-        time.sleep(0.01)
-    out.put(names(source))
+    try:
+        wait_for(lambda: names(source) != first, 10, 0.01, what="the new agent loaded")
+    finally:  # the parent asserts on what the child saw
+        out.put(names(source))

@@ -20,6 +20,7 @@ from triggers.api_models import (
 )
 from triggers.deps import require_admin, runtime
 from triggers.http_errors import ApiError
+from triggers.routes_runner import SessionWithRun, run_view
 from workers import metrics
 from workers.pipeline import SpawnPipeline
 from workers.planning import Outcome
@@ -154,15 +155,17 @@ async def list_sessions(
 
 @router.get(
     "/sessions/{session_id}",
-    response_model=SessionSpec,
+    response_model=SessionWithRun,
     response_model_exclude_unset=True,
     responses=errors(STORE, {404: "session_not_found: no session has this id"}),
 )
 async def get_session(request: Request, session_id: str) -> dict[str, Any]:
-    session = await run_in_threadpool(runtime(request).sessions.get, session_id)
+    rt = runtime(request)
+    session = await run_in_threadpool(rt.sessions.get, session_id)
     if session is None:
         raise ApiError(404, "session_not_found", f"no session {session_id!r}")
-    return session
+    run = await run_in_threadpool(run_view, rt, session_id)
+    return {**session, **(run or {})}
 
 
 @router.get(

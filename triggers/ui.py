@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from triggers.deps import require_admin, runtime, session_cookie
 from triggers.http_errors import ApiError
 from triggers.routes_deliveries import delivery_view
+from triggers.routes_runner import run_view
 from workers import keys
 from workers.pipeline import SpawnPipeline
 from workers.runtime import Runtime
@@ -258,7 +259,7 @@ async def session(request: Request, session_id: str) -> Response:
         found = rt.sessions.get(session_id)
         if found is None:
             raise ApiError(404, "session_not_found", f"no session {session_id!r}")
-        return {"title": f"Session {session_id}", "s": found}
+        return {"title": f"Session {session_id}", "s": found, "run": run_view(rt, session_id)}
 
     return await _page(request, "session.html", load)
 

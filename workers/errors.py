@@ -84,3 +84,10 @@ class ConfigurationError(WorkerError):
     """The deployment is misconfigured (bad App credentials, 401): loud, never a prune."""
 
     code = "configuration_error"
+
+
+class SessionFailed(WorkerError):
+    """A locally run session ends `failed` with this code (SPEC §15: `git_auth_failed`,
+    `fetch_failed`, `setup_failed`, `setup_timeout`, `secret_missing`, `harness_failed`)."""
+
+    code = "session_failed"

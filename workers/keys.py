@@ -53,6 +53,20 @@ def agent_sessions(agent: str) -> str:
     return f"{PREFIX}:sessions:agent:{agent}"
 
 
+#: hash: a locally run session's lifecycle (SPEC §15): status, failure (JSON), workspace,
+#: snapshotKey, owner (the runner holding it), cancel ("1" once asked), and `<status>At` times
+def session_run(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:run"
+
+
+#: zset session id → lease deadline (epoch seconds): sessions a runner is staging or running.
+#: A session whose deadline has passed lost its runner and is failed by the sweep.
+RUNNER_LEASES = f"{PREFIX}:runner:leases"
+
+#: the Celery queue of session runs (`hookspawn runner` consumes it, nothing else does)
+SESSIONS_QUEUE = f"{PREFIX}.sessions"
+
+
 # Connections -------------------------------------------------------------
 #: hash installation id → JSON installation record (account, status, repositories)
 INSTALLATIONS = f"{PREFIX}:installations"

@@ -20,6 +20,7 @@ from workers.dispatch import Dispatcher, EmbeddedDispatcher, HttpDispatcher
 from workers.github import GitHubApp
 from workers.pipeline import SpawnPipeline
 from workers.processing import DeliveryProcessor, Pipeline
+from workers.session_queue import runner_dispatcher
 from workers.sessions import SessionStore, SpawnRecords
 from workers.settings import Settings
 from workers.task_message import TaskMessages
@@ -49,6 +50,8 @@ def build_pipeline(
     dispatcher: Dispatcher
     if settings.dispatch_url:
         dispatcher = HttpDispatcher(settings.dispatch_url, sessions=sessions)
+    elif settings.runner == "local":
+        dispatcher = runner_dispatcher(settings, client, sessions)
     else:
         dispatcher = EmbeddedDispatcher(sessions)
     github = GitHubApp.from_settings(settings)

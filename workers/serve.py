@@ -131,6 +131,15 @@ def _embedded_redis(data_dir: Path) -> RedisServer:
     return RedisServer(data_dir, die_with_parent=True).start()
 
 
+def _spawn_workers(
+    supervisor: Supervisor, env: dict[str, str], concurrency: int, *, runner: bool
+) -> None:
+    """The delivery worker, and with HOOKSPAWN_RUNNER=local (or the demo) the session runner."""
+    supervisor.spawn("worker", _child_command("worker", "--concurrency", str(concurrency)), env)
+    if runner:
+        supervisor.spawn("runner", _child_command("runner"), env)
+
+
 def serve(
     settings: Settings,
     *,
@@ -183,7 +192,7 @@ def serve(
         if allow_open_admin:
             web.append(OPEN_FLAG)
         supervisor.spawn("web", _child_command(*web), env)
-        supervisor.spawn("worker", _child_command("worker", "--concurrency", str(concurrency)), env)
+        _spawn_workers(supervisor, env, concurrency, runner=demo or settings.runner == "local")
         print(f"hookspawn: serving on http://{host}:{port}", flush=True)
         print(f"hookspawn: webhook URL   http://{host}:{port}/webhooks/github", flush=True)
         print(f"hookspawn: webhook secret {secret_note}", flush=True)

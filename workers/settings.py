@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -66,6 +66,20 @@ class Settings(BaseSettings):
     max_retries: int = Field(default=8, ge=0, le=50)
     #: the running server the client commands (send, deliveries, …) talk to, when no --url
     url: str | None = None
+    #: `local`: created sessions are run on this machine by `hookspawn runner` (SPEC §15)
+    runner: Literal["local"] | None = None
+    #: `FROM=TO` address prefixes with git's `insteadOf` meaning, applied to every staging fetch
+    git_url_rewrite: Csv = Field(default_factory=list)
+    #: who setup and harness commands run as when the runner runs as root (`""`: as root)
+    runner_user: str = "nobody"
+    #: seconds one setup entry may take before the session fails with `setup_timeout`
+    setup_timeout: float = Field(default=600.0, gt=0)
+    #: the harness run after setup (shlex-split, no shell); unset: a session ends after setup
+    harness_command: str | None = None
+    #: a JSON object of secret name → value, the store `$secret` env references resolve from
+    secrets_file: Path | None = None
+    #: how long a runner holds a session without renewing before it counts as lost
+    runner_lease_seconds: float = Field(default=30.0, gt=0, le=300)
 
     @property
     def github_app_configured(self) -> bool:

@@ -8,6 +8,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 import textwrap
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from celery.contrib.testing.worker import start_worker
 
 from tests.conftest import make_settings, running_worker, wait_for
 from tests.live_server import live_client
+from tests.procs import Proc
 from triggers.api import create_app
 from workers import keys
 from workers.runner_service import RunnerService
@@ -30,6 +32,8 @@ from workers.settings import Settings
 
 #: the account session commands run as when the tests run as root (the default setting)
 RUNNER_USER = "nobody"
+#: the installed console script, as `serve` runs it
+HOOKSPAWN = Path(sys.executable).parent / "hookspawn"
 PR_NUMBER = 2
 
 
@@ -244,3 +248,39 @@ def hookspawn_web(settings: Settings, *, worker: bool = False) -> Iterator[Hooks
     finally:
         rt.close()
 
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The environment a `hookspawn` process needs to run with `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
+    values = {
+        "REDIS_URL": settings.redis_url or "",
+        "DATA_DIR": str(settings.data_dir),
+        "AGENTS_DIR": str(settings.agents_dir),
+        "RUNNER": settings.runner or "",
+        "GIT_URL_REWRITE": ",".join(settings.git_url_rewrite),
+        "RUNNER_LEASE_SECONDS": str(settings.runner_lease_seconds),
+        "SETUP_TIMEOUT": str(settings.setup_timeout),
+        "HARNESS_COMMAND": settings.harness_command or "",
+        "WEBHOOK_SECRET": ",".join(settings.webhook_secret),
+        "LOG_LEVEL": "WARNING",
+    }
+    env.update({f"HOOKSPAWN_{k}": v for k, v in values.items() if v})
+    return env
+
+
+@contextmanager
+def runner_process(settings: Settings, log: Path, *, concurrency: int = 2) -> Iterator[Proc]:
+    """`hookspawn runner` as its own process (group), as `serve` starts it."""
+    with log.open("wb") as out:
+        popen = subprocess.Popen(
+            [str(HOOKSPAWN), "runner", "--concurrency", str(concurrency)],
+            env=settings_env(settings),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            process_group=0,
+        )
+    proc = Proc("runner", popen, log)
+    try:
+        yield proc
+    finally:
+        proc.stop()

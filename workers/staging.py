@@ -131,6 +131,9 @@ def _prepare(staging: Staging, mount: Mapping[str, Any], requester: Any) -> Path
             ["config", "--local", "--add", "credential.helper", staging.helper],
             ["config", "--local", "credential.useHttpPath", "true"],
         ]
+    if not (requester and requester.get("login")):
+        for key in ("author.name", "author.email"):  # from an earlier start; may be absent
+            staging.git(["config", "--local", "--unset-all", key], path, {})
     for command in commands:
         if staging.git(command, path, {}) != 0:
             raise SessionFailed(

@@ -64,7 +64,7 @@ def hand_over(path: Path) -> None:
     if os.geteuid() != 0:
         return
     entry = pwd.getpwnam(RUNNER_USER)
-    for parent, dirs, files in os.walk(path):
+    for parent, _dirs, files in os.walk(path):
         os.chown(parent, entry.pw_uid, entry.pw_gid)
         for name in files:
             os.chown(Path(parent) / name, entry.pw_uid, entry.pw_gid)
@@ -114,7 +114,7 @@ def origin(shared_dir: Path) -> Origin:
     root = shared_dir / "git"
     bare = root / "acme" / "widgets.git"
     bare.parent.mkdir(parents=True)
-    git(shared_dir, "init", "-q", "--bare", str(bare))
+    git(shared_dir, "init", "-q", "--bare", "-b", "main", str(bare))
     git(work, "push", "-q", str(bare), "main:refs/heads/main")
     git(work, "push", "-q", str(bare), f"feature:refs/pull/{PR_NUMBER}/head")
     hand_over(root)

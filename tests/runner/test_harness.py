@@ -12,8 +12,8 @@ from tests.runner.conftest import (
     Origin,
     hookspawn_web,
     runner_process,
-    running_runner,
     runner_settings,
+    running_runner,
     write_agent,
 )
 

@@ -17,8 +17,8 @@ from tests.runner.conftest import (
     git,
     hookspawn_web,
     runner_process,
-    running_runner,
     runner_settings,
+    running_runner,
     write_agent,
 )
 from triggers.signature import sign

@@ -1,0 +1,60 @@
+"""The setup snapshot cache: saved after setup, restored for the same key, missed on change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.runner.conftest import (
+    Origin,
+    hookspawn_web,
+    running_runner,
+    runner_settings,
+    write_agent,
+)
+
+FILL = (
+    'if [ -f "$HOME/.cache/deps/marker" ]; then echo restored > "$HOME/outcome"; '
+    'else mkdir -p "$HOME/.cache/deps" && echo filled > "$HOME/.cache/deps/marker" '
+    '&& echo filled > "$HOME/outcome"; fi'
+)
+
+
+def _setup(command: str = FILL, key: str = "deps-v1") -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "deps",
+            "commands": [command],
+            "cache": {"key": key, "paths": ["/home/user/.cache/deps"]},
+        }
+    ]
+
+
+def test_a_later_session_with_the_same_key_restores_the_cached_paths(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin)
+    write_agent(settings.agents_dir, "cached", setup=_setup())
+    write_agent(settings.agents_dir, "changed-command", setup=_setup(FILL + "; true"))
+    write_agent(settings.agents_dir, "bumped-key", setup=_setup(key="deps-v2"))
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        sessions = {}
+        for name in ("cached", "cached", "changed-command", "bumped-key"):
+            session_id = hs.start(name)
+            sessions.setdefault(name, []).append(hs.wait_status(session_id, "succeeded", "failed"))
+
+    def outcome(session: dict[str, Any]) -> str:
+        assert session["status"] == "succeeded", session
+        return (Path(session["workspace"]) / "home" / "user" / "outcome").read_text().strip()
+
+    first, second = sessions["cached"]
+    assert outcome(first) == "filled"
+    assert outcome(second) == "restored"
+    assert first["snapshotKey"] == second["snapshotKey"]
+    assert (settings.data_dir / "snapshots" / first["snapshotKey"]).is_dir()
+    assert "restored ['/home/user/.cache/deps']" in second["logTail"]
+    for name in ("changed-command", "bumped-key"):
+        (session,) = sessions[name]
+        assert session["snapshotKey"] != first["snapshotKey"]
+        assert outcome(session) == "filled"
+        assert f"snapshot {session['snapshotKey']}: miss" in session["logTail"]

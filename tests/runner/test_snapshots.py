@@ -8,8 +8,8 @@ from typing import Any
 from tests.runner.conftest import (
     Origin,
     hookspawn_web,
-    running_runner,
     runner_settings,
+    running_runner,
     write_agent,
 )
 
@@ -38,7 +38,7 @@ def test_a_later_session_with_the_same_key_restores_the_cached_paths(
     write_agent(settings.agents_dir, "changed-command", setup=_setup(FILL + "; true"))
     write_agent(settings.agents_dir, "bumped-key", setup=_setup(key="deps-v2"))
     with hookspawn_web(settings) as hs, running_runner(settings):
-        sessions = {}
+        sessions: dict[str, list[dict[str, Any]]] = {}
         for name in ("cached", "cached", "changed-command", "bumped-key"):
             session_id = hs.start(name)
             sessions.setdefault(name, []).append(hs.wait_status(session_id, "succeeded", "failed"))

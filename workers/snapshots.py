@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from workers.session_exec import Account
-from workers.staging import host_path, make_dirs
+from workers.staging import host_path, inside, make_dirs
 
 __all__ = ["SnapshotCache"]
 
@@ -50,7 +50,11 @@ class SnapshotCache:
             if not source.exists():
                 continue
             target = host_path(workspace, path)
-            if target.exists():
+            if not inside(workspace, target.parent):
+                continue  # a link out of the session root: never write through it as root
+            if target.is_symlink():
+                target.unlink()
+            elif target.exists():
                 shutil.rmtree(target)
             make_dirs(workspace, target.parent, account)
             shutil.copytree(source, target, symlinks=True)
@@ -66,7 +70,7 @@ class SnapshotCache:
         saved = []
         for path in paths:
             source = host_path(workspace, path)
-            if not source.is_dir():
+            if not inside(workspace, source) or not source.is_dir():
                 continue
             shutil.copytree(source, staging / "files" / path.lstrip("/"), symlinks=True)
             saved.append(path)

@@ -12,7 +12,15 @@ from typing import Any
 from workers.errors import SessionFailed
 from workers.session_exec import Account
 
-__all__ = ["GitRunner", "Staging", "host_path", "make_dirs", "parse_rewrites", "stage_mounts"]
+__all__ = [
+    "GitRunner",
+    "Staging",
+    "host_path",
+    "inside",
+    "make_dirs",
+    "parse_rewrites",
+    "stage_mounts",
+]
 
 #: run one git command (argv after `git`) in a directory with extra environment; exit status
 GitRunner = Callable[[Sequence[str], Path, Mapping[str, str]], int]
@@ -43,8 +51,18 @@ def host_path(workspace: Path, sandbox_path: str) -> Path:
     return target
 
 
+def inside(workspace: Path, path: Path) -> bool:
+    """Whether `path`, symbolic links resolved, stays under the session root: files the
+    runner writes or copies as root never follow a link a session command left."""
+    root = workspace.resolve()
+    resolved = path.resolve()
+    return resolved == root or root in resolved.parents
+
+
 def make_dirs(workspace: Path, target: Path, account: Account | None) -> None:
     """`target` and its parents up to `workspace`, owned by `account` when there is one."""
+    if not inside(workspace, target):
+        raise ValueError(f"{target} leaves the session root {workspace} through a link")
     target.mkdir(parents=True, exist_ok=True)
     if account is None:
         return
@@ -140,17 +158,24 @@ def _prepare(staging: Staging, mount: Mapping[str, Any], requester: Any) -> Path
                 f"mount {mount['mountPath']}: `git {shlex.join(command[:3])}` failed (see the log)",
                 code="fetch_failed",
             )
-    hook = path / ".git" / "hooks" / "prepare-commit-msg"
-    author = mount.get("commitAuthor")
-    if author and requester and requester.get("login"):
-        make_dirs(staging.workspace, hook.parent, staging.account)
-        hook.write_text(_trailer_hook(author))
-        hook.chmod(0o755)
-        if staging.account:
-            os.chown(hook, staging.account.uid, staging.account.gid)
-    else:
-        hook.unlink(missing_ok=True)
+    _install_hook(staging, path, mount.get("commitAuthor"), requester)
     return path
+
+
+def _install_hook(
+    staging: Staging, path: Path, author: Mapping[str, str] | None, requester: Any
+) -> None:
+    """The prepare-commit-msg hook when a human requester splits the identity; else none."""
+    hook = path / ".git" / "hooks" / "prepare-commit-msg"
+    make_dirs(staging.workspace, hook.parent, staging.account)
+    hook.unlink(missing_ok=True)  # a link there is removed, never written through
+    if not (author and requester and requester.get("login")):
+        return
+    fd = os.open(hook, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(_trailer_hook(author))
+    if staging.account:
+        os.chown(hook, staging.account.uid, staging.account.gid)
 
 
 def _preflight(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:

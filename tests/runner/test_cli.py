@@ -9,8 +9,8 @@ from tests.runner.conftest import (
     HOOKSPAWN,
     Origin,
     hookspawn_web,
-    running_runner,
     runner_settings,
+    running_runner,
     settings_env,
     write_agent,
 )

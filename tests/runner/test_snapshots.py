@@ -12,6 +12,7 @@ from tests.runner.conftest import (
     running_runner,
     write_agent,
 )
+from workers.snapshots import SnapshotCache
 
 FILL = (
     'if [ -f "$HOME/.cache/deps/marker" ]; then echo restored > "$HOME/outcome"; '
@@ -58,3 +59,25 @@ def test_a_later_session_with_the_same_key_restores_the_cached_paths(
         assert session["snapshotKey"] != first["snapshotKey"]
         assert outcome(session) == "filled"
         assert f"snapshot {session['snapshotKey']}: miss" in session["logTail"]
+
+
+def test_the_cache_never_copies_through_a_link_out_of_the_session_root(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "private").write_text("host file\n")
+    home = workspace / "home" / "user"
+    home.mkdir(parents=True)
+    (home / ".cache").symlink_to(outside)
+    (home / "kept").mkdir()
+    (home / "kept" / "file").write_text("cached\n")
+    cache = SnapshotCache(tmp_path / "snapshots")
+    saved = cache.save("k", workspace, ["/home/user/.cache", "/home/user/kept"])
+    assert saved == ["/home/user/kept"]
+    fresh = tmp_path / "fresh"
+    (fresh / "home").mkdir(parents=True)
+    (fresh / "home" / "user").symlink_to(outside)
+    assert cache.restore("k", fresh, ttl=60, account=None) == []
+    assert sorted(p.name for p in outside.iterdir()) == ["private"]
+    assert cache.restore("k", workspace, ttl=60, account=None) == ["/home/user/kept"]
+    assert (home / "kept" / "file").read_text() == "cached\n"

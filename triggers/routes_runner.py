@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
 from triggers.api_models import ADMIN, STORE, errors
@@ -16,33 +16,11 @@ from workers import keys
 from workers.runtime import Runtime
 from workers.session_logs import read_log, tail
 from workers.session_runs import SessionRuns
-from workers.session_spec import SessionSpec
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
 
 #: at most this much of the log per GET /sessions/{id}/log
 LOG_CHUNK = 256 * 1024
-
-
-class Failure(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    code: str
-    message: str
-
-
-class SessionWithRun(SessionSpec):
-    """A session as GET /sessions/{id} answers it: the spec, and with HOOKSPAWN_RUNNER=local
-    how its run stands."""
-
-    status: str | None = Field(
-        None, description="queued, staging, setup, running, succeeded, failed or cancelled"
-    )
-    failure: Failure | None = None
-    workspace: str | None = Field(None, description="the session root on the host")
-    snapshot_key: str | None = None
-    log_tail: str | None = None
-    times: dict[str, str] | None = Field(None, description="when it entered each status")
 
 
 class CancelAnswer(BaseModel):

@@ -20,11 +20,12 @@ from triggers.api_models import (
 )
 from triggers.deps import require_admin, runtime
 from triggers.http_errors import ApiError
-from triggers.routes_runner import SessionWithRun, run_view
+from triggers.routes_runner import run_view
 from workers import metrics
 from workers.pipeline import SpawnPipeline
 from workers.planning import Outcome
 from workers.runtime import Runtime
+from workers.session_runs import SessionRuns, SessionWithRun
 from workers.session_spec import SessionSpec, session_json_schema
 from workers.starts import REFUSAL_STATUS, StartRequest, start_from_agent, start_manual
 
@@ -149,8 +150,13 @@ async def list_sessions(
     request: Request, agent: str | None = None, limit: int = Query(100, ge=1, le=1000)
 ) -> dict[str, Any]:
     rt = runtime(request)
-    items = await run_in_threadpool(rt.sessions.list, agent=agent, limit=limit)
-    return {"items": items}
+
+    def load() -> list[dict[str, Any]]:
+        items = rt.sessions.list(agent=agent, limit=limit)
+        runs = SessionRuns(rt.client).views([item["id"] for item in items])
+        return [{**item, **runs.get(item["id"], {})} for item in items]
+
+    return {"items": await run_in_threadpool(load)}
 
 
 @router.get(

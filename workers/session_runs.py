@@ -8,10 +8,12 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import redis
+from pydantic import BaseModel, ConfigDict, Field
 
 from workers import keys
+from workers.session_spec import SessionSpec
 
-__all__ = ["ACTIVE", "TERMINAL", "SessionRuns"]
+__all__ = ["ACTIVE", "TERMINAL", "Failure", "SessionRuns", "SessionWithRun"]
 
 ACTIVE = ("staging", "setup", "running")
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -96,6 +98,27 @@ return 1
 """
 
 
+class Failure(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    code: str
+    message: str
+
+
+class SessionWithRun(SessionSpec):
+    """A session as GET /sessions/{id} answers it: the spec, and with HOOKSPAWN_RUNNER=local
+    how its run stands."""
+
+    status: str | None = Field(
+        None, description="queued, staging, setup, running, succeeded, failed or cancelled"
+    )
+    failure: Failure | None = None
+    workspace: str | None = Field(None, description="the session root on the host")
+    snapshot_key: str | None = None
+    log_tail: str | None = None
+    times: dict[str, str] | None = Field(None, description="when it entered each status")
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -177,16 +200,28 @@ class SessionRuns:
         """The run record as the API shows it (status, failure, workspace, snapshotKey, times);
         None when the session is not run by a local runner."""
         raw = cast(dict[bytes, bytes], self.client.hgetall(keys.session_run(session_id)))
-        if not raw:
-            return None
-        record = {k.decode(): v.decode() for k, v in raw.items()}
-        view: dict[str, Any] = {
-            "status": record["status"],
-            "failure": json.loads(record["failure"]) if "failure" in record else None,
-            "workspace": record.get("workspace"),
-            "snapshotKey": record.get("snapshotKey"),
-            "times": {
-                name[: -len("At")]: value for name, value in record.items() if name.endswith("At")
-            },
+        return _view(raw) if raw else None
+
+    def views(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """`get` for many sessions in one round trip; those with no run record left out."""
+        pipe = self.client.pipeline(transaction=False)
+        for session_id in session_ids:
+            pipe.hgetall(keys.session_run(session_id))
+        return {
+            session_id: _view(raw)
+            for session_id, raw in zip(session_ids, pipe.execute(), strict=True)
+            if raw
         }
-        return view
+
+
+def _view(raw: dict[bytes, bytes]) -> dict[str, Any]:
+    record = {k.decode(): v.decode() for k, v in raw.items()}
+    return {
+        "status": record["status"],
+        "failure": json.loads(record["failure"]) if "failure" in record else None,
+        "workspace": record.get("workspace"),
+        "snapshotKey": record.get("snapshotKey"),
+        "times": {
+            name[: -len("At")]: value for name, value in record.items() if name.endswith("At")
+        },
+    }

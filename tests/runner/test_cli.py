@@ -14,6 +14,7 @@ from tests.runner.conftest import (
     settings_env,
     write_agent,
 )
+from workers.session_spec import SessionSpec
 
 #: prints, then waits for the test to drop `$HOME/go`, then prints again
 GATED_HARNESS = (
@@ -74,7 +75,7 @@ def test_get_session_gains_exactly_the_runner_fields(
         session_id = hs.start("plain")
         queued = hs.session(session_id)
         listed = hs.http.get("/sessions").json()["items"]
-    spec_fields = set(listed[0])
+    spec_fields = set(SessionSpec.model_json_schema(by_alias=True)["properties"])
     assert set(queued) - spec_fields == {
         "status",
         "failure",
@@ -88,6 +89,10 @@ def test_get_session_gains_exactly_the_runner_fields(
     assert queued["logTail"] == ""
     assert queued["workspace"] == str((settings.data_dir / "workspaces" / session_id).absolute())
     assert len(queued["snapshotKey"]) == 32
+    (item,) = listed
+    assert item["status"] == "queued"
+    assert item["snapshotKey"] == queued["snapshotKey"]
+    assert "logTail" not in item
 
 
 def test_without_the_runner_sessions_have_no_run(

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pwd
 import shutil
 import statistics
 import subprocess
@@ -104,12 +103,6 @@ def make_origin(base: Path, pulls: int) -> Path:
         git(work, "add", ".")
         git(work, "commit", "-q", "-m", f"pull {number}")
         git(work, "push", "-q", str(bare), f"pr{number}:refs/pull/{number}/head")
-    if os.geteuid() == 0:
-        nobody = pwd.getpwnam("nobody")
-        for parent, _dirs, files in os.walk(base / "git"):
-            os.chown(parent, nobody.pw_uid, nobody.pw_gid)
-            for name in files:
-                os.chown(Path(parent) / name, nobody.pw_uid, nobody.pw_gid)
     return base / "git"
 
 

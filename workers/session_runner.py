@@ -29,7 +29,14 @@ from workers.session_runs import SessionRuns
 from workers.sessions import SessionStore
 from workers.settings import Settings
 from workers.snapshots import SnapshotCache
-from workers.staging import Staging, host_path, make_dirs, parse_rewrites, stage_mounts
+from workers.staging import (
+    Staging,
+    git_config_for,
+    host_path,
+    make_dirs,
+    parse_rewrites,
+    stage_mounts,
+)
 
 __all__ = ["SessionRunner"]
 
@@ -85,6 +92,8 @@ class _Run:
         settings = runner.settings
         self.workspace = workspace_path(settings.data_dir, session["id"])
         self.home = host_path(self.workspace, HOME)
+        #: staging's global git config (beside the log, outside the session root)
+        self.git_config = log_path(settings.data_dir, session["id"]).parent / "gitconfig"
         self.base_env = {"PATH": SESSION_PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}
         if runner.account:
             self.base_env["USER"] = runner.account.name
@@ -123,7 +132,7 @@ class _Run:
         git_env = {
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_CONFIG_GLOBAL": str(self.git_config),
             **env,
         }
         return self.command(
@@ -194,6 +203,9 @@ class SessionRunner:
         except MissingSecret as exc:
             raise SessionFailed(exc.message, code="secret_missing") from None
         make_dirs(run.workspace, run.home, self.account)
+        mounts = session.get("mounts") or []
+        run.git_config.write_text(git_config_for([m["url"] for m in mounts], self.rewrites))
+        run.git_config.chmod(0o644)
         run.note(f"staging {len(session.get('mounts') or [])} mount(s) in {run.workspace}")
         staging = Staging(
             workspace=run.workspace,
@@ -203,7 +215,7 @@ class SessionRunner:
             helper=self.helper,
             broker=session.get("broker"),
         )
-        stage_mounts(staging, session.get("mounts") or [], session.get("requester"))
+        stage_mounts(staging, mounts, session.get("requester"))
         self._advance(run, "setup")
         working = session.get("workingDirectory")
         cwd = host_path(run.workspace, working) if working else run.workspace

@@ -19,6 +19,7 @@ __all__ = [
     "inside",
     "make_dirs",
     "parse_rewrites",
+    "rewritten",
     "stage_mounts",
 ]
 
@@ -39,6 +40,28 @@ def parse_rewrites(items: Sequence[str]) -> list[tuple[str, str]]:
             )
         pairs.append((source, target))
     return pairs
+
+
+def rewritten(url: str, rewrites: Sequence[tuple[str, str]]) -> str:
+    """`url` as git's insteadOf rewrites it: the longest matching FROM prefix wins."""
+    best = max(
+        (pair for pair in rewrites if url.startswith(pair[0])),
+        default=None,
+        key=lambda pair: len(pair[0]),
+    )
+    return url if best is None else best[1] + url[len(best[0]) :]
+
+
+def git_config_for(urls: Sequence[str], rewrites: Sequence[tuple[str, str]]) -> str:
+    """The global git config staging's commands get: git refuses to read a repository another
+    account owns, so each local (`file://`) repository a mount fetches from, after rewriting,
+    is named a safe directory, and nothing else is."""
+    lines = []
+    for url in urls:
+        target = rewritten(url, rewrites)
+        if target.startswith("file://"):
+            lines.append(f"\tdirectory = {target[len('file://') :]}\n")
+    return "[safe]\n" + "".join(lines) if lines else ""
 
 
 def host_path(workspace: Path, sandbox_path: str) -> Path:

@@ -73,7 +73,7 @@ def hand_over(path: Path) -> None:
 @dataclass
 class Origin:
     """`acme/widgets` as a bare repository under `root`, with `main` and the pull request's
-    head at refs/pull/2/head."""
+    head at refs/pull/2/head; owned by root, as a host's repositories would be."""
 
     root: Path
     main: str
@@ -117,7 +117,6 @@ def origin(shared_dir: Path) -> Origin:
     git(shared_dir, "init", "-q", "--bare", "-b", "main", str(bare))
     git(work, "push", "-q", str(bare), "main:refs/heads/main")
     git(work, "push", "-q", str(bare), f"feature:refs/pull/{PR_NUMBER}/head")
-    hand_over(root)
     return Origin(root=root, main=main, pr_head=pr_head)
 
 

@@ -17,7 +17,14 @@ import pytest
 from tests.runner.conftest import PR_NUMBER, RUNNER_USER, Origin, git, hand_over
 from workers.errors import SessionFailed
 from workers.session_exec import account_of, run_command
-from workers.staging import Staging, host_path, parse_rewrites, stage_mounts
+from workers.staging import (
+    Staging,
+    git_config_for,
+    host_path,
+    parse_rewrites,
+    rewritten,
+    stage_mounts,
+)
 
 CREDENTIAL = "hs-session-credential-7f3a9c"
 
@@ -38,6 +45,8 @@ def _staging(
     account = account_of(RUNNER_USER)
     notes = [] if notes is None else notes
     rewrites = parse_rewrites([rewrite])
+    gitconfig = workspace.parent / "gitconfig"
+    gitconfig.write_text(git_config_for(["https://github.com/acme/widgets.git"], rewrites))
 
     def run_git(args: Sequence[str], cwd: Path, env: Mapping[str, str]) -> int:
         argv = ["git"]
@@ -51,7 +60,7 @@ def _staging(
                 "HOME": str(workspace),
                 "GIT_TERMINAL_PROMPT": "0",
                 "GIT_CONFIG_NOSYSTEM": "1",
-                "GIT_CONFIG_GLOBAL": "/dev/null",
+                "GIT_CONFIG_GLOBAL": str(gitconfig),
                 **env,
             },
             timeout=60,
@@ -239,6 +248,21 @@ def test_paths_map_under_the_session_root(tmp_path: Path) -> None:
     assert host_path(tmp_path, "/home/user") == tmp_path / "home" / "user"
     assert host_path(tmp_path, "/") == tmp_path
     assert host_path(tmp_path, "/a/../../etc") == tmp_path / "etc"
+
+
+def test_local_sources_are_the_only_safe_directories() -> None:
+    rewrites = [
+        ("https://github.com/", "file:///srv/git/"),
+        ("https://github.com/x/", "https://h/"),
+    ]
+    assert rewritten("https://github.com/x/y.git", rewrites) == "https://h/y.git"
+    assert rewritten("https://github.com/a/b.git", rewrites) == "file:///srv/git/a/b.git"
+    assert rewritten("git@example.com:a/b.git", rewrites) == "git@example.com:a/b.git"
+    config = git_config_for(
+        ["https://github.com/a/b.git", "https://github.com/x/y.git", "git@e:c.git"], rewrites
+    )
+    assert config == "[safe]\n\tdirectory = /srv/git/a/b.git\n"
+    assert git_config_for(["https://github.com/x/y.git"], rewrites) == ""
 
 
 def test_rewrites_are_from_to_pairs() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from workers.agents_notice import agents_notice
 from workers.demo import demo_environment, demo_notes, record_connection
+from workers.demo_repository import demo_repository
 from workers.exposure import OPEN_FLAG, open_admin_refusal
 from workers.lifeline import tied_to_this_process
 from workers.redis_server import (
@@ -187,6 +188,7 @@ def serve(
             secret_note = f"{secret}  (kept in {settings.data_dir / SECRET_FILE})"
         if demo:
             record_connection(env["HOOKSPAWN_REDIS_URL"])
+            env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(settings.data_dir)
             notes = demo_notes(f"http://{host}:{port}", os.environ)
         web = ["web", "--host", host, "--port", str(port)]
         if allow_open_admin:

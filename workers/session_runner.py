@@ -114,16 +114,29 @@ class _Run:
     ) -> int:
         if self.beat.stop_asked.is_set():
             raise CommandCancelled(argv[0])
-        return run_command(
-            argv,
-            cwd=cwd,
-            env={**self.base_env, **env},
-            timeout=timeout,
-            log=self.log,
-            cancel=self.beat.stop_asked.is_set,
-            account=self.runner.account,
-            stdin=stdin,
-        )
+        try:
+            return run_command(
+                argv,
+                cwd=cwd,
+                env={**self.base_env, **env},
+                timeout=timeout,
+                log=self.log,
+                cancel=self.beat.stop_asked.is_set,
+                account=self.runner.account,
+                stdin=stdin,
+            )
+        except (PermissionError, FileNotFoundError) as exc:
+            who = (
+                f"the runner user {self.runner.account.name!r}"
+                if self.runner.account
+                else "the runner"
+            )
+            raise SessionFailed(
+                f"{who} cannot run {argv[0]!r} in {cwd}: {exc.strerror} (every directory above "
+                "the data directory must be traversable by HOOKSPAWN_RUNNER_USER, and the "
+                "command must exist)",
+                code="internal_error",
+            ) from None
 
     def git(self, args: Sequence[str], cwd: Path, env: Mapping[str, str]) -> int:
         argv = ["git"]

@@ -45,7 +45,9 @@ __all__ = [
     "OUTCOMES",
     "PROCESSING_RETRIES",
     "RECORDER",
+    "SESSIONS_ENDED",
     "SESSION_LATENCY",
+    "SESSION_START_SECONDS",
     "SPAWN_REPEATS",
     "TOKEN_CACHE",
     "WEB_LOCAL",
@@ -153,6 +155,20 @@ PROCESSING_RETRIES = Series(
     "once retries ran out), by error code.",
     ("code",),
 )
+SESSIONS_ENDED = Series(
+    "hookspawn_sessions_ended_total",
+    "counter",
+    "Sessions the local runner ran to their end, by status (succeeded, failed, cancelled) and "
+    "failure code (empty unless failed).",
+    ("status", "code"),
+)
+SESSION_START_SECONDS = Series(
+    "hookspawn_session_start_seconds",
+    "histogram",
+    "Seconds from a session's creation to `running` on the local runner (queue wait, "
+    "staging and setup).",
+    buckets=(0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900),
+)
 
 #: recorded into Redis by any process
 ALL: tuple[Series, ...] = (
@@ -164,6 +180,8 @@ ALL: tuple[Series, ...] = (
     GITHUB_ERRORS,
     DISPATCH_RETRIES,
     PROCESSING_RETRIES,
+    SESSIONS_ENDED,
+    SESSION_START_SECONDS,
 )
 _BY_NAME = {series.name: series for series in ALL}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shlex
 import sys
@@ -16,6 +17,7 @@ import redis
 
 from agents.session_env import MissingSecret, resolve_env
 from agents.snapshot import ttl_seconds
+from workers import metrics
 from workers.errors import SessionFailed
 from workers.secret_store import load_secrets
 from workers.session_exec import (
@@ -202,8 +204,15 @@ class SessionRunner:
 
     def _end(self, session_id: str, status: str, code: str | None = None, message: str = "") -> str:
         failure = {"code": code, "message": message} if code else None
-        self.runs.advance(session_id, self.owner, status, failure)
+        if self.runs.advance(session_id, self.owner, status, failure):
+            metrics.inc(metrics.SESSIONS_ENDED, status, code or "")
+            self._flush_metrics()
         return status
+
+    def _flush_metrics(self) -> None:
+        # the runner records a few series per session: flushed as they happen, no thread
+        with contextlib.suppress(redis.RedisError):
+            metrics.flush(self.runs.client)
 
     def _run(self, run: _Run) -> None:
         session = run.session
@@ -245,6 +254,10 @@ class SessionRunner:
             raise CommandCancelled(status)
         run.note(status)
         self.runs.advance(run.session["id"], self.owner, status)
+        if status == "running":
+            created = datetime.fromisoformat(str(run.session["createdAt"]))
+            metrics.observe(metrics.SESSION_START_SECONDS, time.time() - created.timestamp())
+            self._flush_metrics()
 
     def _setup(self, run: _Run, spec: Mapping[str, Any], cwd: Path, env: dict[str, str]) -> None:
         entries = spec.get("setup") or []

@@ -170,6 +170,15 @@ def test_failure_paths_end_with_their_code(
             )
         }
         ended = {name: _ended(hs, session_id) for name, session_id in ids.items()}
+        expected = [
+            *(
+                f'hookspawn_sessions_ended_total{{code="{code}",status="failed"}} 1.0'
+                for code in ("fetch_failed", "setup_timeout", "secret_missing")
+            ),
+            'hookspawn_sessions_ended_total{code="setup_failed",status="failed"} 2.0',
+        ]
+        # the runner flushes its counts just after it records each end
+        wait_for(lambda: all(line in hs.http.get("/metrics").text for line in expected))
     codes = {name: (s["status"], s["failure"]["code"]) for name, s in ended.items()}
     assert codes == {
         "no-such-ref": ("failed", "fetch_failed"),

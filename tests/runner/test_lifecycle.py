@@ -197,3 +197,21 @@ def test_failure_paths_end_with_their_code(
     assert "absent" in ended["needs-secret"]["failure"]["message"]
     assert "TOKEN" in ended["needs-secret"]["failure"]["message"]
     assert not (Path(ended["needs-secret"]["workspace"]) / "home" / "user" / "ran").exists()
+
+
+def test_a_session_without_a_working_directory_skips_setup(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin)
+    write_agent(
+        settings.agents_dir,
+        "no-mounts",
+        mounts="",
+        setup=[{"name": "never", "commands": ['touch "$HOME/ran"']}],
+    )
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session = _ended(hs, hs.start("no-mounts"))
+    assert session["status"] == "succeeded", session
+    assert "no working directory: setup skipped" in session["logTail"]
+    assert "setup never" not in session["logTail"]
+    assert not (Path(session["workspace"]) / "home" / "user" / "ran").exists()

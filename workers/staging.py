@@ -123,6 +123,12 @@ def _mount_env(staging: Staging) -> dict[str, str]:
     }
 
 
+def attributable(requester: Mapping[str, Any] | None) -> bool:
+    """A requester the commits can be attributed to on GitHub: a login with its user id (a
+    webhook's human sender). A manual start's bare login (the caller's $USER) is not one."""
+    return bool(requester and requester.get("login") and type(requester.get("id")) is int)
+
+
 def _identity(mount: Mapping[str, Any], requester: Mapping[str, Any] | None) -> list[list[str]]:
     """`git config` commands for the checkout's identity: commitAuthor as user.name/user.email
     (the committer); a human requester, when there is one, as author.name/author.email."""
@@ -133,14 +139,10 @@ def _identity(mount: Mapping[str, Any], requester: Mapping[str, Any] | None) -> 
         ["config", "--local", "user.name", author["name"]],
         ["config", "--local", "user.email", author["email"]],
     ]
-    if requester and requester.get("login"):
-        login = requester["login"]
-        user_id = requester.get("id")
-        email = (
-            f"{user_id}+{login}@users.noreply.github.com"
-            if user_id
-            else (f"{login}@users.noreply.github.com")
-        )
+    if attributable(requester):
+        assert requester is not None
+        login, user_id = requester["login"], requester["id"]
+        email = f"{user_id}+{login}@users.noreply.github.com"
         commands += [
             ["config", "--local", "author.name", login],
             ["config", "--local", "author.email", email],
@@ -172,7 +174,7 @@ def _prepare(staging: Staging, mount: Mapping[str, Any], requester: Any) -> Path
             ["config", "--local", "--add", "credential.helper", staging.helper],
             ["config", "--local", "credential.useHttpPath", "true"],
         ]
-    if not (requester and requester.get("login")):
+    if not attributable(requester):
         for key in ("author.name", "author.email"):  # from an earlier start; may be absent
             staging.git(["config", "--local", "--unset-all", key], path, {})
     for command in commands:
@@ -192,7 +194,7 @@ def _install_hook(
     hook = path / ".git" / "hooks" / "prepare-commit-msg"
     make_dirs(staging.workspace, hook.parent, staging.account)
     hook.unlink(missing_ok=True)  # a link there is removed, never written through
-    if not (author and requester and requester.get("login")):
+    if not (author and attributable(requester)):
         return
     fd = os.open(hook, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755)
     with os.fdopen(fd, "w") as handle:

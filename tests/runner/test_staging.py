@@ -166,9 +166,10 @@ def test_commit_identity_splits_author_and_committer_with_a_trailer(
     trailers = git(checkout, "log", "-1", "--format=%(trailers)")
     assert trailers == "Co-Authored-By: Staff Engineer (auto) <staff@agents.acme.dev>"
 
-    # without a human requester commitAuthor is author and committer, and no hook stays
+    # a manual start's bare login ($USER) is no GitHub identity: commitAuthor is author and
+    # committer again, and no hook stays
     staging = _staging(shared_dir / "ws", origin.rewrite, log_file)
-    stage_mounts(staging, [mount], None)
+    stage_mounts(staging, [mount], {"login": "root", "id": None})
     _commit(checkout)
     line = git(checkout, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%(trailers)")
     assert line == (

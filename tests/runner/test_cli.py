@@ -48,6 +48,13 @@ def test_logs_prints_the_log_and_follow_waits_for_the_end(
             capture_output=True,
             check=False,
         )
+        shown = subprocess.run(
+            [str(HOOKSPAWN), "sessions", "show", session_id, "--url", url],
+            env=env,
+            capture_output=True,
+            check=True,
+            text=True,
+        )
         missing = subprocess.run(
             [str(HOOKSPAWN), "sessions", "logs", "no-such-session", "--url", url],
             env=env,
@@ -62,6 +69,8 @@ def test_logs_prints_the_log_and_follow_waits_for_the_end(
     log_file = settings.data_dir / "sessions" / session_id / "log"
     assert once.returncode == 0
     assert once.stdout == log_file.read_bytes()
+    assert "status: succeeded\n" in shown.stdout
+    assert f"workspace: {ended['workspace']}\n" in shown.stdout
     assert missing.returncode == 1
     assert b"session_not_found" in missing.stderr
 

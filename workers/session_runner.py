@@ -264,6 +264,7 @@ class SessionRunner:
         paths = [p for e in entries for p in (e.get("cache") or {}).get("paths", [])]
         record = self.runs.get(run.session["id"]) or {}
         key = record.get("snapshotKey") or ""
+        restored = None
         if paths and key:
             restored = self.snapshots.restore(
                 key, run.workspace, ttl=ttl_seconds(spec), account=self.account
@@ -286,7 +287,9 @@ class SessionRunner:
                 raise SessionFailed(
                     f"setup entry {entry['name']!r} exited with status {code}", code="setup_failed"
                 )
-        if paths and key:
+        if paths and key and restored is None:
+            # saved on a miss only: a hit re-saving would keep a snapshot fresh forever, and
+            # setupCache.ttl is there to bound how stale its results may get
             saved = self.snapshots.save(key, run.workspace, paths)
             run.note(f"snapshot {key}: saved {saved}")
 

@@ -54,6 +54,8 @@ def test_a_later_session_with_the_same_key_restores_the_cached_paths(
     assert first["snapshotKey"] == second["snapshotKey"]
     assert (settings.data_dir / "snapshots" / first["snapshotKey"]).is_dir()
     assert "restored ['/home/user/.cache/deps']" in second["logTail"]
+    assert "saved" in first["logTail"]
+    assert "saved" not in second["logTail"]  # a hit keeps the snapshot's age: the TTL holds
     for name in ("changed-command", "bumped-key"):
         (session,) = sessions[name]
         assert session["snapshotKey"] != first["snapshotKey"]

@@ -15,7 +15,7 @@ from triggers.http_errors import ApiError
 from workers import keys
 from workers.runtime import Runtime
 from workers.session_logs import read_log, tail
-from workers.session_runs import SessionRuns
+from workers.session_runs import ACTIVE, SessionRuns
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
 
@@ -33,9 +33,12 @@ class CancelAnswer(BaseModel):
 def run_view(rt: Runtime, session_id: str) -> dict[str, Any] | None:
     """The runner's fields of GET /sessions/{id} (status, failure, workspace, snapshotKey,
     logTail); None when the session is not run by a local runner."""
-    view = SessionRuns(rt.client).get(session_id)
+    runs = SessionRuns(rt.client)
+    view = runs.get(session_id)
     if view is None:
         return None
+    if view["status"] in ACTIVE and runs.settle(session_id):
+        view = runs.get(session_id) or view
     view["logTail"] = tail(rt.settings.data_dir, session_id) or ""
     return view
 

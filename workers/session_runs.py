@@ -119,6 +119,15 @@ class SessionWithRun(SessionSpec):
     times: dict[str, str] | None = Field(None, description="when it entered each status")
 
 
+_LOST_FAILURE = json.dumps(
+    {
+        "code": "runner_lost",
+        "message": "the runner holding this session stopped (killed or lost) before the "
+        "session ended",
+    }
+)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -177,24 +186,21 @@ class SessionRuns:
 
     def sweep_lost(self) -> list[str]:
         """Fail (`runner_lost`) every session whose runner stopped renewing its lease."""
-        epoch = time.time()
-        expired = cast(list[bytes], self.client.zrangebyscore(keys.RUNNER_LEASES, "-inf", epoch))
-        failure = json.dumps(
-            {
-                "code": "runner_lost",
-                "message": "the runner holding this session stopped (killed or lost) before "
-                "the session ended",
-            }
+        expired = cast(
+            list[bytes], self.client.zrangebyscore(keys.RUNNER_LEASES, "-inf", time.time())
         )
-        lost = []
-        for raw in expired:
-            session_id = raw.decode()
-            if self._lost(
+        return [raw.decode() for raw in expired if self.settle(raw.decode())]
+
+    def settle(self, session_id: str) -> bool:
+        """Fail the session `runner_lost` when its lease has run out; True when it did now.
+        (Reading a session settles it too, so one is never left `running` for want of a
+        runner to sweep.)"""
+        return bool(
+            self._lost(
                 keys=[keys.session_run(session_id), keys.RUNNER_LEASES],
-                args=[session_id, epoch, _now(), failure],
-            ):
-                lost.append(session_id)
-        return lost
+                args=[session_id, time.time(), _now(), _LOST_FAILURE],
+            )
+        )
 
     def get(self, session_id: str) -> dict[str, Any] | None:
         """The run record as the API shows it (status, failure, workspace, snapshotKey, times);

@@ -67,7 +67,7 @@ class Settings(BaseSettings):
     #: the running server the client commands (send, deliveries, …) talk to, when no --url
     url: str | None = None
     #: `local`: created sessions are run on this machine by `hookspawn runner` (SPEC §15)
-    runner: Literal["local"] | None = None
+    runner: Annotated[Literal["local"] | None, BeforeValidator(lambda v: v or None)] = None
     #: `FROM=TO` address prefixes with git's `insteadOf` meaning, applied to every staging fetch
     git_url_rewrite: Csv = Field(default_factory=list)
     #: who setup and harness commands run as when the runner runs as root (`""`: as root)

@@ -15,6 +15,8 @@ from workers.session_exec import Account
 __all__ = [
     "GitRunner",
     "Staging",
+    "attributable",
+    "git_config_for",
     "host_path",
     "inside",
     "make_dirs",

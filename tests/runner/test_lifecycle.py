@@ -22,6 +22,7 @@ from tests.runner.conftest import (
     write_agent,
 )
 from triggers.signature import sign
+from workers.demo import record_connection
 
 
 def test_a_started_session_is_staged_set_up_and_succeeds(
@@ -128,6 +129,17 @@ def test_a_pull_request_opened_delivery_ends_in_a_checkout_of_its_head(
         assert (home / "deps.txt").stat().st_uid == owner
 
 
+#: a githubApp mount of acme/widgets (the credential broker is what it lacks here)
+MOUNT_GITHUB_APP = """\
+mounts:
+  - kind: git
+    repository: acme/widgets
+    mountPath: /workspace/widgets
+    ref: {ref}
+    auth: {{kind: githubApp, capabilities: {{contents: read}}}}
+"""
+
+
 def _ended(hs: Hookspawn, session_id: str) -> dict[str, Any]:
     return hs.wait_status(session_id, "succeeded", "failed", "cancelled")
 
@@ -142,6 +154,9 @@ def test_failure_paths_end_with_their_code(
     )
     agents = settings.agents_dir
     write_agent(agents, "no-such-ref", ref="refs/heads/nope")
+    github_app = MOUNT_GITHUB_APP.format(ref="main")
+    write_agent(agents, "app-auth", mounts=github_app)
+    record_connection(redis_url)  # acme/widgets is covered (no App credentials: no token)
     write_agent(
         agents,
         "failing-setup",
@@ -167,6 +182,7 @@ def test_failure_paths_end_with_their_code(
                 "unset-variable",
                 "slow-setup",
                 "needs-secret",
+                "app-auth",
             )
         }
         ended = {name: _ended(hs, session_id) for name, session_id in ids.items()}
@@ -186,7 +202,9 @@ def test_failure_paths_end_with_their_code(
         "unset-variable": ("failed", "setup_failed"),
         "slow-setup": ("failed", "setup_timeout"),
         "needs-secret": ("failed", "secret_missing"),
+        "app-auth": ("failed", "git_auth_failed"),
     }
+    assert "credential broker" in ended["app-auth"]["failure"]["message"]
     assert "refs/heads/nope" in ended["no-such-ref"]["failure"]["message"]
     assert ended["failing-setup"]["failure"]["message"] == (
         "setup entry 'compile' exited with status 3"

@@ -92,13 +92,13 @@ def run_command(
         feeder = threading.Thread(target=_feed, args=(process, stdin), daemon=True)
         feeder.start()
     deadline = None if timeout is None else time.monotonic() + timeout
+    # a blocking wait in a thread: the end is seen at once (Popen.wait with a timeout polls,
+    # up to 50 ms late each time, and staging runs a dozen short git commands)
+    ended = threading.Event()
+    waiter = threading.Thread(target=_wait, args=(process, ended), daemon=True)
+    waiter.start()
     try:
-        while True:
-            try:
-                code = process.wait(_POLL)
-                break
-            except subprocess.TimeoutExpired:
-                pass
+        while not ended.wait(_POLL):
             if cancel():
                 _kill_group(process.pid)
                 process.wait()
@@ -111,7 +111,12 @@ def run_command(
         _kill_group(process.pid)
         if feeder is not None:
             feeder.join(1)
-    return code
+    return process.wait()
+
+
+def _wait(process: subprocess.Popen[bytes], ended: threading.Event) -> None:
+    process.wait()
+    ended.set()
 
 
 def _feed(process: subprocess.Popen[bytes], data: bytes) -> None:

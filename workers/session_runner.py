@@ -8,7 +8,7 @@ import shlex
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -158,8 +158,19 @@ class _Run:
 class SessionRunner:
     """Takes queued sessions (one `run` per Celery task) and runs them to their end."""
 
-    def __init__(self, settings: Settings, client: redis.Redis, owner: str) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        client: redis.Redis,
+        owner: str,
+        *,
+        issue_credential: Callable[[str], str] | None = None,
+    ) -> None:
+        """`issue_credential(session_id)`: a fresh session credential for the broker (the
+        broker's SessionCredentials.issue); without it a githubApp mount whose spec carries no
+        credential fails its auth preflight."""
         self.settings = settings
+        self.issue_credential = issue_credential
         self.owner = owner
         self.sessions = SessionStore(client)
         self.runs = SessionRuns(client)
@@ -235,7 +246,7 @@ class SessionRunner:
             note=run.note,
             account=self.account,
             helper=self.helper,
-            broker=session.get("broker"),
+            broker=self._broker(session),
         )
         stage_mounts(staging, mounts, session.get("requester"))
         self._advance(run, "setup")
@@ -248,6 +259,18 @@ class SessionRunner:
             run.note("no working directory: setup skipped")
         self._advance(run, "running")
         self._harness(run, cwd, env)
+
+    def _broker(self, session: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The spec's `broker`, with a session credential: a stored spec carries only the
+        broker's url, so one is issued for this start (kept in memory, handed to git's
+        environment only)."""
+        broker = session.get("broker")
+        if not isinstance(broker, Mapping):
+            return None
+        found = dict(broker)
+        if not found.get("credential") and self.issue_credential is not None:
+            found["credential"] = self.issue_credential(session["id"])
+        return found
 
     def _advance(self, run: _Run, status: str) -> None:
         if run.beat.stop_asked.is_set():

@@ -109,7 +109,8 @@ class Staging:
     account: Account | None
     #: the credential helper's path (git-credential-hookspawn) for githubApp mounts
     helper: str
-    #: the spec's `broker` ({"url", "credential"}); None when the session has none
+    #: how git reaches the credential broker: the spec's `broker.url` and the session
+    #: credential (`{"url", "credential"}`); None when the session has no broker
     broker: Mapping[str, Any] | None = None
     env: dict[str, str] = field(default_factory=dict)
 
@@ -207,10 +208,13 @@ def _install_hook(
 
 def _preflight(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
     where = f"mount {mount['mountPath']} ({mount['repository']})"
-    if mount.get("gitPermissions") is not None and not staging.broker:
+    broker = staging.broker or {}
+    if mount.get("gitPermissions") is not None and not (
+        broker.get("url") and broker.get("credential")
+    ):
+        lacking = "no session credential for it" if broker.get("url") else "no `broker` in its spec"
         raise SessionFailed(
-            f"{where}: githubApp auth needs the credential broker, and this session has none "
-            "(no `broker` in its spec)",
+            f"{where}: githubApp auth needs the credential broker, and this session has {lacking}",
             code="git_auth_failed",
         )
     staging.note(f"auth preflight: git ls-remote origin for {mount['mountPath']}")

@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 import redis
-from celery import Celery, Task
+from celery import Celery
 
 from workers import keys
 from workers.celery_app import make_celery
@@ -69,13 +69,14 @@ class RunnerService:
         self.celery.conf.update(task_time_limit=None, task_soft_time_limit=None)
         runner = self.runner
 
+        # acks late: a session a runner took and lost is failed by the sweep, and its message
+        # coming back later finds it no longer queued
         @self.celery.task(  # type: ignore[untyped-decorator]
-            bind=True, name=RUN_SESSION, acks_late=True, shared=False
+            name=RUN_SESSION, acks_late=True, shared=False
         )
-        def run_session(task: Task, session_id: str) -> str:
+        def run_session(session_id: str) -> str:
             return runner.run(session_id)
 
-        self.run_session: Any = run_session
         self.sweeper = _Sweeper(
             SessionRuns(self.client), interval=min(5.0, settings.runner_lease_seconds / 2)
         )

@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 #: the PATH session commands get (the host's environment is not passed on)
 SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: seconds one staging git command may take (a fetch of a large repository included)
+GIT_TIMEOUT = 600
 #: the sandbox's home directory, mapped under the session root like every sandbox path
 HOME = "/home/user"
 
@@ -150,9 +152,13 @@ class _Run:
             "GIT_CONFIG_GLOBAL": str(self.git_config),
             **env,
         }
-        return self.command(
-            [*argv, *args], cwd, git_env, timeout=self.runner.settings.setup_timeout
-        )
+        try:
+            return self.command([*argv, *args], cwd, git_env, timeout=GIT_TIMEOUT)
+        except CommandTimedOut:
+            raise SessionFailed(
+                f"`git {args[0]}` in {cwd} ran longer than {GIT_TIMEOUT}s and was stopped",
+                code="fetch_failed",
+            ) from None
 
 
 class SessionRunner:

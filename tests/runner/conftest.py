@@ -175,7 +175,7 @@ def runner_settings(redis_url: str, shared_dir: Path, origin: Origin, **override
         "agents_dir": shared_dir / ".auto",
         "runner": "local",
         "git_url_rewrite": [origin.rewrite],
-        "runner_lease_seconds": 2.0,
+        "runner_lease_seconds": 10.0,
         "setup_timeout": 60.0,
     }
     values.update(overrides)

@@ -149,9 +149,7 @@ def test_failure_paths_end_with_their_code(
 ) -> None:
     secrets = shared_dir / "secrets.json"
     secrets.write_text(json.dumps({"present": "s3cret-value"}))
-    settings = runner_settings(
-        redis_url, shared_dir, origin, setup_timeout=1.0, secrets_file=secrets
-    )
+    settings = runner_settings(redis_url, shared_dir, origin, secrets_file=secrets)
     agents = settings.agents_dir
     write_agent(agents, "no-such-ref", ref="refs/heads/nope")
     github_app = MOUNT_GITHUB_APP.format(ref="main")
@@ -166,7 +164,6 @@ def test_failure_paths_end_with_their_code(
         ],
     )
     write_agent(agents, "unset-variable", setup=[{"name": "strict", "commands": ["echo $NOPE"]}])
-    write_agent(agents, "slow-setup", setup=[{"name": "slow", "commands": ["sleep 30"]}])
     write_agent(
         agents,
         "needs-secret",
@@ -180,7 +177,6 @@ def test_failure_paths_end_with_their_code(
                 "no-such-ref",
                 "failing-setup",
                 "unset-variable",
-                "slow-setup",
                 "needs-secret",
                 "app-auth",
             )
@@ -189,7 +185,7 @@ def test_failure_paths_end_with_their_code(
         expected = [
             *(
                 f'hookspawn_sessions_ended_total{{code="{code}",status="failed"}} 1.0'
-                for code in ("fetch_failed", "setup_timeout", "secret_missing")
+                for code in ("fetch_failed", "secret_missing", "git_auth_failed")
             ),
             'hookspawn_sessions_ended_total{code="setup_failed",status="failed"} 2.0',
         ]
@@ -200,7 +196,6 @@ def test_failure_paths_end_with_their_code(
         "no-such-ref": ("failed", "fetch_failed"),
         "failing-setup": ("failed", "setup_failed"),
         "unset-variable": ("failed", "setup_failed"),
-        "slow-setup": ("failed", "setup_timeout"),
         "needs-secret": ("failed", "secret_missing"),
         "app-auth": ("failed", "git_auth_failed"),
     }
@@ -211,7 +206,6 @@ def test_failure_paths_end_with_their_code(
     )
     assert "compiling" in ended["failing-setup"]["logTail"]
     assert "never" not in ended["failing-setup"]["logTail"].split("setup compile", 1)[1]
-    assert "'slow'" in ended["slow-setup"]["failure"]["message"]
     assert "absent" in ended["needs-secret"]["failure"]["message"]
     assert "TOKEN" in ended["needs-secret"]["failure"]["message"]
     assert not (Path(ended["needs-secret"]["workspace"]) / "home" / "user" / "ran").exists()
@@ -233,3 +227,22 @@ def test_a_session_without_a_working_directory_skips_setup(
     assert "no working directory: setup skipped" in session["logTail"]
     assert "setup never" not in session["logTail"]
     assert not (Path(session["workspace"]) / "home" / "user" / "ran").exists()
+
+
+def test_a_setup_entry_past_its_timeout_is_stopped(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin, setup_timeout=1.0)
+    marker = "$HOME/after"
+    write_agent(
+        settings.agents_dir,
+        "slow-setup",
+        setup=[{"name": "slow", "commands": ["sleep 30", f'touch "{marker}"']}],
+    )
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session = _ended(hs, hs.start("slow-setup"))
+    assert (session["status"], session["failure"]["code"]) == ("failed", "setup_timeout")
+    assert session["failure"]["message"] == (
+        "setup entry 'slow' ran longer than 1s and was stopped"
+    )
+    assert not (Path(session["workspace"]) / "home" / "user" / "after").exists()

@@ -228,7 +228,9 @@ def _preflight(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
         )
 
 
-def _fetch(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
+def _fetch(staging: Staging, mount: Mapping[str, Any], path: Path, nested: Sequence[Path]) -> None:
+    """Fetch, check out, reset and clean; `nested`: other mounts' checkouts inside this one,
+    which its clean leaves alone."""
     ref = mount.get("ref")
     env = _mount_env(staging) if mount.get("auth") == "githubApp" else {}
     fetch = ["fetch", "--depth", str(mount.get("depth") or 1), "--no-tags", "origin"]
@@ -238,7 +240,7 @@ def _fetch(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
         fetch,
         ["checkout", "-q", "--force", "--detach", "FETCH_HEAD"],
         ["reset", "-q", "--hard"],
-        ["clean", "-ffdxq"],
+        ["clean", "-ffdxq", *(f"--exclude=/{inner.relative_to(path)}" for inner in nested)],
     ]
     for command in steps:
         staging.note(f"{mount['mountPath']}: git {shlex.join(command)}")
@@ -262,4 +264,4 @@ def stage_mounts(
         if mount.get("auth") == "githubApp":
             _preflight(staging, mount, path)
     for mount, path in zip(mounts, paths, strict=True):
-        _fetch(staging, mount, path)
+        _fetch(staging, mount, path, [p for p in paths if path in p.parents])

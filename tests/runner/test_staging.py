@@ -125,6 +125,20 @@ def test_staging_again_reuses_the_checkout_and_leaves_exactly_the_ref(
     assert not (checkout / "build").exists()
 
 
+def test_a_mount_inside_another_survives_the_outer_clean(
+    shared_dir: Path, origin: Origin, log_file: BinaryIO
+) -> None:
+    outer = _mount("main", mountPath="/workspace")
+    inner = _mount(f"refs/pull/{PR_NUMBER}/head", mountPath="/workspace/pr")
+    staging = _staging(shared_dir / "ws", origin.rewrite, log_file)
+    stage_mounts(staging, [outer, inner], None)
+    stage_mounts(staging, [outer, inner], None)  # a second start: both reused
+    root = shared_dir / "ws" / "workspace"
+    assert git(root, "rev-parse", "HEAD") == origin.main
+    assert git(root / "pr", "rev-parse", "HEAD") == origin.pr_head
+    assert (root / "pr" / "widget.py").exists()
+
+
 def test_without_a_ref_the_fetch_has_no_refspec(
     shared_dir: Path, origin: Origin, log_file: BinaryIO
 ) -> None:

@@ -109,6 +109,13 @@ def test_a_pull_request_opened_delivery_ends_in_a_checkout_of_its_head(
         session_id = str(outcomes[0]["sessionId"])
         session = hs.wait_status(session_id, "succeeded", "failed", "cancelled")
         page = hs.http.get(f"/ui/sessions/{session_id}").text
+        # a replay finds the session there: it is neither queued nor run again
+        assert hs.http.post("/deliveries/runner-pr-2/replay").status_code == 202
+        wait_for(lambda: len(hs.http.get("/deliveries/runner-pr-2").json()["runs"]) == 2)
+        replayed = hs.http.get("/deliveries/runner-pr-2").json()["outcomes"]
+        again = hs.session(session_id)
+    assert [o["sessionId"] for o in replayed] == [session_id]
+    assert again["times"] == session["times"]
     assert session["status"] == "succeeded", session
     checkout = Path(session["workspace"]) / "workspace" / "widgets"
     assert git(checkout, "rev-parse", "HEAD") == origin.pr_head

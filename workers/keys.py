@@ -63,6 +63,10 @@ def session_run(session_id: str) -> str:
 #: A session whose deadline has passed lost its runner and is failed by the sweep.
 RUNNER_LEASES = f"{PREFIX}:runner:leases"
 
+#: zset session id → when it was queued (or last queued again by a runner's sweep): sessions
+#: recorded `queued` and not yet taken by a runner
+RUNNER_QUEUED = f"{PREFIX}:runner:queued"
+
 #: the Celery queue of session runs (`hookspawn runner` consumes it, nothing else does)
 SESSIONS_QUEUE = f"{PREFIX}.sessions"
 

@@ -9,6 +9,7 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -27,11 +28,24 @@ __all__ = ["RunnerService", "run_runner"]
 log = logging.getLogger(__name__)
 
 
-class _Sweeper:
-    """Every few seconds, fail the sessions whose lease ran out (their runner is gone)."""
+#: a session still queued this long after it was queued is queued again (its message may be
+#: lost); longer than a session usually waits for a free runner, so duplicates stay rare
+REQUEUE_AFTER = 300.0
 
-    def __init__(self, runs: SessionRuns, interval: float) -> None:
+
+class _Sweeper:
+    """Every few seconds, fail the sessions whose lease ran out (their runner is gone) and
+    queue again the sessions left queued too long."""
+
+    def __init__(
+        self,
+        runs: SessionRuns,
+        interval: float,
+        requeue: Callable[[str], None],
+        requeue_after: float,
+    ) -> None:
         self.runs, self.interval = runs, interval
+        self.requeue, self.requeue_after = requeue, requeue_after
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="runner-sweep")
 
@@ -40,6 +54,9 @@ class _Sweeper:
             try:
                 for session_id in self.runs.sweep_lost():
                     log.warning("session %s: its runner was lost; failed (runner_lost)", session_id)
+                for session_id in self.runs.waiting_since(self.requeue_after):
+                    log.warning("session %s: still queued; queued again", session_id)
+                    self.requeue(session_id)
             except redis.RedisError as exc:
                 log.warning("runner sweep failed: %s", exc)
             if self._stop.wait(self.interval):
@@ -57,7 +74,7 @@ class _Sweeper:
 class RunnerService:
     """The runner's Celery app with `run_session` bound to one SessionRunner."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, requeue_after: float = REQUEUE_AFTER) -> None:
         if not settings.redis_url:
             raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
         self.settings = settings
@@ -78,8 +95,14 @@ class RunnerService:
             return runner.run(session_id)
 
         self.sweeper = _Sweeper(
-            SessionRuns(self.client), interval=min(5.0, settings.runner_lease_seconds / 2)
+            SessionRuns(self.client),
+            interval=min(5.0, settings.runner_lease_seconds / 2),
+            requeue=self.enqueue,
+            requeue_after=requeue_after,
         )
+
+    def enqueue(self, session_id: str) -> None:
+        self.celery.send_task(RUN_SESSION, args=[session_id], queue=keys.SESSIONS_QUEUE)
 
     def worker(self, concurrency: int) -> Any:
         """A Celery worker (threads: a session mostly waits on its commands) on the sessions

@@ -46,12 +46,15 @@ class RunnerDispatcher:
         self.sessions, self.runs, self.data_dir, self.enqueue = sessions, runs, data_dir, enqueue
 
     def dispatch(self, spec: SessionSpec) -> bool:
-        created = self.sessions.create(spec)
+        # recorded `queued` before the session itself: a crash between the two leaves a run
+        # record the next try completes; one after leaves a queued session, which a runner's
+        # sweep queues again (SessionRuns.waiting_since)
         status = self.runs.queue(
             spec.id,
             workspace=str(workspace_path(self.data_dir, spec.id)),
             snapshot_key=spec_snapshot_key(spec),
         )
+        created = self.sessions.create(spec)
         if status == "queued":
             self.enqueue(spec.id)
         return created

@@ -18,23 +18,28 @@ __all__ = ["ACTIVE", "TERMINAL", "Failure", "SessionRuns", "SessionWithRun"]
 ACTIVE = ("staging", "setup", "running")
 TERMINAL = ("succeeded", "failed", "cancelled")
 
-# Record a session as queued unless it has a run record. KEYS: run; ARGV: workspace,
-# snapshot key, now. Answers the status it has now.
+# Record a session as queued unless it has a run record. KEYS: run, queued index; ARGV:
+# workspace, snapshot key, now (ISO), now (epoch), session id. Answers the status it has now.
 _QUEUE = """
-local run, workspace, snapshot, now = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+local run, queued = KEYS[1], KEYS[2]
+local workspace, snapshot, now, epoch, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if redis.call('HSETNX', run, 'status', 'queued') == 1 then
   redis.call('HSET', run, 'workspace', workspace, 'snapshotKey', snapshot, 'queuedAt', now)
+  redis.call('ZADD', queued, epoch, id)
 end
 return redis.call('HGET', run, 'status')
 """
 
-# A runner takes a queued session. KEYS: run, leases; ARGV: owner, lease deadline, now.
-# Answers 1 when taken, 0 when it is not queued (taken already, ended, or cancelled).
+# A runner takes a queued session. KEYS: run, leases, queued index; ARGV: owner, lease
+# deadline, now, session id. Answers 1 when taken, 0 when it is not queued (taken already,
+# ended, or cancelled).
 _CLAIM = """
-local run, leases, owner, deadline, now = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
+local run, leases, queued = KEYS[1], KEYS[2], KEYS[3]
+local owner, deadline, now, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if redis.call('HGET', run, 'status') ~= 'queued' then return 0 end
 redis.call('HSET', run, 'status', 'staging', 'owner', owner, 'stagingAt', now)
-redis.call('ZADD', leases, deadline, ARGV[4])
+redis.call('ZADD', leases, deadline, id)
+redis.call('ZREM', queued, id)
 return 1
 """
 
@@ -67,15 +72,16 @@ redis.call('ZADD', leases, deadline, id)
 return redis.call('HGET', run, 'cancel') or '0'
 """
 
-# Cancel. KEYS: run; ARGV: now. A queued session ends `cancelled` at once; an active one is
-# flagged for its runner, which kills what runs and ends it. Answers the status it has now
-# ('' when the session has no run record).
+# Cancel. KEYS: run, queued index; ARGV: now, session id. A queued session ends `cancelled`
+# at once; an active one is flagged for its runner, which kills what runs and ends it.
+# Answers the status it has now ('' when the session has no run record).
 _CANCEL = """
-local run, now = KEYS[1], ARGV[1]
+local run, queued, now, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 local current = redis.call('HGET', run, 'status')
 if not current then return '' end
 if current == 'queued' then
   redis.call('HSET', run, 'status', 'cancelled', 'cancelledAt', now, 'endedAt', now)
+  redis.call('ZREM', queued, id)
   return 'cancelled'
 end
 if current == 'staging' or current == 'setup' or current == 'running' then
@@ -147,14 +153,15 @@ class SessionRuns:
     def queue(self, session_id: str, *, workspace: str, snapshot_key: str) -> str:
         """Record the session as queued (once); its status now."""
         status = self._queue(
-            keys=[keys.session_run(session_id)], args=[workspace, snapshot_key, _now()]
+            keys=[keys.session_run(session_id), keys.RUNNER_QUEUED],
+            args=[workspace, snapshot_key, _now(), time.time(), session_id],
         )
         return cast(bytes, status).decode()
 
     def claim(self, session_id: str, owner: str, lease: float) -> bool:
         return bool(
             self._claim(
-                keys=[keys.session_run(session_id), keys.RUNNER_LEASES],
+                keys=[keys.session_run(session_id), keys.RUNNER_LEASES, keys.RUNNER_QUEUED],
                 args=[owner, time.time() + lease, _now(), session_id],
             )
         )
@@ -181,8 +188,27 @@ class SessionRuns:
 
     def cancel(self, session_id: str) -> str | None:
         """Ask to cancel; the status now (None: the session is not run by a local runner)."""
-        answer = cast(bytes, self._cancel(keys=[keys.session_run(session_id)], args=[_now()]))
+        answer = cast(
+            bytes,
+            self._cancel(
+                keys=[keys.session_run(session_id), keys.RUNNER_QUEUED], args=[_now(), session_id]
+            ),
+        )
         return answer.decode() or None
+
+    def waiting_since(self, seconds: float) -> list[str]:
+        """Sessions still queued `seconds` after they were queued (or last handed out here):
+        their run message may be lost (a crash between storing and queuing it), so the caller
+        queues them again; each is counted as handed out now. A duplicate message is harmless:
+        a runner takes a session only while it is queued."""
+        now = time.time()
+        found = cast(
+            list[bytes], self.client.zrangebyscore(keys.RUNNER_QUEUED, "-inf", now - seconds)
+        )
+        ids = [raw.decode() for raw in found]
+        if ids:
+            self.client.zadd(keys.RUNNER_QUEUED, {session_id: now for session_id in ids}, xx=True)
+        return ids
 
     def sweep_lost(self) -> list[str]:
         """Fail (`runner_lost`) every session whose runner stopped renewing its lease."""

@@ -183,10 +183,12 @@ def runner_settings(redis_url: str, shared_dir: Path, origin: Origin, **override
 
 
 @contextmanager
-def running_runner(settings: Settings, *, concurrency: int = 2) -> Iterator[RunnerService]:
+def running_runner(
+    settings: Settings, *, concurrency: int = 2, requeue_after: float = 300.0
+) -> Iterator[RunnerService]:
     """`hookspawn runner` in this process: a real Celery worker (threads) on the sessions
     queue, and its sweep."""
-    service = RunnerService(settings)
+    service = RunnerService(settings, requeue_after=requeue_after)
     sweeper = service.sweeper.start()
     try:
         with start_worker(

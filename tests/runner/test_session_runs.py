@@ -8,6 +8,13 @@ from pathlib import Path
 import redis
 
 from tests.conftest import make_settings, wait_for
+from tests.runner.conftest import (
+    Origin,
+    hookspawn_web,
+    runner_settings,
+    running_runner,
+    write_agent,
+)
 from workers import keys
 from workers.runner_service import RunnerService
 from workers.session_runs import SessionRuns
@@ -116,3 +123,29 @@ def test_a_runner_sweeps_sessions_lost_by_another(redis_url: str, tmp_path: Path
         sweeper.stop()
         service.close()
         client.close()
+
+
+def test_queued_sessions_are_indexed_until_taken_or_cancelled(redis_client: redis.Redis) -> None:
+    runs = SessionRuns(redis_client)
+    for session_id in ("s1", "s2", "s3"):
+        _queued(runs, session_id)
+    assert runs.waiting_since(60) == []
+    assert sorted(runs.waiting_since(-1)) == ["s1", "s2", "s3"]
+    runs.claim("s1", "a", 30)
+    runs.cancel("s2")
+    assert runs.waiting_since(-1) == ["s3"]
+    assert runs.waiting_since(60) == []  # handed out again just now
+    assert redis_client.zrange(keys.RUNNER_QUEUED, 0, -1) == [b"s3"]
+
+
+def test_a_session_whose_run_message_was_lost_is_queued_again(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin)
+    write_agent(settings.agents_dir, "lost-message")
+    with hookspawn_web(settings) as hs:
+        session_id = hs.start("lost-message")
+        assert hs.rt.client.delete(keys.SESSIONS_QUEUE) == 1  # the message is gone
+        with running_runner(settings, requeue_after=0):
+            session = hs.wait_status(session_id, "succeeded", "failed")
+    assert session["status"] == "succeeded", session

@@ -120,13 +120,13 @@ def origin(shared_dir: Path) -> Origin:
     return Origin(root=root, main=main, pr_head=pr_head)
 
 
+#: an agent's harness and inline environment; `setup` is JSON (a YAML flow sequence)
 RUNTIME = """
 harness: claude-code
 environment:
   name: {name}
   image: {{kind: preset, name: node24}}
   setup: {setup}
-{extra}
 """
 
 
@@ -140,8 +140,8 @@ def write_agent(
     triggers: str = "",
     mounts: str | None = None,
 ) -> None:
-    """An agent checking out acme/widgets (auth none) at /workspace/widgets, with its own
-    environment (named after it) and setup entries."""
+    """An agent checking out acme/widgets (auth none) at /workspace/widgets unless `mounts`
+    says otherwise, with its own environment (named after it) and setup entries."""
     mount_block = (
         mounts
         if mounts is not None
@@ -158,7 +158,7 @@ def write_agent(
     )
     text = (
         f"name: {name}\n"
-        + RUNTIME.format(name=f"{name}-env", setup=json.dumps(setup or []), extra="")
+        + RUNTIME.format(name=f"{name}-env", setup=json.dumps(setup or []))
         + mount_block
         + env
         + triggers

@@ -8,8 +8,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from hookspawn import commands, sandbox_commands
+from hookspawn import commands, sandbox_commands, session_commands
 from hookspawn.client import DEFAULT_URL, CommandError
+
+#: sessions one `hookspawn runner` runs at once by default (workers.runner_service says why)
+DEFAULT_CONCURRENCY = 2
 
 CONCURRENCY_HELP = "worker processes (default: twice the CPU cores, at least 2)"
 OPEN_ADMIN_HELP = (
@@ -88,6 +91,18 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send Celery task events and heartbeats (for Flower; off by default: they cost "
         "Redis round trips per task)",
+    )
+
+    runner = add(
+        "runner",
+        session_commands.runner,
+        "run sessions on this machine (HOOKSPAWN_RUNNER=local): stage, set up, run the harness",
+    )
+    runner.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        help=f"sessions run at once (default {DEFAULT_CONCURRENCY})",
     )
 
     check = add("check", commands.check, "compile the agent files and report every error")
@@ -173,8 +188,13 @@ def _parser() -> argparse.ArgumentParser:
     server_url(start)
     as_json(start)
 
-    sessions = add("sessions", commands.sessions, "list sessions or show one")
-    sessions.add_argument("action", choices=["list", "show"])
+    sessions = add(
+        "sessions", session_commands.sessions, "list sessions, show one, or print its log"
+    )
+    sessions.add_argument("action", choices=["list", "show", "logs"])
+    sessions.add_argument(
+        "--follow", action="store_true", help="logs: keep printing until the session ends"
+    )
     sessions.add_argument("id", nargs="?")
     sessions.add_argument("--agent", default=None)
     sessions.add_argument("--limit", type=int, default=100)

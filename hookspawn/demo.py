@@ -58,6 +58,7 @@ def demo_environment(env: Mapping[str, str]) -> dict[str, str]:
     """The environment of the demo's web and worker, from the one `serve` was started with."""
     out = {key: value for key, value in env.items() if key not in _NOT_IN_DEMO}
     out["HOOKSPAWN_AGENTS_DIR"] = str(AGENTS_DIR)
+    out["HOOKSPAWN_RUNNER"] = "local"  # sessions are run here: staged, set up, their log kept
     return out
 
 

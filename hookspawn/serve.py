@@ -14,14 +14,15 @@ from pathlib import Path
 
 from hookspawn.agents_notice import agents_notice
 from hookspawn.demo import demo_environment, demo_notes, record_connection
+from hookspawn.demo_repository import demo_repository
 from hookspawn.exposure import OPEN_FLAG, open_admin_refusal
-from hookspawn.lifeline import tied_to_this_process
 from hookspawn.redis_server import (
     DataDirInUse,
     RedisServer,
     redis_server_version,
     stop_servers_using,
 )
+from workers.lifeline import tied_to_this_process
 from workers.settings import Settings
 
 SECRET_FILE = "webhook-secret"  # noqa: S105 - a file name
@@ -131,6 +132,15 @@ def _embedded_redis(data_dir: Path) -> RedisServer:
     return RedisServer(data_dir, die_with_parent=True).start()
 
 
+def _spawn_workers(
+    supervisor: Supervisor, env: dict[str, str], concurrency: int, *, runner: bool
+) -> None:
+    """The delivery worker, and with HOOKSPAWN_RUNNER=local (or the demo) the session runner."""
+    supervisor.spawn("worker", _child_command("worker", "--concurrency", str(concurrency)), env)
+    if runner:
+        supervisor.spawn("runner", _child_command("runner"), env)
+
+
 def serve(
     settings: Settings,
     *,
@@ -178,6 +188,7 @@ def serve(
             secret_note = f"{secret}  (kept in {settings.data_dir / SECRET_FILE})"
         if demo:
             record_connection(env["HOOKSPAWN_REDIS_URL"])
+            env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(settings.data_dir)
             notes = demo_notes(f"http://{host}:{port}", os.environ)
         # sessions reach the broker here unless told otherwise
         env["HOOKSPAWN_PUBLIC_URL"] = settings.public_url or f"http://{host}:{port}"
@@ -185,7 +196,7 @@ def serve(
         if allow_open_admin:
             web.append(OPEN_FLAG)
         supervisor.spawn("web", _child_command(*web), env)
-        supervisor.spawn("worker", _child_command("worker", "--concurrency", str(concurrency)), env)
+        _spawn_workers(supervisor, env, concurrency, runner=demo or settings.runner == "local")
         print(f"hookspawn: serving on http://{host}:{port}", flush=True)
         print(f"hookspawn: webhook URL   http://{host}:{port}/webhooks/github", flush=True)
         print(f"hookspawn: webhook secret {secret_note}", flush=True)

@@ -112,6 +112,11 @@ def session_text(s: Mapping[str, Any]) -> str:
     ]
     if s.get("status"):
         lines.append(f"status: {s['status']}")
+    failure = s.get("failure")
+    if isinstance(failure, Mapping):
+        lines.append(f"failure: {failure.get('code')}: {failure.get('message')}")
+    if s.get("workspace"):
+        lines.append(f"workspace: {s['workspace']}")
     if s.get("displayTitle"):
         lines.append(f"title: {s['displayTitle']}")
     mounts = s.get("mounts") or []

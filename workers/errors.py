@@ -102,3 +102,10 @@ class BrokerNotFound(BrokerError):
     """`mount_not_found`, `unknown_tool`, `session_not_found`."""
 
     code = "not_found"
+
+
+class SessionFailed(WorkerError):
+    """A locally run session ends `failed` with this code (SPEC §15: `git_auth_failed`,
+    `fetch_failed`, `setup_failed`, `setup_timeout`, `secret_missing`, `harness_failed`)."""
+
+    code = "session_failed"

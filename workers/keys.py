@@ -69,6 +69,24 @@ def ui_session(digest: str) -> str:
     return f"{PREFIX}:ui-session:{digest}"
 
 
+#: hash: a locally run session's lifecycle (SPEC §15): status, failure (JSON), workspace,
+#: snapshotKey, owner (the runner holding it), cancel ("1" once asked), and `<status>At` times
+def session_run(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:run"
+
+
+#: zset session id → lease deadline (epoch seconds): sessions a runner is staging or running.
+#: A session whose deadline has passed lost its runner and is failed by the sweep.
+RUNNER_LEASES = f"{PREFIX}:runner:leases"
+
+#: zset session id → when it was queued (or last queued again by a runner's sweep): sessions
+#: recorded `queued` and not yet taken by a runner
+RUNNER_QUEUED = f"{PREFIX}:runner:queued"
+
+#: the Celery queue of session runs (`hookspawn runner` consumes it, nothing else does)
+SESSIONS_QUEUE = f"{PREFIX}.sessions"
+
+
 # Connections -------------------------------------------------------------
 #: hash installation id → JSON installation record (account, status, repositories)
 INSTALLATIONS = f"{PREFIX}:installations"

@@ -46,7 +46,9 @@ __all__ = [
     "OUTCOMES",
     "PROCESSING_RETRIES",
     "RECORDER",
+    "SESSIONS_ENDED",
     "SESSION_LATENCY",
+    "SESSION_START_SECONDS",
     "SPAWN_REPEATS",
     "TOKEN_CACHE",
     "WEB_LOCAL",
@@ -161,6 +163,20 @@ CREDENTIALS = Series(
     "session credential issued or revoked) and result (allowed, denied).",
     ("kind", "result"),
 )
+SESSIONS_ENDED = Series(
+    "hookspawn_sessions_ended_total",
+    "counter",
+    "Sessions the local runner ran to their end, by status (succeeded, failed, cancelled) and "
+    "failure code (empty unless failed).",
+    ("status", "code"),
+)
+SESSION_START_SECONDS = Series(
+    "hookspawn_session_start_seconds",
+    "histogram",
+    "Seconds from a session's creation to `running` on the local runner (queue wait, "
+    "staging and setup).",
+    buckets=(0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900),
+)
 
 #: recorded into Redis by any process
 ALL: tuple[Series, ...] = (
@@ -173,6 +189,8 @@ ALL: tuple[Series, ...] = (
     DISPATCH_RETRIES,
     PROCESSING_RETRIES,
     CREDENTIALS,
+    SESSIONS_ENDED,
+    SESSION_START_SECONDS,
 )
 _BY_NAME = {series.name: series for series in ALL}
 

@@ -24,6 +24,7 @@ from workers.pipeline import SpawnPipeline
 from workers.processing import DeliveryProcessor, Pipeline
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
+from workers.session_queue import runner_dispatcher
 from workers.sessions import SessionStore, SpawnRecords
 from workers.settings import Settings
 from workers.task_message import TaskMessages
@@ -54,16 +55,21 @@ def build_pipeline(
     sessions = SessionStore(client, retention=settings.sessions_kept)
     dispatcher: Dispatcher
     if settings.dispatch_url:
-        dispatcher = HttpDispatcher(
-            settings.dispatch_url, sessions=sessions, secret=settings.dispatch_secret
-        )
-    else:
-        dispatcher = EmbeddedDispatcher(sessions)
-    if not dispatcher.local:  # a spec handed over carries its session's broker credential
+        # a spec handed over carries its session's broker credential
         credentials = SessionCredentials(
             client, ttl=settings.session_credential_ttl, audit=SessionAudit(client)
         )
-        dispatcher = CredentialHandover(dispatcher, credentials)
+        dispatcher = CredentialHandover(
+            HttpDispatcher(
+                settings.dispatch_url, sessions=sessions, secret=settings.dispatch_secret
+            ),
+            credentials,
+        )
+    elif settings.runner == "local":
+        # the local runner issues a session its credential when it starts it
+        dispatcher = runner_dispatcher(settings, client, sessions)
+    else:
+        dispatcher = EmbeddedDispatcher(sessions)
     github = GitHubApp.from_settings(settings)
     return SpawnPipeline(
         agents=AgentsSource(

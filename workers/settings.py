@@ -6,7 +6,7 @@ import ipaddress
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -92,8 +92,8 @@ class Settings(BaseSettings):
     public_url: str | None = None
     #: how long a session credential (the sandbox's key to the broker) stays valid
     session_credential_ttl: Duration = timedelta(hours=24)
-    #: git `insteadOf` rewrites (`FROM=TO` prefixes): the broker accepts a git credential
-    #: request for a mount's rewritten URL too
+    #: `FROM=TO` address prefixes with git's `insteadOf` meaning: applied to every staging
+    #: fetch, and the broker accepts a git credential request for a mount's rewritten URL too
     git_url_rewrite: Csv = Field(default_factory=list)
     github_api_url: str = "https://api.github.com"
     dispatch_url: str | None = None
@@ -126,6 +126,18 @@ class Settings(BaseSettings):
     trusted_proxies: Annotated[Csv, AfterValidator(proxy_addresses)] = Field(default_factory=list)
     #: the sandbox configuration (SPEC §15) session commands are confined by
     sandbox_config: Path | None = None
+    #: `local`: created sessions are run on this machine by `hookspawn runner` (SPEC §15)
+    runner: Annotated[Literal["local"] | None, BeforeValidator(lambda v: v or None)] = None
+    #: who setup and harness commands run as when the runner runs as root (`""`: as root)
+    runner_user: str = "nobody"
+    #: seconds one setup entry may take before the session fails with `setup_timeout`
+    setup_timeout: float = Field(default=600.0, gt=0)
+    #: the harness run after setup (shlex-split, no shell); unset: a session ends after setup
+    harness_command: str | None = None
+    #: a JSON object of secret name → value, the store `$secret` env references resolve from
+    secrets_file: Path | None = None
+    #: how long a runner holds a session without renewing before it counts as lost
+    runner_lease_seconds: float = Field(default=30.0, gt=0, le=300)
 
     @property
     def sessions_kept(self) -> timedelta:

@@ -26,6 +26,7 @@ from hookspawn.web import (
     routes_explain,
     routes_health,
     routes_metrics,
+    routes_runner,
     routes_sessions,
     ui,
 )
@@ -92,6 +93,7 @@ def create_app(rt: Runtime) -> HookspawnApp:
     app.include_router(routes_agents.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_broker.router)
+    app.include_router(routes_runner.router)
     app.include_router(routes_connections.router)
     app.include_router(routes_explain.router)
     app.include_router(routes_metrics.router)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from workers.session_runs import SessionWithRun
 from workers.session_spec import SessionSpec
 
 __all__ = [
@@ -226,7 +227,7 @@ class DeliveryList(_View):
 
 
 class SessionList(_View):
-    items: list[SessionSpec] = Field(description="newest first")
+    items: list[SessionWithRun] = Field(description="newest first")
 
 
 class AuditEntry(_View):

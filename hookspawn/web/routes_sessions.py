@@ -21,11 +21,13 @@ from hookspawn.web.api_models import (
 )
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.http_errors import ApiError, StartRefused
+from hookspawn.web.routes_runner import run_view
 from workers import metrics
 from workers.pipeline import SpawnPipeline
 from workers.planning import Outcome
 from workers.runtime import Runtime
 from workers.session_audit import SessionAudit
+from workers.session_runs import SessionRuns
 from workers.session_spec import SessionSpec, session_json_schema
 from workers.starts import StartRequest, start_from_agent, start_manual
 
@@ -150,8 +152,13 @@ async def list_sessions(
     request: Request, agent: str | None = None, limit: int = Query(100, ge=1, le=1000)
 ) -> dict[str, Any]:
     rt = runtime(request)
-    items = await run_in_threadpool(rt.sessions.list, agent=agent, limit=limit)
-    return {"items": items}
+
+    def load() -> list[dict[str, Any]]:
+        items = rt.sessions.list(agent=agent, limit=limit)
+        runs = SessionRuns(rt.client).views([item["id"] for item in items])
+        return [{**item, **runs.get(item["id"], {})} for item in items]
+
+    return {"items": await run_in_threadpool(load)}
 
 
 @router.get(
@@ -166,7 +173,8 @@ async def get_session(request: Request, session_id: str) -> dict[str, Any]:
     if session is None:
         raise ApiError(404, "session_not_found", f"no session {session_id!r}")
     session["audit"] = await run_in_threadpool(SessionAudit(rt.client).entries, session_id)
-    return session
+    run = await run_in_threadpool(run_view, rt, session_id)
+    return {**session, **(run or {})}
 
 
 @router.get(

@@ -19,6 +19,7 @@ from hookspawn.web import ui_sessions
 from hookspawn.web.deps import SESSION_COOKIE, require_admin, runtime, same_origin
 from hookspawn.web.http_errors import ApiError
 from hookspawn.web.routes_deliveries import delivery_view
+from hookspawn.web.routes_runner import run_view
 from workers import keys
 from workers.pipeline import SpawnPipeline
 from workers.runtime import Runtime
@@ -303,7 +304,8 @@ async def session(request: Request, session_id: str) -> Response:
         if found is None:
             raise ApiError(404, "session_not_found", f"no session {session_id!r}")
         audit = SessionAudit(rt.client).entries(session_id)
-        return {"title": f"Session {session_id}", "s": found, "audit": audit}
+        run = run_view(rt, session_id)
+        return {"title": f"Session {session_id}", "s": found, "audit": audit, "run": run}
 
     return await _page(request, "session.html", load)
 

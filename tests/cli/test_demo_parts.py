@@ -89,6 +89,7 @@ def test_demo_settings_run_on_the_embedded_default(tmp_path: Path) -> None:
         "PATH": "/bin",
         "HOOKSPAWN_AGENTS_DIR": str(demo.AGENTS_DIR),
         "HOOKSPAWN_WEBHOOK_SECRET": "kept",
+        "HOOKSPAWN_RUNNER": "local",
     }
 
 

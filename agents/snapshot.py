@@ -1,0 +1,54 @@
+"""The setup snapshot cache key and its reuse window (the environments seed: setup, cache)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["DEFAULT_TTL_SECONDS", "snapshot_key", "ttl_seconds"]
+
+#: the seed's default reuse window when `setupCache` is absent: 7 days
+DEFAULT_TTL_SECONDS = 7 * 86400
+
+_TTL = re.compile(r"^([1-9][0-9]*)([smhd])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def snapshot_key(
+    environment: Mapping[str, Any],
+    mounts: Sequence[Mapping[str, Any]],
+    working_directory: str | None,
+) -> str:
+    """A hex digest of what the setup results depend on: the image build (image and steps),
+    the mounts, the setup commands with their `cache` objects, and the working directory.
+
+    `environment` is the generated resource's `spec`; `mounts` the session's mounts (JSON).
+    A mount counts by where it comes from and where it lands (url, mountPath, depth), not by
+    its ref: the ref differs per pull request and is fetched afresh on every start anyway.
+    """
+    material = {
+        "image": environment.get("image"),
+        "steps": list(environment.get("steps") or []),
+        "setup": list(environment.get("setup") or []),
+        "mounts": [
+            {"url": m.get("url"), "mountPath": m.get("mountPath"), "depth": m.get("depth")}
+            for m in mounts
+        ],
+        "workingDirectory": working_directory,
+    }
+    canonical = json.dumps(material, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def ttl_seconds(environment: Mapping[str, Any]) -> int:
+    """`setupCache.ttl` (`30m`, `24h`, `7d`) in seconds; the default when absent or unreadable
+    (the compiler has already refused a malformed one)."""
+    cache = environment.get("setupCache")
+    ttl = cache.get("ttl") if isinstance(cache, Mapping) else None
+    match = _TTL.match(ttl) if isinstance(ttl, str) else None
+    if match is None:
+        return DEFAULT_TTL_SECONDS
+    return int(match.group(1)) * _UNIT[match.group(2)]

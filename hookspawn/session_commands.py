@@ -1,0 +1,56 @@
+"""`hookspawn runner` and `hookspawn sessions logs ID [--follow]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from urllib.parse import quote
+
+from hookspawn import commands
+from hookspawn.client import CommandError, error_line
+
+__all__ = ["runner", "sessions"]
+
+#: statuses after which a session's log grows no more
+_ENDED = ("succeeded", "failed", "cancelled")
+#: how often `--follow` asks for more of the log
+_FOLLOW_POLL = 0.5
+
+
+def runner(args: argparse.Namespace) -> int:
+    from workers.runner_service import run_runner
+
+    commands._logging()
+    settings = commands._settings()
+    if args.concurrency < 1:
+        raise CommandError(f"--concurrency {args.concurrency}: must be at least 1", exit_code=2)
+    try:
+        return run_runner(settings, args.concurrency)
+    except (ValueError, KeyError) as exc:
+        raise CommandError(str(exc).strip("'\""), exit_code=2) from None
+
+
+def sessions(args: argparse.Namespace) -> int:
+    """`logs` here; `list` and `show` as before."""
+    if args.action != "logs":
+        return commands.sessions(args)
+    if not args.id:
+        raise CommandError("logs: a session ID is required", exit_code=2)
+    server = commands._server(args)
+    path = f"/sessions/{quote(args.id, safe='')}/log"
+    offset = 0
+    out = sys.stdout.buffer
+    while True:
+        response = server.request("GET", path, params={"offset": offset})
+        if not response.is_success:
+            raise CommandError(error_line(response))
+        out.write(response.content)
+        out.flush()
+        offset = int(response.headers.get("x-log-offset", offset + len(response.content)))
+        status = response.headers.get("x-session-status")
+        if response.content:
+            continue  # there may be more right away
+        if not args.follow or status is None or status in _ENDED:
+            return 0
+        time.sleep(_FOLLOW_POLL)

@@ -1,0 +1,111 @@
+"""The local runner's session routes: POST /sessions/{id}/cancel, GET /sessions/{id}/log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict
+from starlette.concurrency import run_in_threadpool
+
+from hookspawn.web.api_models import ADMIN, STORE, errors
+from hookspawn.web.deps import require_admin, runtime
+from hookspawn.web.http_errors import ApiError
+from workers import keys
+from workers.runtime import Runtime
+from workers.session_logs import read_log, tail
+from workers.session_runs import ACTIVE, SessionRuns
+
+router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
+
+#: at most this much of the log per GET /sessions/{id}/log
+LOG_CHUNK = 256 * 1024
+
+
+class CancelAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    status: str
+
+
+def run_view(rt: Runtime, session_id: str) -> dict[str, Any] | None:
+    """The runner's fields of GET /sessions/{id} (status, failure, workspace, snapshotKey,
+    logTail); None when the session is not run by a local runner."""
+    runs = SessionRuns(rt.client)
+    view = runs.get(session_id)
+    if view is None:
+        return None
+    if view["status"] in ACTIVE and runs.settle(session_id):
+        view = runs.get(session_id) or view
+    view["logTail"] = tail(rt.settings.data_dir, session_id) or ""
+    return view
+
+
+def _known(rt: Runtime, session_id: str) -> None:
+    if not rt.client.exists(keys.session(session_id)):
+        raise ApiError(404, "session_not_found", f"no session {session_id!r}")
+
+
+@router.post(
+    "/sessions/{session_id}/cancel",
+    response_model=CancelAnswer,
+    responses=errors(
+        STORE,
+        {
+            404: "session_not_found: no session has this id",
+            409: "not_cancellable: the session is not run by a local runner, or has ended",
+        },
+    ),
+)
+async def cancel(request: Request, session_id: str) -> dict[str, Any]:
+    """Stop a session: a queued one ends `cancelled` at once; a staging, setting-up or running
+    one is stopped by its runner (the running command's process group is killed)."""
+    rt = runtime(request)
+
+    def act() -> str | None:
+        _known(rt, session_id)
+        return SessionRuns(rt.client).cancel(session_id)
+
+    status = await run_in_threadpool(act)
+    if status is None:
+        raise ApiError(
+            409,
+            "not_cancellable",
+            f"session {session_id!r} is not run by a local runner (HOOKSPAWN_RUNNER=local)",
+        )
+    if status in ("succeeded", "failed"):
+        raise ApiError(
+            409,
+            "not_cancellable",
+            f"session {session_id!r} has already ended ({status})",
+            sessionStatus=status,
+        )
+    return {"id": session_id, "status": status}
+
+
+@router.get(
+    "/sessions/{session_id}/log",
+    response_class=Response,
+    responses={
+        200: {"content": {"text/plain": {}}, "description": "the log from `offset`"},
+        **errors(STORE, {404: "session_not_found: no session has this id"}),
+    },
+)
+async def session_log(request: Request, session_id: str, offset: int = Query(0, ge=0)) -> Response:
+    """The session's log from byte `offset`; `X-Log-Offset` is where the next read starts and
+    `X-Session-Status` the session's status (absent when no local runner runs it)."""
+    rt = runtime(request)
+
+    def read() -> tuple[bytes, int, str | None]:
+        _known(rt, session_id)
+        data, end = read_log(rt.settings.data_dir, session_id, offset, LOG_CHUNK)
+        view = SessionRuns(rt.client).get(session_id)
+        return data, end, view["status"] if view else None
+
+    data, end, status = await run_in_threadpool(read)
+    headers = {"X-Log-Offset": str(end)}
+    if status:
+        headers["X-Session-Status"] = status
+    return Response(data, media_type="text/plain; charset=utf-8", headers=headers)

@@ -1,0 +1,78 @@
+"""Pure parts of running a session: its env with secrets, the snapshot key and its TTL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agents.session_env import MissingSecret, resolve_env
+from agents.snapshot import DEFAULT_TTL_SECONDS, snapshot_key, ttl_seconds
+
+SPEC: dict[str, Any] = {
+    "image": {"kind": "preset", "name": "node24"},
+    "steps": ["RUN true"],
+    "setup": [{"name": "deps", "commands": ["npm ci"], "cache": {"key": "v1", "paths": []}}],
+    "env": {},
+}
+MOUNTS = [
+    {"url": "https://github.com/a/b.git", "mountPath": "/workspace/b", "depth": 1, "ref": "main"}
+]
+
+
+def test_env_layers_literals_and_secrets() -> None:
+    env = resolve_env(
+        [
+            {"A": "environment", "B": "environment"},
+            {"B": "agent", "S": {"$secret": "s"}, "O": {"$secret": "gone", "optional": True}},
+        ],
+        {"s": "value"},
+    )
+    assert env == {"A": "environment", "B": "agent", "S": "value"}
+
+
+def test_a_missing_required_secret_names_variable_and_secret() -> None:
+    with pytest.raises(MissingSecret) as missing:
+        resolve_env([{"TOKEN": {"$secret": "npm-token"}}], {})
+    assert (missing.value.variable, missing.value.secret) == ("TOKEN", "npm-token")
+    assert "TOKEN" in missing.value.message and "'npm-token'" in missing.value.message
+
+
+def _changed(**change: Any) -> dict[str, Any]:
+    return {**SPEC, **change}
+
+
+def test_the_snapshot_key_changes_with_what_setup_depends_on() -> None:
+    key = snapshot_key(SPEC, MOUNTS, "/workspace/b")
+    assert key == snapshot_key(dict(reversed(list(SPEC.items()))), MOUNTS, "/workspace/b")
+    assert key == snapshot_key(SPEC, [{**MOUNTS[0], "ref": "refs/pull/9/head"}], "/workspace/b")
+    different = [
+        snapshot_key(_changed(image={"kind": "preset", "name": "node22"}), MOUNTS, "/workspace/b"),
+        snapshot_key(_changed(steps=["RUN false"]), MOUNTS, "/workspace/b"),
+        snapshot_key(
+            _changed(
+                setup=[{"name": "deps", "commands": ["npm i"], "cache": {"key": "v1", "paths": []}}]
+            ),
+            MOUNTS,
+            "/workspace/b",
+        ),
+        snapshot_key(
+            _changed(
+                setup=[
+                    {"name": "deps", "commands": ["npm ci"], "cache": {"key": "v2", "paths": []}}
+                ]
+            ),
+            MOUNTS,
+            "/workspace/b",
+        ),
+        snapshot_key(SPEC, [{**MOUNTS[0], "mountPath": "/workspace/c"}], "/workspace/b"),
+        snapshot_key(SPEC, MOUNTS, "/workspace/b/sub"),
+    ]
+    assert key not in different
+    assert len(set(different)) == len(different)
+
+
+def test_ttl() -> None:
+    assert ttl_seconds({"setupCache": {"ttl": "30m"}}) == 1800
+    assert ttl_seconds({"setupCache": {"ttl": "2d"}}) == 2 * 86400
+    assert ttl_seconds({}) == DEFAULT_TTL_SECONDS == 7 * 86400

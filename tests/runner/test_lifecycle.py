@@ -1,0 +1,255 @@
+"""Sessions run by the local runner, from start to their end, through real HTTP, Celery and git."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+from pathlib import Path
+from typing import Any
+
+from hookspawn.demo import record_connection
+from tests.conftest import SECRET, wait_for
+from tests.runner.conftest import (
+    PR_NUMBER,
+    RUNNER_USER,
+    Hookspawn,
+    Origin,
+    git,
+    hookspawn_web,
+    runner_process,
+    runner_settings,
+    running_runner,
+    write_agent,
+)
+from triggers.signature import sign
+
+
+def test_a_started_session_is_staged_set_up_and_succeeds(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin)
+    write_agent(
+        settings.agents_dir,
+        "builder",
+        setup=[{"name": "build", "commands": ["mkdir -p build", "echo built > build/out"]}],
+    )
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session_id = hs.start("builder")
+        session = hs.wait_status(session_id, "succeeded", "failed")
+    assert session["status"] == "succeeded", session
+    assert session["failure"] is None
+    workspace = Path(session["workspace"])
+    assert workspace == (settings.data_dir / "workspaces" / session_id).absolute()
+    checkout = workspace / "workspace" / "widgets"
+    assert git(checkout, "rev-parse", "HEAD") == origin.main
+    assert (checkout / "build" / "out").read_text() == "built\n"
+    assert session["snapshotKey"]
+    assert "setup build" in session["logTail"]
+    assert set(session["times"]) >= {"queued", "staging", "setup", "running", "succeeded"}
+
+
+PR_REVIEW_TRIGGER = """\
+triggers:
+  - kind: github
+    name: review
+    event: pull_request
+    actions: [opened]
+    displayTitle: "Review #{{ github.pullRequest.number }}"
+    initialPrompt: "Review {{ github.pullRequest.htmlUrl }}"
+"""
+
+
+def widgets_payload(webhooks_dir: Path) -> dict[str, object]:
+    """GitHub's pull_request.opened example, moved to acme/widgets."""
+    payload = json.loads((webhooks_dir / "pull_request" / "opened.payload.json").read_text())
+    payload["repository"]["name"] = "widgets"
+    payload["repository"]["full_name"] = "acme/widgets"
+    payload["repository"]["owner"]["login"] = "acme"
+    assert payload["number"] == PR_NUMBER
+    return dict(payload)
+
+
+def test_a_pull_request_opened_delivery_ends_in_a_checkout_of_its_head(
+    redis_url: str, shared_dir: Path, origin: Origin, webhooks_dir: Path
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin)
+    write_agent(
+        settings.agents_dir,
+        "pr-review",
+        ref="refs/pull/{{payload.github.pullRequest.number}}/head",
+        setup=[{"name": "deps", "commands": ['echo "deps of $(pwd)" > "$HOME/deps.txt"']}],
+        triggers=PR_REVIEW_TRIGGER,
+    )
+    raw = json.dumps(widgets_payload(webhooks_dir)).encode()
+    with (
+        hookspawn_web(settings, worker=True) as hs,
+        runner_process(settings, shared_dir / "runner.log"),
+    ):
+        answer = hs.http.post(
+            "/webhooks/github",
+            content=raw,
+            headers={
+                "Content-Type": "application/json",
+                "X-GitHub-Event": "pull_request",
+                "X-GitHub-Delivery": "runner-pr-2",
+                "X-Hub-Signature-256": sign(raw, SECRET),
+            },
+        )
+        assert answer.status_code == 202, answer.text
+        outcomes: list[dict[str, object]] = []
+
+        def dispatched() -> bool:
+            view = hs.http.get("/deliveries/runner-pr-2").json()
+            outcomes[:] = view.get("outcomes") or []
+            return bool(outcomes)
+
+        wait_for(dispatched)
+        assert outcomes[0]["outcome"] == "dispatched", outcomes
+        session_id = str(outcomes[0]["sessionId"])
+        session = hs.wait_status(session_id, "succeeded", "failed", "cancelled")
+        page = hs.http.get(f"/ui/sessions/{session_id}").text
+        # a replay finds the session there: it is neither queued nor run again
+        assert hs.http.post("/deliveries/runner-pr-2/replay").status_code == 202
+        wait_for(lambda: len(hs.http.get("/deliveries/runner-pr-2").json()["runs"]) == 2)
+        replayed = hs.http.get("/deliveries/runner-pr-2").json()["outcomes"]
+        again = hs.session(session_id)
+    assert [o["sessionId"] for o in replayed] == [session_id]
+    assert again["times"] == session["times"]
+    assert session["status"] == "succeeded", session
+    checkout = Path(session["workspace"]) / "workspace" / "widgets"
+    assert git(checkout, "rev-parse", "HEAD") == origin.pr_head
+    assert git(checkout, "status", "--porcelain", "--ignored") == ""
+    assert sorted(p.name for p in checkout.iterdir()) == [
+        ".git",
+        ".gitignore",
+        "README.md",
+        "widget.py",
+    ]
+    home = Path(session["workspace"]) / "home" / "user"
+    assert (home / "deps.txt").read_text() == f"deps of {checkout}\n"
+    assert f"git fetch --depth 1 --no-tags origin refs/pull/{PR_NUMBER}/head" in session["logTail"]
+    assert "setup deps" in page and "succeeded" in page
+    if os.geteuid() == 0:
+        owner = pwd.getpwnam(RUNNER_USER).pw_uid
+        assert (checkout / "widget.py").stat().st_uid == owner
+        assert (home / "deps.txt").stat().st_uid == owner
+
+
+#: a githubApp mount of acme/widgets (the credential broker is what it lacks here)
+MOUNT_GITHUB_APP = """\
+mounts:
+  - kind: git
+    repository: acme/widgets
+    mountPath: /workspace/widgets
+    ref: {ref}
+    auth: {{kind: githubApp, capabilities: {{contents: read}}}}
+"""
+
+
+def _ended(hs: Hookspawn, session_id: str) -> dict[str, Any]:
+    return hs.wait_status(session_id, "succeeded", "failed", "cancelled")
+
+
+def test_failure_paths_end_with_their_code(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    secrets = shared_dir / "secrets.json"
+    secrets.write_text(json.dumps({"present": "s3cret-value"}))
+    settings = runner_settings(redis_url, shared_dir, origin, secrets_file=secrets)
+    agents = settings.agents_dir
+    write_agent(agents, "no-such-ref", ref="refs/heads/nope")
+    github_app = MOUNT_GITHUB_APP.format(ref="main")
+    write_agent(agents, "app-auth", mounts=github_app)
+    record_connection(redis_url)  # acme/widgets is covered (no App credentials: no token)
+    write_agent(
+        agents,
+        "failing-setup",
+        setup=[
+            {"name": "ok", "commands": ["true"]},
+            {"name": "compile", "commands": ["echo compiling", "exit 3", "echo never"]},
+        ],
+    )
+    write_agent(agents, "unset-variable", setup=[{"name": "strict", "commands": ["echo $NOPE"]}])
+    write_agent(
+        agents,
+        "needs-secret",
+        env="env:\n  TOKEN: {$secret: absent}\n",
+        setup=[{"name": "never", "commands": ['touch "$HOME/ran"']}],
+    )
+    with hookspawn_web(settings) as hs, running_runner(settings, concurrency=4):
+        ids = {
+            name: hs.start(name)
+            for name in (
+                "no-such-ref",
+                "failing-setup",
+                "unset-variable",
+                "needs-secret",
+                "app-auth",
+            )
+        }
+        ended = {name: _ended(hs, session_id) for name, session_id in ids.items()}
+        expected = [
+            *(
+                f'hookspawn_sessions_ended_total{{code="{code}",status="failed"}} 1.0'
+                for code in ("fetch_failed", "secret_missing", "git_auth_failed")
+            ),
+            'hookspawn_sessions_ended_total{code="setup_failed",status="failed"} 2.0',
+        ]
+        # the runner flushes its counts just after it records each end
+        wait_for(lambda: all(line in hs.http.get("/metrics").text for line in expected))
+    codes = {name: (s["status"], s["failure"]["code"]) for name, s in ended.items()}
+    assert codes == {
+        "no-such-ref": ("failed", "fetch_failed"),
+        "failing-setup": ("failed", "setup_failed"),
+        "unset-variable": ("failed", "setup_failed"),
+        "needs-secret": ("failed", "secret_missing"),
+        "app-auth": ("failed", "git_auth_failed"),
+    }
+    assert "credential broker" in ended["app-auth"]["failure"]["message"]
+    assert "refs/heads/nope" in ended["no-such-ref"]["failure"]["message"]
+    assert ended["failing-setup"]["failure"]["message"] == (
+        "setup entry 'compile' exited with status 3"
+    )
+    assert "compiling" in ended["failing-setup"]["logTail"]
+    assert "never" not in ended["failing-setup"]["logTail"].split("setup compile", 1)[1]
+    assert "absent" in ended["needs-secret"]["failure"]["message"]
+    assert "TOKEN" in ended["needs-secret"]["failure"]["message"]
+    assert not (Path(ended["needs-secret"]["workspace"]) / "home" / "user" / "ran").exists()
+
+
+def test_a_session_without_a_working_directory_skips_setup(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin)
+    write_agent(
+        settings.agents_dir,
+        "no-mounts",
+        mounts="",
+        setup=[{"name": "never", "commands": ['touch "$HOME/ran"']}],
+    )
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session = _ended(hs, hs.start("no-mounts"))
+    assert session["status"] == "succeeded", session
+    assert "no working directory: setup skipped" in session["logTail"]
+    assert "setup never" not in session["logTail"]
+    assert not (Path(session["workspace"]) / "home" / "user" / "ran").exists()
+
+
+def test_a_setup_entry_past_its_timeout_is_stopped(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin, setup_timeout=1.0)
+    marker = "$HOME/after"
+    write_agent(
+        settings.agents_dir,
+        "slow-setup",
+        setup=[{"name": "slow", "commands": ["sleep 30", f'touch "{marker}"']}],
+    )
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session = _ended(hs, hs.start("slow-setup"))
+    assert (session["status"], session["failure"]["code"]) == ("failed", "setup_timeout")
+    assert session["failure"]["message"] == (
+        "setup entry 'slow' ran longer than 1s and was stopped"
+    )
+    assert not (Path(session["workspace"]) / "home" / "user" / "after").exists()

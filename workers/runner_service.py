@@ -1,0 +1,145 @@
+"""`hookspawn runner`: a Celery worker on the sessions queue that runs sessions, plus the sweep
+that fails sessions whose runner was lost (SPEC §15)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from celery import Celery
+
+from workers import keys
+from workers.celery_app import make_celery
+from workers.runtime import redis_client
+from workers.session_audit import SessionAudit
+from workers.session_credentials import SessionCredentials
+from workers.session_queue import RUN_SESSION
+from workers.session_runner import SessionRunner
+from workers.session_runs import SessionRuns
+from workers.settings import Settings
+
+__all__ = ["RunnerService", "run_runner"]
+
+log = logging.getLogger(__name__)
+
+
+#: a session still queued this long after it was queued is queued again (its message may be
+#: lost); longer than a session usually waits for a free runner, so duplicates stay rare
+REQUEUE_AFTER = 300.0
+
+
+class _Sweeper:
+    """Every few seconds, fail the sessions whose lease ran out (their runner is gone) and
+    queue again the sessions left queued too long."""
+
+    def __init__(
+        self,
+        runs: SessionRuns,
+        interval: float,
+        requeue: Callable[[str], None],
+        requeue_after: float,
+    ) -> None:
+        self.runs, self.interval = runs, interval
+        self.requeue, self.requeue_after = requeue, requeue_after
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="runner-sweep")
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                for session_id in self.runs.sweep_lost():
+                    log.warning("session %s: its runner was lost; failed (runner_lost)", session_id)
+                for session_id in self.runs.waiting_since(self.requeue_after):
+                    log.warning("session %s: still queued; queued again", session_id)
+                    self.requeue(session_id)
+            except redis.RedisError as exc:
+                log.warning("runner sweep failed: %s", exc)
+            if self._stop.wait(self.interval):
+                return
+
+    def start(self) -> _Sweeper:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+class RunnerService:
+    """The runner's Celery app with `run_session` bound to one SessionRunner."""
+
+    def __init__(self, settings: Settings, *, requeue_after: float = REQUEUE_AFTER) -> None:
+        if not settings.redis_url:
+            raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
+        self.settings = settings
+        self.client = redis_client(settings.redis_url)
+        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        credentials = SessionCredentials(
+            self.client, ttl=settings.session_credential_ttl, audit=SessionAudit(self.client)
+        )
+        self.runner = SessionRunner(
+            settings,
+            self.client,
+            owner,
+            issue_credential=lambda session_id: credentials.issue(session_id).value,
+        )
+        self.celery: Celery = make_celery(settings.redis_url)
+        # a session runs as long as its harness does: no task time limit on this queue
+        self.celery.conf.update(task_time_limit=None, task_soft_time_limit=None)
+        runner = self.runner
+
+        # acks late: a session a runner took and lost is failed by the sweep, and its message
+        # coming back later finds it no longer queued
+        @self.celery.task(  # type: ignore[untyped-decorator]
+            name=RUN_SESSION, acks_late=True, shared=False
+        )
+        def run_session(session_id: str) -> str:
+            return runner.run(session_id)
+
+        self.sweeper = _Sweeper(
+            SessionRuns(self.client),
+            interval=min(5.0, settings.runner_lease_seconds / 2),
+            requeue=self.enqueue,
+            requeue_after=requeue_after,
+        )
+
+    def enqueue(self, session_id: str) -> None:
+        self.celery.send_task(RUN_SESSION, args=[session_id], queue=keys.SESSIONS_QUEUE)
+
+    def worker(self, concurrency: int) -> Any:
+        """A Celery worker (threads: a session mostly waits on its commands) on the sessions
+        queue only, so spawn work never waits behind sessions and sessions never run in the
+        delivery workers."""
+        return self.celery.Worker(
+            concurrency=concurrency,
+            pool="threads",
+            queues=[keys.SESSIONS_QUEUE],
+            loglevel="INFO",
+            without_heartbeat=True,
+            without_gossip=True,
+            without_mingle=True,
+        )
+
+    def close(self) -> None:
+        with contextlib.suppress(redis.RedisError):
+            self.client.close()
+
+
+def run_runner(settings: Settings, concurrency: int) -> int:
+    service = RunnerService(settings)
+    sweeper = service.sweeper.start()
+    try:
+        worker = service.worker(concurrency)
+        worker.start()
+        return int(worker.exitcode or 0)
+    finally:
+        sweeper.stop()
+        service.close()

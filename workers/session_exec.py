@@ -1,0 +1,128 @@
+"""Every command a session runs (git staging, setup, harness) goes through `run_command`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from workers.lifeline import tied_to_this_process
+
+__all__ = ["Account", "CommandCancelled", "CommandTimedOut", "account_of", "run_command"]
+
+#: how often a running command is checked for its deadline and for a cancel request
+_POLL = 0.1
+
+
+class CommandTimedOut(Exception):
+    """The command ran past its timeout; its process group was killed."""
+
+
+class CommandCancelled(Exception):
+    """The session was cancelled while the command ran; its process group was killed."""
+
+
+@dataclass(frozen=True)
+class Account:
+    """The unprivileged account session commands run as (when the runner is root)."""
+
+    name: str
+    uid: int
+    gid: int
+
+
+def account_of(name: str) -> Account | None:
+    """The account to switch to: None when not running as root or no user is configured.
+    Raises KeyError (naming the user) when the configured user does not exist."""
+    if os.geteuid() != 0 or not name:
+        return None
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise KeyError(f"HOOKSPAWN_RUNNER_USER: no user {name!r} on this machine") from None
+    return Account(name=name, uid=entry.pw_uid, gid=entry.pw_gid)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float | None,
+    log: BinaryIO,
+    cancel: Callable[[], bool],
+    account: Account | None = None,
+    stdin: bytes | None = None,
+) -> int:
+    """Run `argv` (never through a shell unless argv is one) in a process group of its own,
+    its output appended to `log`; its exit status. A timeout or a cancel request kills the
+    whole group and raises; whatever the command left running in its group is killed too.
+
+    The one place session commands start: a sandbox wraps `argv` here.
+    """
+    log.flush()
+    process = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        process_group=0,
+        user=account.uid if account else None,
+        group=account.gid if account else None,
+        extra_groups=[] if account else None,
+        preexec_fn=tied_to_this_process(signal.SIGKILL),
+    )
+    feeder = None
+    if stdin is not None:
+        feeder = threading.Thread(target=_feed, args=(process, stdin), daemon=True)
+        feeder.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    # a blocking wait in a thread: the end is seen at once (Popen.wait with a timeout polls,
+    # up to 50 ms late each time, and staging runs a dozen short git commands)
+    ended = threading.Event()
+    waiter = threading.Thread(target=_wait, args=(process, ended), daemon=True)
+    waiter.start()
+    try:
+        while not ended.wait(_POLL):
+            if cancel():
+                _kill_group(process.pid)
+                process.wait()
+                raise CommandCancelled(" ".join(argv[:2]))
+            if deadline is not None and time.monotonic() > deadline:
+                _kill_group(process.pid)
+                process.wait()
+                raise CommandTimedOut(" ".join(argv[:2]))
+    finally:
+        _kill_group(process.pid)
+        if feeder is not None:
+            feeder.join(1)
+    return process.wait()
+
+
+def _wait(process: subprocess.Popen[bytes], ended: threading.Event) -> None:
+    process.wait()
+    ended.set()
+
+
+def _feed(process: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write the command's standard input, then close it (a command may not read it all)."""
+    assert process.stdin is not None
+    with contextlib.suppress(BrokenPipeError, OSError):
+        process.stdin.write(data)
+    with contextlib.suppress(BrokenPipeError, OSError):
+        process.stdin.close()

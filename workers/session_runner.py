@@ -1,0 +1,353 @@
+"""Runs one session on this machine: staging → setup (snapshot cache) → harness → its end."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shlex
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import redis
+
+from agents.session_env import MissingSecret, resolve_env
+from agents.snapshot import ttl_seconds
+from workers import metrics
+from workers.errors import SessionFailed
+from workers.secret_store import load_secrets
+from workers.session_exec import (
+    CommandCancelled,
+    CommandTimedOut,
+    account_of,
+    run_command,
+)
+from workers.session_logs import log_path, workspace_path
+from workers.session_runs import SessionRuns
+from workers.sessions import SessionStore
+from workers.settings import Settings
+from workers.snapshots import SnapshotCache
+from workers.staging import (
+    Staging,
+    git_config_for,
+    host_path,
+    make_dirs,
+    parse_rewrites,
+    stage_mounts,
+)
+
+__all__ = ["SessionRunner"]
+
+log = logging.getLogger(__name__)
+
+#: the PATH session commands get (the host's environment is not passed on)
+SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: seconds one staging git command may take (a fetch of a large repository included)
+GIT_TIMEOUT = 600
+#: the sandbox's home directory, mapped under the session root like every sandbox path
+HOME = "/home/user"
+
+
+class _Heartbeat:
+    """Renews the session's lease while it runs; notices a cancel (or the loss of the
+    session to the sweep), which stops the running command."""
+
+    def __init__(self, runs: SessionRuns, session_id: str, owner: str, lease: float) -> None:
+        self.runs, self.session_id, self.owner, self.lease = runs, session_id, owner, lease
+        self.stop_asked = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="session-lease")
+
+    def _loop(self) -> None:
+        interval = min(0.25, self.lease / 4)
+        while not self._done.wait(interval):
+            try:
+                cancel = self.runs.renew(self.session_id, self.owner, self.lease)
+            except redis.RedisError as exc:
+                log.warning("session %s: lease renewal failed: %s", self.session_id, exc)
+                continue
+            if cancel is None or cancel:
+                self.stop_asked.set()
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(5)
+
+
+class _Run:
+    """One session's run: its files, log and how its commands are started."""
+
+    def __init__(
+        self,
+        runner: SessionRunner,
+        session: Mapping[str, Any],
+        log_file: BinaryIO,
+        beat: _Heartbeat,
+    ) -> None:
+        self.runner, self.session, self.log, self.beat = runner, session, log_file, beat
+        settings = runner.settings
+        self.workspace = workspace_path(settings.data_dir, session["id"])
+        self.home = host_path(self.workspace, HOME)
+        #: staging's global git config (beside the log, outside the session root)
+        self.git_config = log_path(settings.data_dir, session["id"]).parent / "gitconfig"
+        self.base_env = {"PATH": SESSION_PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}
+        if runner.account:
+            self.base_env["USER"] = runner.account.name
+
+    def note(self, text: str) -> None:
+        stamp = datetime.now(UTC).strftime("%H:%M:%S")
+        self.log.write(f"[hookspawn {stamp}] {text}\n".encode())
+        self.log.flush()
+
+    def command(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        *,
+        timeout: float | None,
+        stdin: bytes | None = None,
+    ) -> int:
+        if self.beat.stop_asked.is_set():
+            raise CommandCancelled(argv[0])
+        try:
+            return run_command(
+                argv,
+                cwd=cwd,
+                env={**self.base_env, **env},
+                timeout=timeout,
+                log=self.log,
+                cancel=self.beat.stop_asked.is_set,
+                account=self.runner.account,
+                stdin=stdin,
+            )
+        except (PermissionError, FileNotFoundError) as exc:
+            who = (
+                f"the runner user {self.runner.account.name!r}"
+                if self.runner.account
+                else "the runner"
+            )
+            raise SessionFailed(
+                f"{who} cannot run {argv[0]!r} in {cwd}: {exc.strerror} (every directory above "
+                "the data directory must be traversable by HOOKSPAWN_RUNNER_USER, and the "
+                "command must exist)",
+                code="internal_error",
+            ) from None
+
+    def git(self, args: Sequence[str], cwd: Path, env: Mapping[str, str]) -> int:
+        argv = ["git"]
+        for source, target in self.runner.rewrites:
+            argv += ["-c", f"url.{target}.insteadOf={source}"]
+        git_env = {
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": str(self.git_config),
+            **env,
+        }
+        try:
+            return self.command([*argv, *args], cwd, git_env, timeout=GIT_TIMEOUT)
+        except CommandTimedOut:
+            raise SessionFailed(
+                f"`git {args[0]}` in {cwd} ran longer than {GIT_TIMEOUT}s and was stopped",
+                code="fetch_failed",
+            ) from None
+
+
+class SessionRunner:
+    """Takes queued sessions (one `run` per Celery task) and runs them to their end."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        client: redis.Redis,
+        owner: str,
+        *,
+        issue_credential: Callable[[str], str] | None = None,
+    ) -> None:
+        """`issue_credential(session_id)`: a fresh session credential for the broker (the
+        broker's SessionCredentials.issue); without it a githubApp mount whose spec carries no
+        credential fails its auth preflight."""
+        self.settings = settings
+        self.issue_credential = issue_credential
+        self.owner = owner
+        self.sessions = SessionStore(client)
+        self.runs = SessionRuns(client)
+        self.account = account_of(settings.runner_user)
+        self.rewrites = parse_rewrites(settings.git_url_rewrite)
+        self.snapshots = SnapshotCache(settings.data_dir / "snapshots")
+        self.helper = str(Path(sys.executable).parent / "git-credential-hookspawn")
+
+    def run(self, session_id: str) -> str:
+        """Run the session when it is queued; what became of it."""
+        if not self.runs.claim(session_id, self.owner, self.settings.runner_lease_seconds):
+            return "not queued"
+        session = self.sessions.get(session_id)
+        path = log_path(self.settings.data_dir, session_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lease = self.settings.runner_lease_seconds
+        with (
+            path.open("ab") as log_file,
+            _Heartbeat(self.runs, session_id, self.owner, lease) as beat,
+        ):
+            if session is None:
+                return self._end(
+                    session_id, "failed", "internal_error", "the session record is gone"
+                )
+            run = _Run(self, session, log_file, beat)
+            try:
+                self._run(run)
+            except SessionFailed as exc:
+                run.note(f"failed: {exc.code}: {exc.message}")
+                return self._end(session_id, "failed", exc.code, exc.message)
+            except CommandCancelled:
+                run.note("cancelled")
+                return self._end(session_id, "cancelled")
+            except Exception as exc:
+                log.exception("session %s: runner error", session_id)
+                run.note(f"runner error: {type(exc).__name__}: {exc}")
+                return self._end(
+                    session_id, "failed", "internal_error", f"{type(exc).__name__}: {exc}"
+                )
+            run.note("succeeded")
+            return self._end(session_id, "succeeded")
+
+    def _end(self, session_id: str, status: str, code: str | None = None, message: str = "") -> str:
+        failure = {"code": code, "message": message} if code else None
+        if self.runs.advance(session_id, self.owner, status, failure):
+            metrics.inc(metrics.SESSIONS_ENDED, status, code or "")
+            self._flush_metrics()
+        return status
+
+    def _flush_metrics(self) -> None:
+        # the runner records a few series per session: flushed as they happen, no thread
+        with contextlib.suppress(redis.RedisError):
+            metrics.flush(self.runs.client)
+
+    def _run(self, run: _Run) -> None:
+        session = run.session
+        spec = session.get("environment", {}).get("resource", {}).get("spec", {})
+        try:
+            env = resolve_env(
+                [spec.get("env") or {}, session.get("env") or {}],
+                load_secrets(self.settings.secrets_file),
+            )
+        except MissingSecret as exc:
+            raise SessionFailed(exc.message, code="secret_missing") from None
+        make_dirs(run.workspace, run.home, self.account)
+        mounts = session.get("mounts") or []
+        run.git_config.write_text(git_config_for([m["url"] for m in mounts], self.rewrites))
+        run.git_config.chmod(0o644)
+        run.note(f"staging {len(session.get('mounts') or [])} mount(s) in {run.workspace}")
+        staging = Staging(
+            workspace=run.workspace,
+            git=run.git,
+            note=run.note,
+            account=self.account,
+            helper=self.helper,
+            broker=self._broker(session),
+        )
+        stage_mounts(staging, mounts, session.get("requester"))
+        self._advance(run, "setup")
+        working = session.get("workingDirectory")
+        cwd = host_path(run.workspace, working) if working else run.workspace
+        if working:
+            make_dirs(run.workspace, cwd, self.account)
+            self._setup(run, spec, cwd, env)
+        else:
+            run.note("no working directory: setup skipped")
+        self._advance(run, "running")
+        self._harness(run, cwd, env)
+
+    def _broker(self, session: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The spec's `broker`, with a session credential: a stored spec carries only the
+        broker's url, so one is issued for this start (kept in memory, handed to git's
+        environment only)."""
+        broker = session.get("broker")
+        if not isinstance(broker, Mapping):
+            return None
+        found = dict(broker)
+        if not found.get("credential") and self.issue_credential is not None:
+            found["credential"] = self.issue_credential(session["id"])
+        return found
+
+    def _advance(self, run: _Run, status: str) -> None:
+        if run.beat.stop_asked.is_set():
+            raise CommandCancelled(status)
+        run.note(status)
+        self.runs.advance(run.session["id"], self.owner, status)
+        if status == "running":
+            created = datetime.fromisoformat(str(run.session["createdAt"]))
+            metrics.observe(metrics.SESSION_START_SECONDS, time.time() - created.timestamp())
+            self._flush_metrics()
+
+    def _setup(self, run: _Run, spec: Mapping[str, Any], cwd: Path, env: dict[str, str]) -> None:
+        entries = spec.get("setup") or []
+        paths = [p for e in entries for p in (e.get("cache") or {}).get("paths", [])]
+        record = self.runs.get(run.session["id"]) or {}
+        key = record.get("snapshotKey") or ""
+        restored = None
+        if paths and key:
+            restored = self.snapshots.restore(
+                key, run.workspace, ttl=ttl_seconds(spec), account=self.account
+            )
+            run.note(f"snapshot {key}: " + ("miss" if restored is None else f"restored {restored}"))
+        for entry in entries:
+            script = "set -eu\n" + "\n".join(entry["commands"])
+            run.note(f"setup {entry['name']}")
+            try:
+                code = run.command(
+                    ["/bin/sh", "-lc", script], cwd, env, timeout=self.settings.setup_timeout
+                )
+            except CommandTimedOut:
+                raise SessionFailed(
+                    f"setup entry {entry['name']!r} ran longer than "
+                    f"{self.settings.setup_timeout:g}s and was stopped",
+                    code="setup_timeout",
+                ) from None
+            if code != 0:
+                raise SessionFailed(
+                    f"setup entry {entry['name']!r} exited with status {code}", code="setup_failed"
+                )
+        if paths and key and restored is None:
+            # saved on a miss only: a hit re-saving would keep a snapshot fresh forever, and
+            # setupCache.ttl is there to bound how stale its results may get
+            saved = self.snapshots.save(key, run.workspace, paths)
+            run.note(f"snapshot {key}: saved {saved}")
+
+    def _harness(self, run: _Run, cwd: Path, env: dict[str, str]) -> None:
+        command = self.settings.harness_command
+        if not command:
+            run.note("no harness command (HOOKSPAWN_HARNESS_COMMAND): done after setup")
+            return
+        session = run.session
+        harness_env = {
+            **env,
+            "HOOKSPAWN_SESSION_ID": session["id"],
+            "HOOKSPAWN_SESSION_TITLE": session.get("displayTitle") or "",
+            "HOOKSPAWN_SESSION_PROMPT": session.get("initialPrompt") or "",
+            "HOOKSPAWN_SESSION_MESSAGE": session.get("message") or "",
+        }
+        argv = shlex.split(command)
+        run.note(f"harness: {shlex.join(argv)}")
+        started = time.monotonic()
+        code = run.command(
+            argv,
+            cwd,
+            harness_env,
+            timeout=None,
+            stdin=(session.get("initialPrompt") or "").encode(),
+        )
+        if code != 0:
+            raise SessionFailed(
+                f"the harness `{argv[0]}` exited with status {code} after "
+                f"{time.monotonic() - started:.0f}s",
+                code="harness_failed",
+            )

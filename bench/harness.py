@@ -45,11 +45,11 @@ from hookspawn.redis_server import RedisServer, free_port  # noqa: E402
 from tests.github_standin import GitHubStandin  # noqa: E402
 from tests.procs import Proc, process_tree, status_kb  # noqa: E402
 from triggers.signature import sign  # noqa: E402
+from triggers.spawn_rules import trigger_spawn_id  # noqa: E402
 from workers import keys  # noqa: E402
 from workers.celery_app import PROCESS_DELIVERY, celery_config  # noqa: E402
 from workers.connections import ConnectionStore  # noqa: E402
 from workers.deliveries import DeliveryStore, NewDelivery  # noqa: E402
-from workers.planning import trigger_spawn_id  # noqa: E402
 from workers.sessions import decode_session  # noqa: E402
 from workers.task_message import TaskMessages  # noqa: E402
 

@@ -18,10 +18,11 @@ import redis
 
 from triggers.envelope import envelope_view
 from triggers.json_codec import check_depth, load_body
+from triggers.outcome import Outcome
+from triggers.session_spec import SessionSpec
 from workers import metrics
 from workers.deliveries import FAILED, PROCESSED, Delivery, DeliveryStore, iso
 from workers.errors import Transient, WorkerError
-from workers.session_spec import SessionSpec
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 class RunResult:
     """What one pass of the pipeline decided for a delivery."""
 
-    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
     #: sessions decided (their outcomes say `dispatched`) but not written yet: they are
     #: created together with the run's record, in one atomic step (`DeliveryStore.finish`)
@@ -211,7 +212,7 @@ class DeliveryProcessor:
         run = {
             "run": delivery.runs + 1,
             "startedAt": iso(started),
-            "outcomes": result.outcomes,
+            "outcomes": [outcome.to_json() for outcome in result.outcomes],
             "decisions": result.decisions,
         }
         created = len(result.staged)
@@ -226,6 +227,7 @@ class DeliveryProcessor:
             # a session of this spawn exists already (the delivery was recorded again after
             # its record expired), or the record itself is gone: one by one, then the run
             created = self.pipeline.dispatch_staged(result)
+            run["outcomes"] = [outcome.to_json() for outcome in result.outcomes]
             self.store.finish(delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner)
         metrics.session_created(delivery.received_at, created)
         metrics.count_outcomes(result.outcomes)
@@ -233,7 +235,7 @@ class DeliveryProcessor:
         if log.isEnabledFor(logging.INFO):
             tally: dict[str, int] = {}
             for outcome in result.outcomes:
-                kind, code = str(outcome.get("outcome")), outcome.get("code")
+                kind, code = outcome.outcome, outcome.code
                 key = f"{kind} ({code})" if code else kind
                 tally[key] = tally.get(key, 0) + 1
             summary = ", ".join(f"{n} {k}" for k, n in sorted(tally.items())) or "nothing fired"

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from workers.session_spec import SessionSpec
+from triggers.session_spec import SessionSpec
 
 __all__ = [
     "ADMIN",

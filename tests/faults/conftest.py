@@ -48,8 +48,8 @@ from tests.pipeline.conftest import (
 from tests.procs import Proc, children_of, group_members
 from tests.secret_scan import redis_haystacks
 from triggers.signature import sign
+from triggers.spawn_rules import trigger_spawn_id
 from workers import keys
-from workers.planning import trigger_spawn_id
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

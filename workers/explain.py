@@ -2,13 +2,13 @@
 
 For every trigger of every agent: whether it fires, else the first condition that failed (the
 matcher's own decision, with the failing filter's path, expected and actual value); for the
-triggers that fire, the plan the spawn pipeline would follow, step by step in its order —
-already dispatched? → coverage of each githubApp mount → refs → token (never minted here: it
-says which installation and permissions it would ask for) → texts → dispatch — stopping at the
-first refusal or suppression, as the pipeline does.
+triggers that fire, already dispatched? and then the very plan the spawn pipeline executes
+(triggers.spawn_plan.plan_spawn): coverage of each githubApp mount → refs → token (never
+minted here: it says which installation and permissions it would ask for) → texts → dispatch,
+stopping at the first refusal or suppression.
 
-No side effects: nothing is written to Redis (connections, spawn records and agents are only
-read), lifecycle events are not applied, and GitHub is never called.
+No side effects, no I/O here: the caller passes a snapshot of the connections and a read-only
+lookup of spawn records; lifecycle events are not applied, and GitHub is never called.
 """
 
 from __future__ import annotations

@@ -209,16 +209,10 @@ class DeliveryProcessor:
         check_depth(body, payload)
         envelope = envelope_view(delivery.event, delivery.delivery_id, payload)
         result = self.pipeline.run(delivery, payload, envelope, final_attempt=final_attempt)
-        run = {
-            "run": delivery.runs + 1,
-            "startedAt": iso(started),
-            "outcomes": [outcome.to_json() for outcome in result.outcomes],
-            "decisions": result.decisions,
-        }
         created = len(result.staged)
         if not self.store.finish(
             delivery.delivery_id,
-            run,
+            _run_record(delivery, started, result),
             status=PROCESSED,
             error=None,
             owner=owner,
@@ -227,7 +221,7 @@ class DeliveryProcessor:
             # a session of this spawn exists already (the delivery was recorded again after
             # its record expired), or the record itself is gone: one by one, then the run
             created = self.pipeline.dispatch_staged(result)
-            run["outcomes"] = [outcome.to_json() for outcome in result.outcomes]
+            run = _run_record(delivery, started, result)
             self.store.finish(delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner)
         metrics.session_created(delivery.received_at, created)
         metrics.count_outcomes(result.outcomes)
@@ -248,3 +242,13 @@ class DeliveryProcessor:
         delivery = self.store.get(delivery_id)
         metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event if delivery else "", FAILED)
         metrics.flush(self.store.client)
+
+
+def _run_record(delivery: Delivery, started: float, result: RunResult) -> dict[str, Any]:
+    """The run as stored with the delivery: its typed outcomes as JSON, made at the store."""
+    return {
+        "run": delivery.runs + 1,
+        "startedAt": iso(started),
+        "outcomes": [outcome.to_json() for outcome in result.outcomes],
+        "decisions": result.decisions,
+    }

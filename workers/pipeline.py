@@ -134,12 +134,9 @@ class SpawnPipeline:
                 o for o in done.outcomes if o.outcome == "dispatched" and not o.repeat
             )
             raise pending
-        result = RunResult(
-            outcomes=outcomes, decisions=[d.to_json() for d in decisions], staged=staged or []
+        return RunResult(
+            outcomes=outcomes, decisions=decisions, connections=notes, staged=staged or []
         )
-        if notes:
-            result.decisions.insert(0, {"connections": notes})
-        return result
 
     def close(self) -> None:
         self.dispatcher.close()

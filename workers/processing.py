@@ -18,6 +18,7 @@ import redis
 
 from triggers.envelope import envelope_view
 from triggers.json_codec import check_depth, load_body
+from triggers.matching import Decision
 from triggers.outcome import Outcome
 from triggers.session_spec import SessionSpec
 from workers import metrics
@@ -32,7 +33,9 @@ class RunResult:
     """What one pass of the pipeline decided for a delivery."""
 
     outcomes: list[Outcome] = field(default_factory=list)
-    decisions: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    #: what a lifecycle event changed in the connections, one line each
+    connections: list[str] = field(default_factory=list)
     #: sessions decided (their outcomes say `dispatched`) but not written yet: they are
     #: created together with the run's record, in one atomic step (`DeliveryStore.finish`)
     staged: list[SessionSpec] = field(default_factory=list)
@@ -250,5 +253,6 @@ def _run_record(delivery: Delivery, started: float, result: RunResult) -> dict[s
         "run": delivery.runs + 1,
         "startedAt": iso(started),
         "outcomes": [outcome.to_json() for outcome in result.outcomes],
-        "decisions": result.decisions,
+        "decisions": ([{"connections": result.connections}] if result.connections else [])
+        + [decision.to_json() for decision in result.decisions],
     }

@@ -158,7 +158,7 @@ def _plan_trigger(
     agent: CompiledAgent, start: TriggerStart, coverage: Coverage[Any], created_at: str
 ) -> Plan:
     session_id = trigger_spawn_id(start.delivery_id, agent.name, start.trigger.key)
-    covered = cover(agent, coverage, delivery_installation_of(start.envelope))
+    covered = _cover(agent, coverage, delivery_installation_of(start.envelope))
     uncovered = _first_uncovered(covered)
     if uncovered is not None:
         return Suppressed(session_id, uncovered.not_covered, _where(uncovered), covered)
@@ -193,7 +193,7 @@ def _plan_trigger(
 def _plan_direct(
     agent: CompiledAgent, start: DirectStart, coverage: Coverage[Any], created_at: str
 ) -> Plan:
-    covered = cover(agent, coverage, None)
+    covered = _cover(agent, coverage, None)
     uncovered = _first_uncovered(covered)
     if uncovered is not None:
         return Refused(
@@ -218,7 +218,7 @@ def _plan_direct(
     return Planned(start.session_id, covered, refs, _mints(covered), spec)
 
 
-def cover(
+def _cover(
     agent: CompiledAgent, coverage: Coverage[Any], delivery_installation: int | None
 ) -> tuple[MountCoverage, ...]:
     """Each githubApp mount of the agent, with the installation covering its repository."""

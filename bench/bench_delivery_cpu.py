@@ -28,9 +28,9 @@ from harness import Bench, pr_bodies, stage_deliveries
 import triggers.matching
 import workers.pipeline
 import workers.processing
+from triggers.session_spec import SessionSpec
 from workers.deliveries import DeliveryStore
 from workers.runtime import build_runtime
-from workers.session_spec import SessionSpec
 from workers.settings import Settings
 
 SPENT: Counter[str] = Counter()
@@ -56,7 +56,7 @@ PARTS = (
     (workers.processing, "load_body", "parse the payload"),
     (workers.processing, "envelope_view", "envelope view"),
     (triggers.matching.TriggerIndex, "evaluate", "matching (10 triggers)"),
-    (workers.pipeline.SpawnPipeline, "spawn", "planning one spawn"),
+    (workers.pipeline.SpawnPipeline, "spawn_trigger", "planning one spawn"),
     (SessionSpec, "without_input", "  the spec JSON (part of the finish above)"),
 )
 

@@ -22,6 +22,7 @@ from triggers.session_access import (
     session_tools,
     tool_grant,
 )
+from triggers.spawn_rules import Grant
 from workers import keys
 from workers.connections import ConnectionStore
 from workers.errors import (
@@ -35,7 +36,6 @@ from workers.errors import (
 )
 from workers.github import MintedToken
 from workers.pipeline import prune_refused
-from workers.planning import Grant
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
 from workers.sessions import SessionStore

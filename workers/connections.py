@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 import orjson
 import redis
 
+from triggers.coverage import Coverage
 from workers import keys
 from workers.errors import AccessRevoked, StoreUnavailable, WorkerError
 from workers.github import GitHubApp, RemoteInstallation
@@ -68,7 +69,16 @@ class ConnectionStore:
 
     def covering(self, full_name: str) -> list[tuple[Installation, int]]:
         """Active installations that cover `full_name` (case-insensitive), with its repo id."""
-        return _covering(self._load(), full_name)
+        return self.snapshot().covering(full_name)
+
+    def snapshot(self, generation: bytes | None = None) -> Coverage[Installation]:
+        """Every installation as read now, for the pure coverage rules (triggers.coverage).
+
+        `generation`: `keys.INSTALLATIONS_GENERATION` as the caller read it in one of its
+        own round trips (the delivery claim reads it); when it is the one last read here, no
+        read is made.
+        """
+        return Coverage(self._load(generation))
 
     def resolve(
         self,
@@ -78,26 +88,11 @@ class ConnectionStore:
         delivery_installation: int | None,
         generation: bytes | None = None,
     ) -> tuple[Installation, int] | None:
-        """The installation a mount of `full_name` uses, with the repository id (SPEC §7).
-
-        A pinned `auth.installationId` is used only when it is a known active installation
-        covering the repository; otherwise there is none (never another installation, never an
-        id the project has no connection for). Unpinned: the delivery's installation when it is
-        an active connection covering the repository, else the lowest-id one covering it.
-
-        `generation`: `keys.INSTALLATIONS_GENERATION` as the caller read it in one of its
-        own round trips (the delivery claim reads it); when it is the one last read here, no
-        read is made.
-        """
-        state = self._load(generation)
-        if pinned is not None:
-            return _covered_by(state.get(pinned), full_name)
-        if delivery_installation is not None:
-            found = _covered_by(state.get(delivery_installation), full_name)
-            if found is not None:
-                return found
-        covering = _covering(state, full_name)
-        return covering[0] if covering else None
+        """The installation a mount of `full_name` uses, with the repository id (SPEC §7):
+        `Coverage.resolve` over the current snapshot."""
+        return self.snapshot(generation).resolve(
+            full_name, pinned=pinned, delivery_installation=delivery_installation
+        )
 
     # changing -----------------------------------------------------------------------------
     def apply_event(self, event: str, body: Mapping[str, Any]) -> Change:
@@ -174,20 +169,6 @@ class ConnectionStore:
 
 def _parse(raw: Mapping[bytes, bytes]) -> State:
     return {int(k): Installation.from_json(orjson.loads(v)) for k, v in raw.items()}
-
-
-def _covered_by(inst: Installation | None, full_name: str) -> tuple[Installation, int] | None:
-    repo_id = inst.covers(full_name) if inst is not None else None
-    return (inst, repo_id) if inst is not None and repo_id is not None else None
-
-
-def _covering(state: State, full_name: str) -> list[tuple[Installation, int]]:
-    found = []
-    for _, inst in sorted(state.items()):
-        repo_id = inst.covers(full_name)
-        if repo_id is not None:
-            found.append((inst, repo_id))
-    return found
 
 
 # the GitHub API ---------------------------------------------------------------------------

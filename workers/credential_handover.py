@@ -7,10 +7,10 @@ withdrawn when the target already had the session (409), kept when the try faile
 
 from __future__ import annotations
 
+from triggers.session_spec import SessionSpec
 from workers.dispatch import Dispatcher
 from workers.errors import DispatchUnavailable
 from workers.session_credentials import SessionCredentials
-from workers.session_spec import SessionSpec
 
 __all__ = ["CredentialHandover"]
 

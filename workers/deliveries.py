@@ -16,6 +16,7 @@ from redis.commands.core import AsyncScript, Script
 from redis.exceptions import NoScriptError
 
 from triggers.json_codec import dump_json
+from triggers.session_spec import SessionSpec
 from workers import keys
 from workers.delivery_scripts import (
     CLAIM,
@@ -27,7 +28,6 @@ from workers.delivery_scripts import (
     Arg,
     finish_call,
 )
-from workers.session_spec import SessionSpec
 from workers.sessions import SESSION_RETENTION, retention_seconds
 
 QUEUED, PROCESSED, FAILED = "queued", "processed", "failed"

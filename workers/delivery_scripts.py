@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from triggers.session_spec import SessionSpec
 from workers import keys
-from workers.session_spec import SessionSpec
 from workers.sessions import STORE_SESSION_LUA
 
 #: what a script's ARGV holds: Redis turns each into a string

@@ -10,9 +10,9 @@ from typing import Protocol
 
 import httpx
 
+from triggers.session_spec import SessionSpec
 from workers import metrics
 from workers.errors import DispatchUnavailable
-from workers.session_spec import SessionSpec
 from workers.sessions import SessionStore
 
 log = logging.getLogger(__name__)

@@ -2,13 +2,13 @@
 
 For every trigger of every agent: whether it fires, else the first condition that failed (the
 matcher's own decision, with the failing filter's path, expected and actual value); for the
-triggers that fire, the plan the spawn pipeline would follow, step by step in its order —
-already dispatched? → coverage of each githubApp mount → refs → token (never minted here: it
-says which installation and permissions it would ask for) → texts → dispatch — stopping at the
-first refusal or suppression, as the pipeline does.
+triggers that fire, already dispatched? and then the very plan the spawn pipeline executes
+(triggers.spawn_plan.plan_spawn): coverage of each githubApp mount → refs → token (never
+minted here: it says which installation and permissions it would ask for) → texts → dispatch,
+stopping at the first refusal or suppression.
 
-No side effects: nothing is written to Redis (connections, spawn records and agents are only
-read), lifecycle events are not applied, and GitHub is never called.
+No side effects, no I/O here: the caller passes a snapshot of the connections and a read-only
+lookup of spawn records; lifecycle events are not applied, and GitHub is never called.
 """
 
 from __future__ import annotations
@@ -16,21 +16,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agents import CompiledAgent, Mount, Trigger
+from agents import CompiledAgent, Trigger
+from triggers.coverage import Connection, Coverage, repository_of
 from triggers.envelope import build_envelope
-from triggers.envelope import session_input as make_session_input
 from triggers.matching import MISSING, Decision, TriggerIndex, lookup
+from triggers.spawn_plan import MountCoverage, Plan, Planned, TriggerStart, plan_spawn
+from triggers.spawn_rules import sender_login, trigger_spawn_id
 from workers.agents_source import AgentSet
-from workers.connections import ConnectionStore
 from workers.errors import WorkerError
-from workers.lifecycle import LIFECYCLE_EVENTS, Installation
-from workers.pipeline import delivery_installation_of, not_covered_message, resolve_mount
-from workers.planning import PlanRefused, github_mounts, render_refs, render_text, trigger_spawn_id
-from workers.sessions import SpawnRecords
+from workers.lifecycle import LIFECYCLE_EVENTS
 
 __all__ = ["DEFAULT_DELIVERY_ID", "ExplainError", "explain", "format_explain"]
 
@@ -48,14 +45,8 @@ class ExplainError(WorkerError):
     code = "invalid_request"
 
 
-@dataclass(frozen=True)
-class _Sources:
-    """What explain reads: the agents, the connections, spawn records; never written to."""
-
-    agents: AgentSet
-    connections: ConnectionStore
-    spawns: SpawnRecords | None
-    minting: bool  # a GitHub App is configured, so the pipeline would mint tokens
+#: looks up whether a spawn id was dispatched already (its session id), reading only
+Dispatched = Callable[[str], str | None]
 
 
 def explain(
@@ -63,13 +54,15 @@ def explain(
     body: Mapping[str, Any],
     *,
     agents: AgentSet,
-    connections: ConnectionStore,
-    spawns: SpawnRecords | None = None,
+    coverage: Coverage[Any],
+    dispatched: Dispatched | None = None,
     minting: bool = False,
     delivery_id: str | None = None,
     agent_errors: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The dry run of one event (`body` is the raw webhook body) against the agents."""
+    """The dry run of one event (`body` is the raw webhook body) against the agents, with the
+    connections as `coverage` read them; `minting`: a GitHub App is configured, so the
+    pipeline would mint tokens."""
     if not EVENT_RE.fullmatch(event):
         raise ExplainError(
             f"event {event[:80]!r} is not a GitHub event name (lowercase letters, digits and _)",
@@ -79,7 +72,7 @@ def explain(
     delivery = delivery_id if delivery_id is not None else DEFAULT_DELIVERY_ID
     if not DELIVERY_RE.fullmatch(delivery):
         raise ExplainError("deliveryId must be 1-64 of [A-Za-z0-9-]", deliveryId=delivery[:80])
-    sources = _Sources(agents, connections, spawns if given else None, minting)
+    lookup_dispatched = dispatched if given else None
     envelope = build_envelope(event, delivery, dict(body))
     github = envelope["github"]
     by_agent = {agent.name: agent for agent in agents.agents}
@@ -89,13 +82,15 @@ def explain(
         item = _decision_json(decision, agent, envelope)
         if decision.fires:
             trigger = agent.triggers[decision.trigger]
-            item["plan"] = _plan(sources, agent, trigger, delivery, envelope)
+            item["plan"] = _plan(
+                agent, trigger, delivery, envelope, coverage, lookup_dispatched, minting
+            )
         items.append(item)
     view: dict[str, Any] = {
         "event": event,
         "action": github.get("action") if isinstance(github.get("action"), str) else None,
         "repository": _repository(github),
-        "sender": _sender(github),
+        "sender": sender_login(envelope),
         "deliveryId": delivery,
         "summary": _summary(agents, items),
         "triggers": items,
@@ -196,102 +191,80 @@ def _preview(value: Any) -> Any:
 # -- plans ----------------------------------------------------------------------------------------
 
 
-class _Stop(Exception):
-    """The plan ends here: refused or suppressed, like the pipeline."""
-
-    def __init__(self, outcome: str, code: str, message: str, details: Mapping[str, Any]) -> None:
-        super().__init__(message)
-        self.outcome, self.code, self.message, self.details = outcome, code, message, details
-
-
 def _plan(
-    sources: _Sources,
     agent: CompiledAgent,
     trigger: Trigger,
     delivery_id: str,
     envelope: Mapping[str, Any],
+    coverage: Coverage[Any],
+    dispatched: Dispatched | None,
+    minting: bool,
 ) -> dict[str, Any]:
+    """The pipeline's own plan for one trigger that fires (triggers.spawn_plan), as JSON."""
     session_id = trigger_spawn_id(delivery_id, agent.name, trigger.key)
-    plan: dict[str, Any] = {"sessionId": session_id}
-    existing = sources.spawns.dispatched(session_id) if sources.spawns is not None else None
+    existing = dispatched(session_id) if dispatched is not None else None
     if existing:
-        plan.update(
-            outcome="dispatched",
-            code=None,
-            message=f"session {existing} was already dispatched for this delivery: no new spawn",
-            alreadyDispatched=existing,
-        )
-        return plan
-    coverage = _coverage(sources, agent, envelope)
-    plan["coverage"] = coverage
-    try:
-        uncovered = next((c for c in coverage if not c["covered"]), None)
-        if uncovered is not None:
-            raise _Stop(
-                "suppressed",
-                "repository_not_covered",
-                uncovered["reason"],
-                {"mountPath": uncovered["mountPath"], "repository": uncovered["repository"]},
-            )
-        input_ = make_session_input(delivery_id, dict(envelope))
-        try:
-            refs = render_refs(agent, input_)
-        except PlanRefused as exc:
-            raise _Stop("refused", exc.code, exc.message, exc.details) from None
-        plan["refs"] = [
-            {"mountPath": m.mount_path, "repository": _repository_of(m), "ref": ref}
+        return {
+            "sessionId": session_id,
+            "outcome": "dispatched",
+            "code": None,
+            "message": f"session {existing} was already dispatched for this delivery: no new spawn",
+            "alreadyDispatched": existing,
+        }
+    # explain shows no creation time: the spec's is left empty
+    plan = plan_spawn(agent, TriggerStart(delivery_id, trigger, envelope), coverage, created_at="")
+    return _plan_json(agent, plan, minting)
+
+
+def _plan_json(agent: CompiledAgent, plan: Plan, minting: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "sessionId": plan.session_id,
+        "coverage": [_coverage_json(cover, minting) for cover in plan.coverage],
+    }
+    refs = plan.refs if plan.outcome != "suppressed" else None
+    if refs is not None:
+        out["refs"] = [
+            {"mountPath": m.mount_path, "repository": repository_of(m), "ref": ref}
             for m, ref in zip(agent.mounts, refs, strict=True)
         ]
-        try:
-            title, prompt, message = render_text(trigger, envelope)
-        except PlanRefused as exc:
-            raise _Stop("refused", exc.code, exc.message, exc.details) from None
-        plan["texts"] = {"displayTitle": title, "initialPrompt": prompt, "message": message}
-    except _Stop as stop:
-        plan.update(outcome=stop.outcome, code=stop.code, message=stop.message)
-        plan["details"] = dict(stop.details)
-        return plan
-    plan.update(outcome="dispatched", code=None, message=f"would dispatch session {session_id}")
-    return plan
-
-
-def _coverage(
-    sources: _Sources, agent: CompiledAgent, envelope: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    """Each githubApp mount's repository: the installation covering it, or why none does."""
-    delivery_installation = delivery_installation_of(envelope)
-    installations: list[Installation] | None = None
-    out = []
-    for _, mount in github_mounts(agent):
-        entry: dict[str, Any] = {"mountPath": mount.mount_path, "repository": _repository_of(mount)}
-        resolved = resolve_mount(sources.connections, mount, delivery_installation)
-        if resolved is None:
-            if installations is None:
-                installations = sources.connections.all()
-            entry.update(
-                covered=False,
-                reason=not_covered_message(mount) + _why_not(installations, mount),
-            )
-        else:
-            installation, repository_id = resolved
-            permissions = mount.auth.capabilities.token_permissions()
-            entry.update(
-                covered=True,
-                installationId=installation.id,
-                account=installation.account,
-                repositoryId=repository_id,
-                permissions=permissions,
-                token=_token_note(sources.minting, installation.id, permissions),
-            )
-            lacking = _lacking(installation, permissions)
-            if lacking:
-                entry["warning"] = (
-                    f"installation {installation.id} was last seen granting less than this "
-                    f"mount needs ({', '.join(lacking)}): GitHub would likely refuse the token "
-                    "(permission_not_granted)"
-                )
-        out.append(entry)
+    if isinstance(plan, Planned):
+        spec = plan.spec
+        out["texts"] = {
+            "displayTitle": spec.display_title,
+            "initialPrompt": spec.initial_prompt,
+            "message": spec.message,
+        }
+        message = f"would dispatch session {plan.session_id}"
+        out.update(outcome="dispatched", code=None, message=message)
+        return out
+    out.update(outcome=plan.outcome, code=plan.code, message=plan.message)
+    out["details"] = dict(plan.details)
     return out
+
+
+def _coverage_json(cover: MountCoverage, minting: bool) -> dict[str, Any]:
+    """A githubApp mount's repository: the installation covering it, or why none does."""
+    entry: dict[str, Any] = {"mountPath": cover.mount_path, "repository": cover.repository}
+    connection, repository_id = cover.connection, cover.repository_id
+    if connection is None:
+        entry.update(covered=False, reason=cover.not_covered + cover.why_not)
+        return entry
+    entry.update(
+        covered=True,
+        installationId=connection.id,
+        account=connection.account,
+        repositoryId=repository_id,
+        permissions=dict(cover.permissions),
+        token=_token_note(minting, connection.id, cover.permissions),
+    )
+    lacking = _lacking(connection, cover.permissions)
+    if lacking:
+        entry["warning"] = (
+            f"installation {connection.id} was last seen granting less than this "
+            f"mount needs ({', '.join(lacking)}): GitHub would likely refuse the token "
+            "(permission_not_granted)"
+        )
+    return entry
 
 
 def _token_note(minting: bool, installation_id: int, permissions: Mapping[str, str]) -> str:
@@ -304,7 +277,7 @@ def _token_note(minting: bool, installation_id: int, permissions: Mapping[str, s
     )
 
 
-def _lacking(installation: Installation, permissions: Mapping[str, str]) -> list[str]:
+def _lacking(installation: Connection, permissions: Mapping[str, str]) -> list[str]:
     """Permissions the installation's recorded grant lacks (nothing known → nothing lacking)."""
     granted = installation.permissions
     if not granted:
@@ -316,41 +289,10 @@ def _lacking(installation: Installation, permissions: Mapping[str, str]) -> list
     ]
 
 
-def _why_not(installations: list[Installation], mount: Mount) -> str:
-    """What the store knows about the repository, to say why it is not covered."""
-    wanted = _repository_of(mount).lower()
-    pinned = mount.auth.installation_id
-    for inst in installations:
-        if pinned and str(inst.id) != pinned:
-            continue
-        names = {n.lower() for n in inst.repositories.values()}
-        if wanted in names and not inst.active:
-            return f": installation {inst.id} ({inst.account}) lists it but is {inst.status}"
-        if wanted in {n.lower() for n in inst.pruned.values()}:
-            return (
-                f": GitHub refused installation {inst.id} a token for it, so it was pruned "
-                "until a lifecycle event or a sync restores it"
-            )
-    if pinned and not any(str(i.id) == pinned for i in installations):
-        return f": the project has no connection for installation {pinned}"
-    return ": no installation of the project lists it"
-
-
-def _repository_of(mount: Mount) -> str:
-    return mount.github_repository or mount.repository
-
-
 def _repository(github: Mapping[str, Any]) -> str | None:
     repository = github.get("repository")
     if isinstance(repository, Mapping) and isinstance(repository.get("fullName"), str):
         return str(repository["fullName"])
-    return None
-
-
-def _sender(github: Mapping[str, Any]) -> str | None:
-    sender = github.get("sender")
-    if isinstance(sender, Mapping) and isinstance(sender.get("login"), str):
-        return str(sender["login"])
     return None
 
 

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 import orjson
 import redis
@@ -31,11 +31,11 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from triggers.outcome import Outcome
 from workers import keys
 
 __all__ = [
     "ALL",
-    "ALREADY_EXISTED",
     "CREDENTIALS",
     "DELIVERIES",
     "DELIVERIES_PROCESSED",
@@ -58,7 +58,6 @@ __all__ = [
     "count_outcomes",
     "flush",
     "inc",
-    "is_repeat",
     "observe",
 ]
 
@@ -348,24 +347,14 @@ class Flusher:
 FLUSHER = Flusher()
 
 
-#: an outcome's `details` key set when its spawn found its session already there
-ALREADY_EXISTED = "alreadyExisted"
-
-
-def count_outcomes(outcomes: Iterable[Mapping[str, Any]], *, origin: str = "trigger") -> None:
+def count_outcomes(outcomes: Iterable[Outcome], *, origin: str = "trigger") -> None:
     """One `hookspawn_outcomes_total` increment per recorded outcome, except a `dispatched`
     one whose session already existed: that is a `hookspawn_spawn_repeats_total{origin}`."""
     for outcome in outcomes:
-        if is_repeat(outcome):
+        if outcome.repeat:
             inc(SPAWN_REPEATS, origin)
         else:
-            inc(OUTCOMES, str(outcome.get("outcome") or ""), str(outcome.get("code") or ""))
-
-
-def is_repeat(outcome: Mapping[str, Any]) -> bool:
-    """A `dispatched` outcome whose session was there already (created by an earlier run)."""
-    details = outcome.get("details") or {}
-    return outcome.get("outcome") == "dispatched" and bool(details.get(ALREADY_EXISTED))
+            inc(OUTCOMES, outcome.outcome, outcome.code or "")
 
 
 # reading: the web's /metrics -----------------------------------------------------------------

@@ -1,42 +1,39 @@
-"""The spawn pipeline (SPEC §6): suppress → refs → authorize and mint → texts → dispatch."""
+"""The spawn pipeline (SPEC §6): read the connections, plan (triggers.spawn_plan), execute.
+
+Executing a plan is the I/O the pure plan leaves: mint the tokens it asks for (a definitive
+refusal from GitHub prunes the grant and refuses the spawn), then dispatch its session.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from agents import CompiledAgent, Mount, Trigger
-from triggers.envelope import session_input as make_session_input
+from agents import CompiledAgent, Trigger
+from triggers.outcome import Outcome, OutcomeKind
+from triggers.session_spec import SessionSpec
+from triggers.spawn_plan import (
+    DirectStart,
+    MintRequest,
+    Plan,
+    Planned,
+    Suppressed,
+    TriggerStart,
+    plan_spawn,
+)
+from triggers.spawn_rules import Grant, Refusal, refusal, trigger_spawn_id
 from workers import metrics
 from workers.agents_source import AgentsSource
 from workers.connections import ConnectionStore, resync_installation
 from workers.deliveries import Delivery
 from workers.dispatch import Dispatcher
-from workers.errors import (
-    AccessRevoked,
-    ConfigurationError,
-    PermissionNotGranted,
-    Transient,
-    WorkerError,
-)
+from workers.errors import AccessRevoked, ConfigurationError, PermissionNotGranted, Transient
 from workers.github import GitHubApp
-from workers.lifecycle import LIFECYCLE_EVENTS, Installation
-from workers.planning import (
-    Grant,
-    Outcome,
-    PlanRefused,
-    build_spec,
-    github_mounts,
-    render_refs,
-    render_text,
-    requester_of,
-    trigger_spawn_id,
-)
+from workers.lifecycle import LIFECYCLE_EVENTS
 from workers.processing import RunResult
-from workers.session_spec import Origin, Requester, SessionSpec
 from workers.sessions import SpawnRecords
 from workers.token_cache import TokenCache
 
@@ -48,9 +45,10 @@ def now_iso() -> str:
 
 
 @dataclass(frozen=True)
-class TriggerContext:
+class DeliveryRun:
+    """The run of a delivery its trigger spawns belong to."""
+
     delivery_id: str
-    trigger: Trigger
     envelope: Mapping[str, Any]
     received_at: float = 0.0  # when the delivery came in (epoch seconds), for latency
     #: no worker claimed the delivery before: none of its spawns can exist yet
@@ -97,23 +95,22 @@ class SpawnPipeline:
         agent_set = self.agents.current()
         decisions = agent_set.index.evaluate(envelope)
         candidates = agent_set.index.candidates(delivery.event)
-        outcomes: list[dict[str, Any]] = []
+        outcomes: list[Outcome] = []
         staged: list[SessionSpec] | None = [] if self.dispatcher.local else None
         pending: Transient | None = None
+        run = DeliveryRun(
+            delivery.delivery_id,
+            envelope,
+            delivery.received_at,
+            first_claim=delivery.claims == 1 and delivery.runs == 0,
+            connections_generation=delivery.connections_generation,
+            staged=staged,
+        )
         for candidate, decision in zip(candidates, decisions, strict=True):
             if not decision.fires:
                 continue
-            context = TriggerContext(
-                delivery.delivery_id,
-                candidate.trigger,
-                envelope,
-                delivery.received_at,
-                first_claim=delivery.claims == 1 and delivery.runs == 0,
-                connections_generation=delivery.connections_generation,
-                staged=staged,
-            )
             try:
-                outcome = self.spawn(candidate.agent, context=context)
+                outcome = self.spawn_trigger(candidate.agent, candidate.trigger, run)
             except Transient as exc:
                 if not final_attempt:
                     # finish the others first (idempotent on retry); keep the longest wait asked
@@ -128,32 +125,34 @@ class SpawnPipeline:
                     code=exc.code,
                     message=f"gave up after retries: {exc.message}",
                 )
-            outcomes.append(outcome.to_json())
+            outcomes.append(outcome)
         if pending is not None:
             # the spawns that got through are not held back by the one to be retried
-            created = self.dispatch_staged(RunResult(outcomes=outcomes, staged=staged or []))
+            done = RunResult(outcomes=outcomes, staged=staged or [])
+            created = self.dispatch_staged(done)
             metrics.session_created(delivery.received_at, created)
             # counted now: the retry finds these sessions there and counts them as repeats
             metrics.count_outcomes(
-                o for o in outcomes if o["outcome"] == "dispatched" and not metrics.is_repeat(o)
+                o for o in done.outcomes if o.outcome == "dispatched" and not o.repeat
             )
             raise pending
-        result = RunResult(
-            outcomes=outcomes, decisions=[d.to_json() for d in decisions], staged=staged or []
+        return RunResult(
+            outcomes=outcomes, decisions=decisions, connections=notes, staged=staged or []
         )
-        if notes:
-            result.decisions.insert(0, {"connections": notes})
-        return result
 
     def close(self) -> None:
         self.dispatcher.close()
 
     def dispatch_staged(self, result: RunResult) -> int:
         existed = {spec.id for spec in result.staged if not self.dispatcher.dispatch(spec)}
-        for outcome in result.outcomes:
-            if outcome.get("sessionId") in existed:
-                outcome["message"] = _dispatched_message(outcome["sessionId"], created=False)
-                outcome["details"] = {**outcome.get("details", {}), metrics.ALREADY_EXISTED: True}
+        result.outcomes = [
+            replace(
+                o, message=_dispatched_message(o.session_id, created=False), already_existed=True
+            )
+            if o.session_id is not None and o.session_id in existed
+            else o
+            for o in result.outcomes
+        ]
         created = len(result.staged) - len(existed)
         result.staged = []
         return created
@@ -179,158 +178,115 @@ class SpawnPipeline:
         return notes
 
     # one spawn -------------------------------------------------------------------
-    def spawn(
-        self,
-        agent: CompiledAgent,
-        *,
-        context: TriggerContext | None = None,
-        session_id: str | None = None,
-        texts: tuple[str | None, str | None, str | None] = (None, None, None),
-        origin: Origin | None = None,
-        requester: Requester | None = None,
-    ) -> Outcome:
-        """One spawn, ending in exactly one outcome. Raises Transient to be retried."""
-        trigger = context.trigger if context else None
-        if context is not None:
-            session_id = trigger_spawn_id(context.delivery_id, agent.name, context.trigger.key)
-        assert session_id is not None
-
-        def outcome(kind: str, code: str | None, message: str, /, **details: Any) -> Outcome:
-            return Outcome(
-                agent=agent.name,
-                trigger=trigger.index if trigger else None,
-                trigger_key=trigger.key if trigger else None,
-                outcome=kind,  # type: ignore[arg-type]
-                code=code,
-                message=message,
-                session_id=session_id if kind == "dispatched" else None,
-                details=details,
-            )
-
+    def spawn_trigger(self, agent: CompiledAgent, trigger: Trigger, run: DeliveryRun) -> Outcome:
+        """One trigger's spawn, ending in exactly one outcome. Raises Transient to be retried."""
+        session_id = trigger_spawn_id(run.delivery_id, agent.name, trigger.key)
         # a spawn of a delivery claimed before may have been dispatched by that run; the
         # dispatch itself is idempotent too, this only skips the work and keeps the outcome
-        existing = None if context and context.first_claim else self.spawns.dispatched(session_id)
+        existing = None if run.first_claim else self.spawns.dispatched(session_id)
         if existing:
             message = f"session {existing} (already dispatched)"
-            return outcome("dispatched", None, message, **{metrics.ALREADY_EXISTED: True})
-        try:
-            spec = self._plan(agent, session_id, context, texts, origin, requester)
-        except _Suppressed as exc:
-            return outcome("suppressed", "repository_not_covered", exc.message, **exc.details)
-        except PlanRefused as exc:
-            return outcome("refused", exc.code, exc.message, **exc.details)
-        except ConfigurationError as exc:
-            log.error("GitHub App configuration error: %s", exc.message)
-            return outcome("failed", exc.code, exc.message)
-        if context is not None and context.staged is not None:
-            context.staged.append(spec)  # created with the delivery's run record
-            return outcome("dispatched", None, _dispatched_message(spec.id, created=True))
-        created = self.dispatcher.dispatch(spec)
-        if created and context is not None:
-            metrics.session_created(context.received_at)
-        repeat = {} if created else {metrics.ALREADY_EXISTED: True}
-        return outcome("dispatched", None, _dispatched_message(spec.id, created=created), **repeat)
-
-    def _plan(
-        self,
-        agent: CompiledAgent,
-        session_id: str,
-        context: TriggerContext | None,
-        texts: tuple[str | None, str | None, str | None],
-        origin: Origin | None,
-        requester: Requester | None,
-    ) -> SessionSpec:
-        envelope = context.envelope if context else None
-        grants = self._coverage(
-            agent, envelope, context.connections_generation if context else None
-        )
-        input_: dict[str, Any] | None = None
-        if context is not None:
-            input_ = make_session_input(context.delivery_id, dict(context.envelope))
-            refs = render_refs(agent, input_)
-        else:
-            refs = [m.ref for m in agent.mounts]
-        self._authorize(agent, grants)
-        if context is not None:
-            texts = render_text(context.trigger, context.envelope)
-            origin = Origin(
-                kind="trigger",
-                delivery_id=context.delivery_id,
-                trigger=context.trigger.index,
-                trigger_key=context.trigger.key,
-            )
-            requester = requester_of(context.envelope)
-        assert origin is not None
-        return build_spec(
-            session_id=session_id,
-            agent=agent,
-            refs=refs,
-            grants=grants,
-            texts=texts,
-            session_input=input_,
-            requester=requester,
-            origin=origin,
+            return _outcome(agent, trigger, session_id, "dispatched", None, message, repeat=True)
+        plan = plan_spawn(
+            agent,
+            TriggerStart(run.delivery_id, trigger, run.envelope),
+            self.connections.snapshot(run.connections_generation),
             created_at=now_iso(),
             broker_url=self.broker_url,
         )
+        return self._execute(agent, trigger, plan, staged=run.staged, received_at=run.received_at)
 
-    def _coverage(
+    def start(self, agent: CompiledAgent, start: DirectStart) -> Outcome:
+        """A manual or agent-to-agent start, ending in one outcome. Raises Transient."""
+        existing = self.spawns.dispatched(start.session_id)
+        if existing:
+            message = f"session {existing} (already dispatched)"
+            return _outcome(agent, None, start.session_id, "dispatched", None, message, repeat=True)
+        plan = plan_spawn(
+            agent,
+            start,
+            self.connections.snapshot(),
+            created_at=now_iso(),
+            broker_url=self.broker_url,
+        )
+        return self._execute(agent, None, plan, staged=None, received_at=None)
+
+    def _execute(
         self,
         agent: CompiledAgent,
-        envelope: Mapping[str, Any] | None,
-        generation: bytes | None = None,
-    ) -> list[Grant | None]:
-        """The installation each githubApp mount uses; suppressed/refused when not covered."""
-        grants: list[Grant | None] = [None] * len(agent.mounts)
-        delivery_installation = delivery_installation_of(envelope)
-        for i, mount in github_mounts(agent):
-            repository = mount.github_repository or mount.repository
-            resolved = resolve_mount(self.connections, mount, delivery_installation, generation)
-            if resolved is None:
-                message = not_covered_message(mount)
-                if envelope is not None:
-                    raise _Suppressed(message, mountPath=mount.mount_path, repository=repository)
-                raise PlanRefused(
-                    "unauthorized_repository",
-                    message,
-                    mountPath=mount.mount_path,
-                    repository=repository,
-                )
-            installation, repository_id = resolved
-            grants[i] = Grant(installation.id, repository_id)
-        return grants
+        trigger: Trigger | None,
+        plan: Plan,
+        *,
+        staged: list[SessionSpec] | None,
+        received_at: float | None,
+    ) -> Outcome:
+        """Mint what the plan asks, then dispatch its session (or stage it with the run)."""
+        session_id = plan.session_id
+        if isinstance(plan, Suppressed):
+            return _outcome(
+                agent, trigger, session_id, "suppressed", plan.code, plan.message, plan.details
+            )
+        try:
+            refused = self._mint(plan.mints)
+        except ConfigurationError as exc:
+            log.error("GitHub App configuration error: %s", exc.message)
+            return _outcome(agent, trigger, session_id, "failed", exc.code, exc.message)
+        if refused is None:
+            if isinstance(plan, Planned):
+                return self._dispatch(agent, trigger, plan.spec, staged, received_at)
+            refused = Refusal(plan.code, plan.message, plan.details)
+        return _outcome(
+            agent, trigger, session_id, "refused", refused.code, refused.message, refused.details
+        )
 
-    def _authorize(self, agent: CompiledAgent, grants: list[Grant | None]) -> None:
-        """Mint a token scoped to each githubApp mount (when the App is configured)."""
+    def _dispatch(
+        self,
+        agent: CompiledAgent,
+        trigger: Trigger | None,
+        spec: SessionSpec,
+        staged: list[SessionSpec] | None,
+        received_at: float | None,
+    ) -> Outcome:
+        if staged is not None:
+            staged.append(spec)  # created with the delivery's run record
+            message = _dispatched_message(spec.id, created=True)
+            return _outcome(agent, trigger, spec.id, "dispatched", None, message)
+        created = self.dispatcher.dispatch(spec)
+        if created and received_at is not None:
+            metrics.session_created(received_at)
+        message = _dispatched_message(spec.id, created=created)
+        return _outcome(agent, trigger, spec.id, "dispatched", None, message, repeat=not created)
+
+    def _mint(self, mints: tuple[MintRequest, ...]) -> Refusal | None:
+        """Ask each token the plan needs (when the App is configured); GitHub's definitive
+        refusal of one prunes what it lost and refuses the spawn."""
         if self.tokens is None:
-            return
-        for i, mount in github_mounts(agent):
-            grant = grants[i]
-            assert grant is not None
-            permissions = mount.auth.capabilities.token_permissions()
-            repository = mount.github_repository or mount.repository
+            return None
+        for mint in mints:
+            grant = mint.grant
             try:
-                self.tokens.get(grant.installation_id, [grant.repository_id], permissions)
+                self.tokens.get(grant.installation_id, [grant.repository_id], mint.permissions)
             except AccessRevoked as exc:
                 self._prune(exc, grant)
-                raise PlanRefused(
+                return refusal(
                     "repository_access_revoked",
-                    f"mount {mount.mount_path}: GitHub refused access to {repository}: "
+                    f"mount {mint.mount_path}: GitHub refused access to {mint.repository}: "
                     f"{exc.message}",
-                    mountPath=mount.mount_path,
-                    repository=repository,
+                    mountPath=mint.mount_path,
+                    repository=mint.repository,
                     installationId=grant.installation_id,
                     kind=exc.kind,
-                ) from None
+                )
             except PermissionNotGranted as exc:
-                raise PlanRefused(
+                return refusal(
                     "permission_not_granted",
-                    f"mount {mount.mount_path}: installation {grant.installation_id} does not "
-                    f"grant what its capabilities need on {repository}: {exc.message}",
-                    mountPath=mount.mount_path,
-                    repository=repository,
-                    permissions=permissions,
-                ) from None
+                    f"mount {mint.mount_path}: installation {grant.installation_id} does not "
+                    f"grant what its capabilities need on {mint.repository}: {exc.message}",
+                    mountPath=mint.mount_path,
+                    repository=mint.repository,
+                    permissions=mint.permissions,
+                )
+        return None
 
     def _prune(self, exc: AccessRevoked, grant: Grant) -> None:
         prune_refused(self.connections, exc, grant)
@@ -356,42 +312,25 @@ def _dispatched_message(session_id: str, *, created: bool) -> str:
     return f"session {session_id} {'created' if created else 'already existed'}"
 
 
-def delivery_installation_of(envelope: Mapping[str, Any] | None) -> int | None:
-    """The `installation.id` a delivery came with, if any."""
-    if envelope is None:
-        return None
-    installation = envelope.get("github", {}).get("installation")
-    if isinstance(installation, Mapping) and isinstance(installation.get("id"), int):
-        return int(installation["id"])
-    return None
-
-
-def resolve_mount(
-    connections: ConnectionStore,
-    mount: Mount,
-    delivery_installation: int | None,
-    generation: bytes | None = None,
-) -> tuple[Installation, int] | None:
-    """The installation (and repository id) a githubApp mount uses, or None (SPEC §7)."""
-    pinned = mount.auth.installation_id
-    return connections.resolve(
-        mount.github_repository or mount.repository,
-        pinned=int(pinned) if pinned and pinned.isdigit() else None,
-        delivery_installation=delivery_installation,
-        generation=generation,
+def _outcome(
+    agent: CompiledAgent,
+    trigger: Trigger | None,
+    session_id: str,
+    kind: OutcomeKind,
+    code: str | None,
+    message: str,
+    details: Mapping[str, Any] | None = None,
+    *,
+    repeat: bool = False,
+) -> Outcome:
+    return Outcome(
+        agent=agent.name,
+        trigger=trigger.index if trigger else None,
+        trigger_key=trigger.key if trigger else None,
+        outcome=kind,
+        code=code,
+        message=message,
+        session_id=session_id if kind == "dispatched" else None,
+        details=dict(details or {}),
+        already_existed=repeat,
     )
-
-
-def not_covered_message(mount: Mount) -> str:
-    repository = mount.github_repository or mount.repository
-    message = (
-        f"mount {mount.mount_path}: repository {repository} is not covered by an "
-        "active GitHub App connection"
-    )
-    if mount.auth.installation_id:
-        message += f" (pinned installation {mount.auth.installation_id})"
-    return message
-
-
-class _Suppressed(WorkerError):
-    code = "repository_not_covered"

@@ -18,10 +18,12 @@ import redis
 
 from triggers.envelope import envelope_view
 from triggers.json_codec import check_depth, load_body
+from triggers.matching import Decision
+from triggers.outcome import Outcome
+from triggers.session_spec import SessionSpec
 from workers import metrics
 from workers.deliveries import FAILED, PROCESSED, Delivery, DeliveryStore, iso
 from workers.errors import Transient, WorkerError
-from workers.session_spec import SessionSpec
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +32,10 @@ log = logging.getLogger(__name__)
 class RunResult:
     """What one pass of the pipeline decided for a delivery."""
 
-    outcomes: list[dict[str, Any]] = field(default_factory=list)
-    decisions: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    #: what a lifecycle event changed in the connections, one line each
+    connections: list[str] = field(default_factory=list)
     #: sessions decided (their outcomes say `dispatched`) but not written yet: they are
     #: created together with the run's record, in one atomic step (`DeliveryStore.finish`)
     staged: list[SessionSpec] = field(default_factory=list)
@@ -208,16 +212,10 @@ class DeliveryProcessor:
         check_depth(body, payload)
         envelope = envelope_view(delivery.event, delivery.delivery_id, payload)
         result = self.pipeline.run(delivery, payload, envelope, final_attempt=final_attempt)
-        run = {
-            "run": delivery.runs + 1,
-            "startedAt": iso(started),
-            "outcomes": result.outcomes,
-            "decisions": result.decisions,
-        }
         created = len(result.staged)
         if not self.store.finish(
             delivery.delivery_id,
-            run,
+            _run_record(delivery, started, result),
             status=PROCESSED,
             error=None,
             owner=owner,
@@ -226,6 +224,7 @@ class DeliveryProcessor:
             # a session of this spawn exists already (the delivery was recorded again after
             # its record expired), or the record itself is gone: one by one, then the run
             created = self.pipeline.dispatch_staged(result)
+            run = _run_record(delivery, started, result)
             self.store.finish(delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner)
         metrics.session_created(delivery.received_at, created)
         metrics.count_outcomes(result.outcomes)
@@ -233,7 +232,7 @@ class DeliveryProcessor:
         if log.isEnabledFor(logging.INFO):
             tally: dict[str, int] = {}
             for outcome in result.outcomes:
-                kind, code = str(outcome.get("outcome")), outcome.get("code")
+                kind, code = outcome.outcome, outcome.code
                 key = f"{kind} ({code})" if code else kind
                 tally[key] = tally.get(key, 0) + 1
             summary = ", ".join(f"{n} {k}" for k, n in sorted(tally.items())) or "nothing fired"
@@ -246,3 +245,14 @@ class DeliveryProcessor:
         delivery = self.store.get(delivery_id)
         metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event if delivery else "", FAILED)
         metrics.flush(self.store.client)
+
+
+def _run_record(delivery: Delivery, started: float, result: RunResult) -> dict[str, Any]:
+    """The run as stored with the delivery: its typed outcomes as JSON, made at the store."""
+    return {
+        "run": delivery.runs + 1,
+        "startedAt": iso(started),
+        "outcomes": [outcome.to_json() for outcome in result.outcomes],
+        "decisions": ([{"connections": result.connections}] if result.connections else [])
+        + [decision.to_json() for decision in result.decisions],
+    }

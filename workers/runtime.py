@@ -195,7 +195,10 @@ class Runtime:
         return self.per_process.pipeline()
 
     def enqueue(self, delivery_id: str) -> None:
-        self.celery.send_task(PROCESS_DELIVERY, args=[delivery_id])
+        """Queue a delivery's task (replay, sweep): the message the intake script pushes too,
+        from the one builder, onto the list a worker pops it from (kombu's Redis transport)."""
+        messages = self.task_messages
+        self.client.lpush(messages.queue, messages(delivery_id))
 
     def close(self) -> None:
         """Release the process's connections: the pipeline's dispatcher, Redis."""

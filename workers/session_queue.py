@@ -8,11 +8,11 @@ from pathlib import Path
 import redis
 
 from agents.snapshot import snapshot_key
+from triggers.session_spec import SessionSpec
 from workers import keys
 from workers.celery_app import make_celery
 from workers.session_logs import workspace_path
 from workers.session_runs import SessionRuns
-from workers.session_spec import SessionSpec
 from workers.sessions import SessionStore
 from workers.settings import Settings
 

@@ -10,8 +10,8 @@ from typing import Any, cast
 import redis
 from pydantic import BaseModel, ConfigDict, Field
 
+from triggers.session_spec import SessionSpec
 from workers import keys
-from workers.session_spec import SessionSpec
 
 __all__ = ["ACTIVE", "TERMINAL", "Failure", "SessionRuns", "SessionWithRun"]
 

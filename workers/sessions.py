@@ -12,8 +12,8 @@ import redis
 
 from triggers.envelope import build_envelope, session_input
 from triggers.json_codec import dump_json, load_body
+from triggers.session_spec import SessionSpec
 from workers import keys
-from workers.session_spec import SessionSpec
 
 # Lua, shared by every script that writes sessions: store one session record (a hash whose
 # first field is `spec`, the JSON spec without its input, then the given field/value pairs)

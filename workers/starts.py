@@ -10,18 +10,19 @@ from typing import Any, cast
 import orjson
 import redis
 
-from workers import keys
-from workers.pipeline import SpawnPipeline
-from workers.planning import (
+from triggers.outcome import Outcome
+from triggers.session_spec import Origin
+from triggers.spawn_plan import DirectStart
+from triggers.spawn_rules import (
     MAX_SPAWN_DEPTH,
-    Outcome,
     agent_spawn_id,
     event_required,
     manual_spawn_id,
     named_requester,
     stored_requester,
 )
-from workers.session_spec import Origin
+from workers import keys
+from workers.pipeline import SpawnPipeline
 from workers.sessions import SessionStore
 
 #: how long a start's `Idempotency-Key` stays bound to its body: GitHub's redelivery window,
@@ -89,13 +90,13 @@ def start_manual(pipeline: SpawnPipeline, agent_name: str, request: StartRequest
     session_id = manual_spawn_id(agent.name, key) if key else "hs-" + uuid.uuid4().hex
     if key and (reused := key_reused(pipeline.spawns.client, agent.name, session_id, request)):
         return reused
-    return pipeline.spawn(
-        agent,
-        session_id=session_id,
-        texts=request.texts,
-        origin=Origin(kind="manual"),
-        requester=named_requester(request.requester),
+    start = DirectStart(
+        session_id,
+        Origin(kind="manual"),
+        request.texts,
+        named_requester(request.requester),
     )
+    return pipeline.start(agent, start)
 
 
 def start_from_agent(
@@ -130,10 +131,10 @@ def start_from_agent(
         reused := key_reused(pipeline.spawns.client, agent.name, session_id, request)
     ):
         return reused
-    return pipeline.spawn(
-        agent,
-        session_id=session_id,
-        texts=request.texts,
-        origin=Origin(kind="agent", parent_session_id=parent_id, depth=depth),
-        requester=named_requester(request.requester) or stored_requester(parent.get("requester")),
+    start = DirectStart(
+        session_id,
+        Origin(kind="agent", parent_session_id=parent_id, depth=depth),
+        request.texts,
+        named_requester(request.requester) or stored_requester(parent.get("requester")),
     )
+    return pipeline.start(agent, start)

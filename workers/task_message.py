@@ -1,9 +1,11 @@
-"""The Celery message for `process_delivery(delivery_id)`, built without a round trip.
+"""The Celery message for `process_delivery(delivery_id)`: the one way a delivery is queued.
 
 Intake pushes it onto the broker list inside the same atomic Redis script that records
-the delivery, so a 202 costs one round trip and a recorded delivery is always queued.
-It is exactly what `celery.send_task` puts on a Redis list (Celery protocol 2, kombu's
-Redis transport); tests/intake/test_task_message.py compares the two field by field.
+the delivery, so a 202 costs one round trip and a recorded delivery is always queued;
+replay and the sweep push the same message (`Runtime.enqueue`); recover asks GitHub to
+redeliver, which comes back through intake. It is exactly what `celery.send_task` puts on a
+Redis list (Celery protocol 2, kombu's Redis transport); tests/intake/test_task_message.py
+compares the two field by field.
 """
 
 from __future__ import annotations

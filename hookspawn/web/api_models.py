@@ -15,8 +15,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from triggers.session_spec import SessionSpec
 from workers.session_runs import SessionWithRun
-from workers.session_spec import SessionSpec
 
 __all__ = [
     "ADMIN",

@@ -22,13 +22,13 @@ from hookspawn.web.api_models import (
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.http_errors import ApiError, StartRefused
 from hookspawn.web.routes_runner import run_view
+from triggers.outcome import Outcome
+from triggers.session_spec import SessionSpec, session_json_schema
 from workers import metrics
 from workers.pipeline import SpawnPipeline
-from workers.planning import Outcome
 from workers.runtime import Runtime
 from workers.session_audit import SessionAudit
 from workers.session_runs import SessionRuns
-from workers.session_spec import SessionSpec, session_json_schema
 from workers.starts import StartRequest, start_from_agent, start_manual
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
@@ -79,7 +79,7 @@ def _spawner(rt: Runtime) -> SpawnPipeline:
 
 def _answer(rt: Runtime, outcome: Outcome, origin: str) -> JSONResponse:
     # a start's outcome counts like a trigger's; a repeated Idempotency-Key as a repeat
-    metrics.count_outcomes([outcome.to_json()], origin=origin)
+    metrics.count_outcomes([outcome], origin=origin)
     if outcome.outcome == "dispatched" and outcome.session_id:
         session = rt.sessions.get(outcome.session_id)
         return JSONResponse(session or {"id": outcome.session_id}, status_code=201)

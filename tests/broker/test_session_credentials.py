@@ -8,12 +8,12 @@ import redis
 
 from tests.dispatch_target import DispatchTarget
 from tests.secret_scan import leaks, redis_haystacks
+from triggers.session_spec import BrokerAccess, Origin, SessionEnvironment, SessionSpec
 from workers import keys
 from workers.credential_handover import CredentialHandover
 from workers.dispatch import HttpDispatcher
 from workers.errors import DispatchUnavailable
 from workers.session_credentials import SessionCredentials
-from workers.session_spec import BrokerAccess, Origin, SessionEnvironment, SessionSpec
 from workers.sessions import SessionStore
 
 

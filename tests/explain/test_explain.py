@@ -181,6 +181,31 @@ def test_real_delivery_keeps_its_decisions(connected: Hookspawn) -> None:
         assert (mirror["fires"], mirror["failed"]) == (decision["fires"], decision["failed"])
 
 
+@pytest.mark.parametrize("setup", ["connected", "hs"])
+def test_explain_plans_what_the_pipeline_then_does(
+    request: pytest.FixtureRequest, setup: str
+) -> None:
+    """One decision: each fired trigger's plan is the outcome the delivery then records."""
+    target: Hookspawn = request.getfixturevalue(setup)
+    connect = setup == "connected"
+    delivery = f"pr-same-{setup}"
+    explained = explain(target, "pull_request", target.pr(), deliveryId=delivery)
+    view = target.processed(target.send("pull_request", target.pr(), delivery=delivery))
+    planned = {(i["agent"], i["trigger"]): i["plan"] for i in explained["triggers"] if i["fires"]}
+    done = {(o["agent"], o["trigger"]): o for o in view["outcomes"]}
+    assert planned.keys() == done.keys() and planned
+    kinds = set()
+    for key, plan in planned.items():
+        outcome = done[key]
+        kinds.add(plan["outcome"])
+        assert (outcome["outcome"], outcome["code"]) == (plan["outcome"], plan["code"]), key
+        if plan["outcome"] == "dispatched":
+            assert outcome["sessionId"] == plan["sessionId"]
+        else:
+            assert (outcome["message"], outcome["details"]) == (plan["message"], plan["details"])
+    assert kinds == ({"dispatched", "refused"} if connect else {"suppressed"})
+
+
 @pytest.mark.parametrize(
     ("body", "status"),
     [

@@ -56,8 +56,8 @@ from tests.procs import (
 )
 from tests.secret_scan import redis_haystacks
 from triggers.signature import sign
+from triggers.spawn_rules import trigger_spawn_id
 from workers import keys
-from workers.planning import trigger_spawn_id
 
 #: the rotation list given to web and worker; deliveries are signed with the first
 SECRETS = ("fault-webhook-secret-current-5e1d9a", "fault-webhook-secret-previous-77c0f3")

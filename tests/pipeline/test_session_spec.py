@@ -13,16 +13,16 @@ import redis
 from tests.agents.conftest import Tree
 from triggers.envelope import build_envelope, envelope_view, session_input
 from triggers.json_codec import load_body
-from workers import keys
-from workers.deliveries import DeliveryStore, NewDelivery
-from workers.planning import Grant, build_spec, named_requester, requester_of, stored_requester
-from workers.session_spec import (
+from triggers.session_spec import (
     Origin,
     Requester,
     SessionEnvironment,
     SessionSpec,
     session_json_schema,
 )
+from triggers.spawn_rules import Grant, build_spec, named_requester, requester_of, stored_requester
+from workers import keys
+from workers.deliveries import DeliveryStore, NewDelivery
 from workers.sessions import SessionStore
 
 

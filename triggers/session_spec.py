@@ -131,7 +131,7 @@ class SessionSpec(_Model):
     def input_from_delivery(self) -> tuple[str, str] | None:
         """(event, delivery id) when the input is `session_input` of a recorded delivery.
 
-        Every trigger-spawned session's input is built that way (SpawnPipeline._plan), so it
+        Every trigger-spawned session's input is built that way (spawn_plan.plan_spawn), so it
         can be rebuilt from the delivery's recorded body.
         """
         if self.origin.kind != "trigger" or not self.input or not self.origin.delivery_id:

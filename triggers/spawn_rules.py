@@ -1,19 +1,16 @@
-"""Spawn planning, pure: spawn ids, ref rendering and checks, text rendering, the session spec.
-
-No I/O here: coverage and authorization are decided by the pipeline and passed in.
-"""
+"""The rules one spawn is planned with, pure: spawn ids, refs and texts rendered and checked
+(a refusal is a value, never raised), the session spec they make, the requester."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from agents import CompiledAgent, Mount, Trigger
 from templating import InvalidRefError, Template, TemplateError, UnresolvableTokenError, check_ref
-from workers.errors import Refusal
-from workers.session_spec import (
+from triggers.session_spec import (
     BrokerAccess,
     CommitAuthor,
     Origin,
@@ -25,40 +22,18 @@ from workers.session_spec import (
 
 MAX_SPAWN_DEPTH = 5
 
-OutcomeKind = Literal["dispatched", "refused", "suppressed", "failed"]
-
 
 @dataclass(frozen=True)
-class Outcome:
-    """How one (agent, trigger) spawn — or one manual/agent start — ended."""
+class Refusal:
+    """Why a rule refuses a spawn; `code` is one of SPEC §6's refusal codes."""
 
-    agent: str
-    outcome: OutcomeKind
-    code: str | None
+    code: str
     message: str
-    trigger: int | None = None
-    trigger_key: str | None = None
-    session_id: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "trigger": self.trigger,
-            "triggerKey": self.trigger_key,
-            "outcome": self.outcome,
-            "code": self.code,
-            "message": self.message,
-            "sessionId": self.session_id,
-            "details": dict(self.details),
-        }
 
-
-class PlanRefused(Refusal):
-    """A spawn the rules refuse; `code` is one of SPEC §6's refusal codes."""
-
-    def __init__(self, code: str, message: str, **details: Any) -> None:
-        super().__init__(message, code=code, **details)
+def refusal(code: str, message: str, **details: Any) -> Refusal:
+    return Refusal(code, message, details)
 
 
 def _digest(*parts: str) -> str:
@@ -78,13 +53,13 @@ def agent_spawn_id(parent: str, agent: str, idempotency_key: str) -> str:
     return "hs-" + _digest("agent", parent, agent, idempotency_key)
 
 
-def event_required(agent: CompiledAgent) -> PlanRefused | None:
+def event_required(agent: CompiledAgent) -> Refusal | None:
     """Manual and agent starts carry no event: an agent with a templated ref cannot start so."""
     mounts = agent.event_dependent_mounts
     if not mounts:
         return None
     mount = mounts[0]
-    return PlanRefused(
+    return refusal(
         "event_required",
         f"agent {agent.name!r} must be started by a matching event trigger: mount "
         f"{mount.mount_path} checks out ref {mount.ref!r}, which needs an event payload",
@@ -93,8 +68,10 @@ def event_required(agent: CompiledAgent) -> PlanRefused | None:
     )
 
 
-def render_refs(agent: CompiledAgent, session_input: Mapping[str, Any]) -> list[str | None]:
-    """Each mount's ref, rendered and checked; PlanRefused unresolvable_ref / invalid_ref."""
+def render_refs(
+    agent: CompiledAgent, session_input: Mapping[str, Any]
+) -> tuple[str | None, ...] | Refusal:
+    """Each mount's ref, rendered and checked; else the refusal unresolvable_ref / invalid_ref."""
     refs: list[str | None] = []
     for mount in agent.mounts:
         if mount.ref_template is None or not mount.ref_template.tokens:
@@ -103,63 +80,70 @@ def render_refs(agent: CompiledAgent, session_input: Mapping[str, Any]) -> list[
         try:
             ref = mount.ref_template.render(session_input)
         except UnresolvableTokenError as exc:
-            raise PlanRefused(
+            return refusal(
                 "unresolvable_ref",
                 f"mount {mount.mount_path}: ref {mount.ref!r}: {exc.message}",
                 mountPath=mount.mount_path,
                 token=exc.token,
                 segment=exc.segment,
                 reason=exc.reason,
-            ) from None
+            )
         except TemplateError as exc:
-            raise PlanRefused(
+            return refusal(
                 "unresolvable_ref",
                 f"mount {mount.mount_path}: {exc.message}",
                 mountPath=mount.mount_path,
-            ) from None
+            )
         try:
             check_ref(ref)
         except InvalidRefError as exc:
-            raise PlanRefused(
+            return refusal(
                 "invalid_ref",
                 f"mount {mount.mount_path}: rendered ref is not a safe git ref: {exc.message}",
                 mountPath=mount.mount_path,
                 ref=ref[:300],
-            ) from None
+            )
         refs.append(ref)
-    return refs
+    return tuple(refs)
 
 
-def render_text(
-    trigger: Trigger, envelope: Mapping[str, Any]
-) -> tuple[str | None, str | None, str | None]:
-    """(displayTitle, initialPrompt, message) rendered against the payload; unresolvable_text."""
+Texts = tuple[str | None, str | None, str | None]
+
+
+def render_text(trigger: Trigger, envelope: Mapping[str, Any]) -> Texts | Refusal:
+    """(displayTitle, initialPrompt, message) rendered against the payload; else the refusal
+    unresolvable_text."""
     out: list[str | None] = []
     for field_name, template in (
         ("displayTitle", trigger.display_title),
         ("initialPrompt", trigger.initial_prompt),
         ("message", trigger.message),
     ):
-        out.append(_render_one(field_name, template, envelope))
+        rendered = _render_one(field_name, template, envelope)
+        if isinstance(rendered, Refusal):
+            return rendered
+        out.append(rendered)
     return out[0], out[1], out[2]
 
 
-def _render_one(name: str, template: Template | None, envelope: Mapping[str, Any]) -> str | None:
+def _render_one(
+    name: str, template: Template | None, envelope: Mapping[str, Any]
+) -> str | Refusal | None:
     if template is None:
         return None
     try:
         return template.render(envelope)
     except UnresolvableTokenError as exc:
-        raise PlanRefused(
+        return refusal(
             "unresolvable_text",
             f"{name}: {exc.message}",
             field=name,
             token=exc.token,
             segment=exc.segment,
             reason=exc.reason,
-        ) from None
+        )
     except TemplateError as exc:
-        raise PlanRefused("unresolvable_text", f"{name}: {exc.message}", field=name) from None
+        return refusal("unresolvable_text", f"{name}: {exc.message}", field=name)
 
 
 @dataclass(frozen=True)
@@ -191,9 +175,9 @@ def build_spec(
     *,
     session_id: str,
     agent: CompiledAgent,
-    refs: list[str | None],
-    grants: list[Grant | None],
-    texts: tuple[str | None, str | None, str | None],
+    refs: Sequence[str | None],
+    grants: Sequence[Grant | None],
+    texts: Texts,
     session_input: dict[str, Any] | None,
     requester: Requester | None,
     origin: Origin,
@@ -235,13 +219,24 @@ def github_mounts(agent: CompiledAgent) -> list[tuple[int, Mount]]:
 def requester_of(envelope: Mapping[str, Any]) -> Requester | None:
     """The event's sender when a human (`type: User`) caused it; bots and apps are no requester
     (the requester becomes the git author of the agent's commits)."""
-    sender = envelope.get("github", {}).get("sender")
-    if not isinstance(sender, Mapping) or sender.get("type") != "User":
+    sender = _sender(envelope)
+    login = sender_login(envelope)
+    if sender is None or sender.get("type") != "User" or not login:
         return None
-    login, user_id = sender.get("login"), sender.get("id")
-    if not isinstance(login, str) or not login:
-        return None
+    user_id = sender.get("id")
     return Requester(login=login, id=user_id if type(user_id) is int else None)
+
+
+def sender_login(envelope: Mapping[str, Any]) -> str | None:
+    """The login of the event's sender, whatever its type (user, bot, organization)."""
+    sender = _sender(envelope)
+    login = sender.get("login") if sender is not None else None
+    return login if isinstance(login, str) else None
+
+
+def _sender(envelope: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    sender = envelope.get("github", {}).get("sender")
+    return sender if isinstance(sender, Mapping) else None
 
 
 def named_requester(login: str | None) -> Requester | None:

@@ -244,8 +244,9 @@ class AuditEntry(_View):
     message: str | None = None
 
 
-class SessionView(SessionSpec):
-    """GET /sessions/{id}: the session, with the broker's decisions on it, newest first."""
+class SessionView(SessionWithRun):
+    """GET /sessions/{id}: the session, how its local run stands (HOOKSPAWN_RUNNER=local), and
+    the broker's decisions on it, newest first."""
 
     audit: list[AuditEntry] = Field(default_factory=list)
 

@@ -85,7 +85,9 @@ def test_get_session_gains_exactly_the_runner_fields(
         queued = hs.session(session_id)
         listed = hs.http.get("/sessions").json()["items"]
     spec_fields = set(SessionSpec.model_json_schema(by_alias=True)["properties"])
+    # beside the spec: the run's fields, and the broker's audit (issue 18)
     assert set(queued) - spec_fields == {
+        "audit",
         "status",
         "failure",
         "workspace",

@@ -15,9 +15,10 @@ from tests.conftest import wait_for
 
 
 @contextmanager
-def live_server(app: Any) -> Iterator[str]:
-    """Yields the base URL (http://127.0.0.1:PORT) while uvicorn serves `app` in a thread."""
-    port = free_port()
+def live_server(app: Any, port: int | None = None) -> Iterator[str]:
+    """Yields the base URL (http://127.0.0.1:PORT) while uvicorn serves `app` in a thread;
+    `port`: one chosen beforehand (for settings that must name the server's own URL)."""
+    port = port or free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -33,6 +34,6 @@ def live_server(app: Any) -> Iterator[str]:
 
 
 @contextmanager
-def live_client(app: Any) -> Iterator[httpx.Client]:
-    with live_server(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+def live_client(app: Any, port: int | None = None) -> Iterator[httpx.Client]:
+    with live_server(app, port) as url, httpx.Client(base_url=url, timeout=30) as client:
         yield client

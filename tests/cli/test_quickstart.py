@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,18 +69,39 @@ class Served:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    """Step 2 in a fresh directory (no .auto, no data dir): `hookspawn serve --demo`."""
+def served() -> Iterator[Served]:
+    """Step 2 in a fresh directory (no .auto, no data dir): `hookspawn serve --demo`. The
+    directory is one every account can traverse, as a user's working directory would be: run
+    as root, the session's commands run as another account (pytest's own tmp dirs are private)."""
     commands, _ = quick_start()
+    cwd = Path(tempfile.mkdtemp(prefix="hookspawn-quickstart-"))
+    cwd.chmod(0o755)
     port = free_port()
-    log = tmp_path / "serve.log"
+    log = cwd / "serve.log"
     argv = command(commands[1], "--port", str(port))
-    proc = launch("serve", argv, env=environment({}), log=log, cwd=tmp_path)
+    proc = launch("serve", argv, env=environment({}), log=log, cwd=cwd)
     url = f"http://127.0.0.1:{port}"
     try:
-        yield Served(proc, tmp_path, log, url)
+        yield Served(proc, cwd, log, url)
     finally:
         proc.stop(60)
+        shutil.rmtree(cwd, ignore_errors=True)
+
+
+def git_output(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "safe.directory=*", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={
+            "PATH": os.environ["PATH"],
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+        },
+    )
+    return done.stdout.strip()
 
 
 def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served) -> None:
@@ -155,6 +178,24 @@ def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served
     assert missing.returncode == 1 and missing.stdout == ""
     assert missing.stderr.startswith("hookspawn sessions: GET /sessions/hs-missing: 404 ")
     assert len(missing.stderr.splitlines()) == 1
+
+    # the runner checked out the demo repository's pull request head and set it up
+    ended: dict[str, object] = {}
+
+    def session_ended() -> bool:
+        ended.update(httpx.get(f"{served.url}/sessions/{session}", timeout=5).json())
+        return ended.get("status") in ("succeeded", "failed", "cancelled")
+
+    wait_for(session_ended, timeout=120)
+    assert ended["status"] == "succeeded", (ended.get("failure"), ended.get("logTail"))
+    workspace = Path(str(ended["workspace"]))
+    checkout = workspace / "workspace" / "widgets"
+    demo_git = workspace.parents[1] / "demo-git" / "acme" / "widgets.git"
+    pr_head = git_output(demo_git, "rev-parse", "refs/pull/2/head")
+    assert git_output(checkout, "rev-parse", "HEAD") == pr_head
+    assert git_output(checkout, "status", "--porcelain") == ""
+    assert (checkout / "src" / "gadget.js").is_file()  # the pull request's change
+    assert "install-workspace-deps" in str(ended["logTail"])
 
     # web and worker said at start what they loaded, and from where
     log = served.log.read_text()

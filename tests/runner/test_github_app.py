@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from hookspawn.redis_server import free_port
 from hookspawn.web.api import create_app
@@ -194,15 +195,34 @@ def test_a_pull_request_delivery_checks_out_its_head_through_the_broker(
     assert scanned == len(files)
 
 
+def _prune(stack: Stack) -> None:
+    """The installation stops covering acme/widgets, and hookspawn's connections learn it."""
+    stack.github.remove_repository(INSTALLATION, WIDGETS_ID)
+    synced = stack.http.post("/connections/sync")
+    assert synced.status_code == 200, synced.text
+
+
+def _suspend(stack: Stack) -> None:
+    """The installation is suspended on GitHub; hookspawn learns it when it asks for a token."""
+    stack.github.suspend(INSTALLATION)
+
+
+@pytest.mark.parametrize(
+    ("change", "denied"),
+    [(_prune, "repository_not_covered"), (_suspend, "repository_access_revoked")],
+    ids=["grant-pruned", "installation-suspended"],
+)
 def test_a_repository_the_broker_no_longer_covers_fails_the_preflight(
-    redis_url: str, shared_dir: Path, origin: Origin, webhooks_dir: Path
+    redis_url: str,
+    shared_dir: Path,
+    origin: Origin,
+    webhooks_dir: Path,
+    change: Callable[[Stack], None],
+    denied: str,
 ) -> None:
     with github_app_stack(redis_url, shared_dir, origin) as stack:
-        session_id = stack.deliver("app-pr-pruned", webhooks_dir)
-        # before any runner takes the session, the installation stops covering acme/widgets
-        stack.github.remove_repository(INSTALLATION, WIDGETS_ID)
-        synced = stack.http.post("/connections/sync")
-        assert synced.status_code == 200, synced.text
+        session_id = stack.deliver("app-pr-uncovered", webhooks_dir)
+        change(stack)  # before any runner takes the session
         with stack.runner():
             session = stack.ended(session_id)
     assert session["status"] == "failed", session
@@ -212,6 +232,6 @@ def test_a_repository_the_broker_no_longer_covers_fails_the_preflight(
     assert "not found" not in failure["message"].lower()
     assert "covers acme/widgets" in failure["message"]
     git_audit = [(e["result"], e.get("code")) for e in session["audit"] if e["kind"] == "git"]
-    assert git_audit and set(git_audit) == {("denied", "repository_not_covered")}, git_audit
+    assert git_audit and set(git_audit) == {("denied", denied)}, git_audit
     assert 200 not in stack.git.statuses()  # nothing was fetched
     assert not (Path(session["workspace"]) / "workspace" / "widgets" / "README.md").exists()

@@ -98,6 +98,12 @@ class BrokerDenied(BrokerError):
     code = "broker_denied"
 
 
+class SessionEnded(BrokerError):
+    """`POST /sessions/{id}/end` ended the session: no new credential is issued for it."""
+
+    code = "session_ended"
+
+
 class BrokerNotFound(BrokerError):
     """`mount_not_found`, `unknown_tool`, `session_not_found`."""
 

@@ -112,6 +112,12 @@ def session_credentials(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}:credentials"
 
 
+#: string with a TTL (the credential lifetime): set by `POST /sessions/{id}/end`, so no new
+#: credential is issued for an ended session (a runner that takes it later gets none)
+def session_ended(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:ended"
+
+
 #: list of JSON audit entries, newest first and bounded: every credential and tool decision
 #: of the broker for a session (never a token)
 def session_audit(session_id: str) -> str:

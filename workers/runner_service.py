@@ -17,6 +17,7 @@ from celery import Celery
 
 from workers import keys
 from workers.celery_app import make_celery
+from workers.errors import SessionEnded
 from workers.runtime import redis_client
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
@@ -89,7 +90,7 @@ class RunnerService:
             settings,
             self.client,
             owner,
-            issue_credential=lambda session_id: credentials.issue(session_id).value,
+            issue_credential=lambda session_id: _credential(credentials, session_id),
         )
         self.celery: Celery = make_celery(settings.redis_url)
         # a session runs as long as its harness does: no task time limit on this queue
@@ -143,3 +144,12 @@ def run_runner(settings: Settings, concurrency: int) -> int:
     finally:
         sweeper.stop()
         service.close()
+
+
+def _credential(credentials: SessionCredentials, session_id: str) -> str | None:
+    """A session credential for the run, or None for a session ended before it ran (its
+    githubApp mounts then fail their auth preflight, `git_auth_failed`)."""
+    try:
+        return credentials.issue(session_id).value
+    except SessionEnded:
+        return None

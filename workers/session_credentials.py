@@ -27,6 +27,7 @@ from typing import cast
 import redis
 
 from workers import keys
+from workers.errors import SessionEnded
 from workers.session_audit import SessionAudit
 
 __all__ = ["IssuedCredential", "SessionCredentials", "credential_hash"]
@@ -88,7 +89,10 @@ class SessionCredentials:
         self._keep_only = client.register_script(_KEEP_ONLY)
 
     def issue(self, session_id: str) -> IssuedCredential:
-        """A fresh credential for the session, valid from now on; earlier ones stay valid."""
+        """A fresh credential for the session, valid from now on; earlier ones stay valid.
+        Raises SessionEnded for a session `revoke` ended (within the credential lifetime)."""
+        if self.client.exists(keys.session_ended(session_id)):
+            raise SessionEnded(f"session {session_id} was ended: it gets no new credential")
         value = secrets.token_urlsafe(32)
         expiry = self._clock() + self.ttl.total_seconds()
         ttl = max(int(self.ttl.total_seconds()), 1)
@@ -130,10 +134,12 @@ class SessionCredentials:
         return valid
 
     def revoke(self, session_id: str) -> int:
-        """Revoke every credential of the session; returns how many there were."""
+        """Revoke every credential of the session, and issue none for it from now on (for the
+        credential lifetime); returns how many there were."""
         key = keys.session_credentials(session_id)
         pipe = self.client.pipeline(transaction=True)
         pipe.hlen(key)
         pipe.delete(key)
-        count, _ = pipe.execute()
+        pipe.set(keys.session_ended(session_id), "1", ex=max(int(self.ttl.total_seconds()), 1))
+        count, _, _ = pipe.execute()
         return int(count)

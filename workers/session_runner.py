@@ -170,7 +170,7 @@ class SessionRunner:
         client: redis.Redis,
         owner: str,
         *,
-        issue_credential: Callable[[str], str] | None = None,
+        issue_credential: Callable[[str], str | None] | None = None,
     ) -> None:
         """`issue_credential(session_id)`: a fresh session credential for the broker (the
         broker's SessionCredentials.issue); without it a githubApp mount whose spec carries no

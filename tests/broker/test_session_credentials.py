@@ -12,7 +12,7 @@ from triggers.session_spec import BrokerAccess, Origin, SessionEnvironment, Sess
 from workers import keys
 from workers.credential_handover import CredentialHandover
 from workers.dispatch import HttpDispatcher
-from workers.errors import DispatchUnavailable
+from workers.errors import DispatchUnavailable, SessionEnded
 from workers.session_credentials import SessionCredentials
 from workers.sessions import SessionStore
 
@@ -118,3 +118,13 @@ def test_a_spec_with_input_carries_its_credential_and_is_stored_without(
     assert stored is not None
     assert stored["input"] == {"payload": {"n": 1}}
     assert stored["broker"] == {"url": "http://hookspawn.test/sessions/hs-input"}
+
+
+def test_an_ended_session_gets_no_new_credential(redis_client: redis.Redis) -> None:
+    store = SessionCredentials(redis_client)
+    held = store.issue("s1")
+    assert store.revoke("s1") == 1
+    assert not store.verify("s1", held.value)
+    with pytest.raises(SessionEnded, match="s1 was ended"):
+        store.issue("s1")
+    assert store.issue("s2").value  # other sessions are not affected

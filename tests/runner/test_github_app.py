@@ -102,9 +102,10 @@ class Stack:
             issue = service.runner.issue_credential
             assert issue is not None
 
-            def kept(session_id: str) -> str:
+            def kept(session_id: str) -> str | None:
                 value = issue(session_id)
-                self.keep(f"session credential of {session_id}", value)
+                if value is not None:
+                    self.keep(f"session credential of {session_id}", value)
                 return value
 
             service.runner.issue_credential = kept

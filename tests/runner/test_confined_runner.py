@@ -56,6 +56,19 @@ def test_setup_cannot_write_a_host_path_outside_the_session_root_and_mounts(
     assert (outside / "file").read_text() == "the host's\n"
 
 
+def test_the_harness_cannot_write_a_host_path_outside_the_session_root(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    outside = _host_dir(shared_dir, "outside", {"file": "the host's\n"})
+    harness = f"/bin/sh -c 'echo escaped > {outside}/file'"
+    settings = runner_settings(redis_url, shared_dir, origin, harness_command=harness)
+    write_agent(settings.agents_dir, "escaping-harness")
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session = _ended(hs, hs.start("escaping-harness"))
+    assert (session["status"], session["failure"]["code"]) == ("failed", "harness_failed")
+    assert (outside / "file").read_text() == "the host's\n"
+
+
 def test_a_writable_mount_is_writable_and_a_readonly_one_only_readable(
     redis_url: str, shared_dir: Path, origin: Origin
 ) -> None:

@@ -61,6 +61,7 @@ def test_the_harness_gets_the_session_and_its_exit_status_ends_it(
     assert seen["MODE"] == "review"
     assert "MAYBE" not in seen
     assert seen["PWD"] == str(Path(done["workspace"]) / "workspace" / "widgets")
+    assert seen["SANDBOX_RUNTIME"] == "1"  # srt ran it
     assert (failed["status"], failed["failure"]["code"]) == ("failed", "harness_failed")
     assert "status 4" in failed["failure"]["message"]
 

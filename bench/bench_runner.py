@@ -114,6 +114,9 @@ class Runner:
     def __init__(self, base: Path, redis_url: str, git_root: Path) -> None:
         (base / ".auto" / "agents").mkdir(parents=True)
         (base / ".auto" / "agents" / "pr-review.yaml").write_text(AGENT)
+        # setup runs confined by srt, as a runner's sessions do
+        sandbox = base / "sandbox.json"
+        sandbox.write_text('{"sandbox": {"backend": "srt", "mounts": [], "env": {}}}')
         self.port = free_port()
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")},
@@ -122,6 +125,7 @@ class Runner:
             "HOOKSPAWN_AGENTS_DIR": str(base / ".auto"),
             "HOOKSPAWN_WEBHOOK_SECRET": SECRET,
             "HOOKSPAWN_RUNNER": "local",
+            "HOOKSPAWN_SANDBOX_CONFIG": str(sandbox),
             "HOOKSPAWN_GIT_URL_REWRITE": f"https://github.com/=file://{git_root}/",
             "HOOKSPAWN_LOG_LEVEL": "WARNING",
         }

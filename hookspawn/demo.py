@@ -3,13 +3,16 @@ on the embedded default (embedded Redis, sessions kept in hookspawn's own store)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from agents.sandbox_config import SandboxConfig
 from hookspawn.client import DEFAULT_URL
 from workers.connections import ConnectionStore
 from workers.lifecycle import Installation
 from workers.runtime import redis_client
+from workers.sandbox_exec import sandbox_available
 from workers.settings import Settings
 
 __all__ = [
@@ -18,6 +21,7 @@ __all__ = [
     "REPOSITORY",
     "demo_environment",
     "demo_notes",
+    "demo_sandbox",
     "demo_settings",
     "record_connection",
 ]
@@ -60,6 +64,28 @@ def demo_environment(env: Mapping[str, str]) -> dict[str, str]:
     out["HOOKSPAWN_AGENTS_DIR"] = str(AGENTS_DIR)
     out["HOOKSPAWN_RUNNER"] = "local"  # sessions are run here: staged, set up, their log kept
     return out
+
+
+#: the demo's sandbox configuration, in the data directory
+SANDBOX_FILE = "demo-sandbox.json"
+
+
+def demo_sandbox(data_dir: Path) -> tuple[Path, str]:
+    """The sandbox configuration the demo's runner uses when HOOKSPAWN_SANDBOX_CONFIG is
+    unset, written into the data directory, and a note saying what it is: backend srt with
+    no mounts where srt can start here, else backend none (commands run unconfined), so the
+    demo still runs its sessions and says loudly that it does not confine them."""
+    why = sandbox_available(SandboxConfig(backend="srt"))
+    backend = "srt" if why is None else "none"
+    path = (data_dir / SANDBOX_FILE).absolute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"sandbox": {"backend": backend, "mounts": [], "env": {}}}) + "\n")
+    if why is None:
+        return path, f"demo: sessions run confined by srt (sandbox config {path})"
+    return path, (
+        f"demo: WARNING: srt cannot start here ({why}); sessions run UNCONFINED "
+        f"(sandbox backend none, {path})"
+    )
 
 
 def record_connection(redis_url: str) -> None:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from hookspawn.agents_notice import agents_notice
-from hookspawn.demo import demo_environment, demo_notes, record_connection
+from hookspawn.demo import demo_environment, demo_notes, demo_sandbox, record_connection
 from hookspawn.demo_repository import demo_repository
 from hookspawn.exposure import OPEN_FLAG, open_admin_refusal
 from hookspawn.redis_server import (
@@ -141,6 +141,19 @@ def _spawn_workers(
         supervisor.spawn("runner", _child_command("runner"), env)
 
 
+def _prepare_demo(data_dir: Path, env: dict[str, str], base_url: str) -> list[str]:
+    """Record the demo connection, make its repository and (unless HOOKSPAWN_SANDBOX_CONFIG
+    names one) its sandbox configuration, all in `env`; the notes printed under the banner."""
+    record_connection(env["HOOKSPAWN_REDIS_URL"])
+    env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(data_dir)
+    notes = demo_notes(base_url, os.environ)
+    if not env.get("HOOKSPAWN_SANDBOX_CONFIG"):
+        sandbox, note = demo_sandbox(data_dir)
+        env["HOOKSPAWN_SANDBOX_CONFIG"] = str(sandbox)
+        notes.insert(len(notes) - 2, note)  # before what to try
+    return notes
+
+
 def serve(
     settings: Settings,
     *,
@@ -187,9 +200,7 @@ def serve(
             env["HOOKSPAWN_WEBHOOK_SECRET"] = secret
             secret_note = f"{secret}  (kept in {settings.data_dir / SECRET_FILE})"
         if demo:
-            record_connection(env["HOOKSPAWN_REDIS_URL"])
-            env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(settings.data_dir)
-            notes = demo_notes(f"http://{host}:{port}", os.environ)
+            notes = _prepare_demo(settings.data_dir, env, f"http://{host}:{port}")
         # sessions reach the broker here unless told otherwise
         env["HOOKSPAWN_PUBLIC_URL"] = settings.public_url or f"http://{host}:{port}"
         web = ["web", "--host", host, "--port", str(port)]

@@ -15,10 +15,12 @@ from typing import Any
 import redis
 from celery import Celery
 
+from agents.sandbox_config import SandboxConfig
 from workers import keys
 from workers.celery_app import make_celery
 from workers.errors import SessionEnded
 from workers.runtime import redis_client
+from workers.sandbox_exec import SandboxUnavailable, open_sandbox, runtime_for
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
 from workers.session_queue import RUN_SESSION
@@ -26,7 +28,7 @@ from workers.session_runner import SessionRunner
 from workers.session_runs import SessionRuns
 from workers.settings import Settings
 
-__all__ = ["RunnerService", "run_runner"]
+__all__ = ["RunnerService", "open_runner_sandbox", "run_runner"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,31 @@ class _Sweeper:
         self._thread.join(5)
 
 
+def open_runner_sandbox(settings: Settings) -> SandboxConfig | SandboxUnavailable:
+    """The sandbox HOOKSPAWN_SANDBOX_CONFIG names, validated and probed once at start; when it
+    cannot start, why (logged once here; every session is then failed, none runs unconfined)."""
+    try:
+        config = open_sandbox(settings.sandbox_config, runtime=runtime_for(settings.data_dir))
+    except SandboxUnavailable as exc:
+        log.error(
+            "sandbox unavailable, sessions are refused (failed: sandbox_unavailable): %s", exc
+        )
+        return exc
+    if config.backend == "none":
+        log.warning(
+            "sandbox backend none (%s): setup and harness commands run UNCONFINED on this host",
+            settings.sandbox_config,
+        )
+    else:
+        log.info(
+            "sandbox %s from %s: %d mount(s); setup and harness commands run confined",
+            config.backend,
+            settings.sandbox_config,
+            len(config.mounts),
+        )
+    return config
+
+
 class RunnerService:
     """The runner's Celery app with `run_session` bound to one SessionRunner."""
 
@@ -90,6 +117,7 @@ class RunnerService:
             settings,
             self.client,
             owner,
+            sandbox=open_runner_sandbox(settings),
             issue_credential=lambda session_id: _credential(credentials, session_id),
         )
         self.celery: Celery = make_celery(settings.redis_url)

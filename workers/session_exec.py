@@ -66,12 +66,15 @@ def run_command(
     cancel: Callable[[], bool],
     account: Account | None = None,
     stdin: bytes | None = None,
+    parent_death: int = signal.SIGKILL,
 ) -> int:
     """Run `argv` (never through a shell unless argv is one) in a process group of its own,
     its output appended to `log`; its exit status. A timeout or a cancel request kills the
     whole group and raises; whatever the command left running in its group is killed too.
 
-    The one place session commands start: a sandbox wraps `argv` here.
+    The one place session commands start (a sandbox has wrapped `argv` just before).
+    `parent_death`: the signal the command gets when the runner dies; a confined command
+    gets SIGTERM, which srt passes on to what it runs (SIGKILL would leave that running).
     """
     log.flush()
     process = subprocess.Popen(
@@ -85,7 +88,7 @@ def run_command(
         user=account.uid if account else None,
         group=account.gid if account else None,
         extra_groups=[] if account else None,
-        preexec_fn=tied_to_this_process(signal.SIGKILL),
+        preexec_fn=tied_to_this_process(parent_death),
     )
     feeder = None
     if stdin is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import shlex
+import signal
 import sys
 import threading
 import time
@@ -15,10 +16,12 @@ from typing import Any, BinaryIO
 
 import redis
 
+from agents.sandbox_config import SandboxConfig
 from agents.session_env import MissingSecret, resolve_env
 from agents.snapshot import ttl_seconds
 from workers import metrics
 from workers.errors import SessionFailed
+from workers.sandbox_exec import SandboxUnavailable, confine
 from workers.secret_store import load_secrets
 from workers.session_exec import (
     CommandCancelled,
@@ -114,20 +117,32 @@ class _Run:
         env: Mapping[str, str],
         *,
         timeout: float | None,
+        confined: bool,
         stdin: bytes | None = None,
     ) -> int:
+        """Run one command of the session; `confined`: inside the sandbox (setup and harness;
+        staging's git runs outside, as the sandbox keeps `.git/config` and hooks unwritable)."""
         if self.beat.stop_asked.is_set():
             raise CommandCancelled(argv[0])
+        full_env = {**self.base_env, **env}
+        parent_death = signal.SIGKILL
+        if confined:
+            wrapped, full_env = self.runner.confine(argv, self.workspace, full_env)
+            if wrapped != list(argv):
+                # srt passes SIGTERM on to its command; SIGKILL would leave that running
+                parent_death = signal.SIGTERM
+            argv = wrapped
         try:
             return run_command(
                 argv,
                 cwd=cwd,
-                env={**self.base_env, **env},
+                env=full_env,
                 timeout=timeout,
                 log=self.log,
                 cancel=self.beat.stop_asked.is_set,
                 account=self.runner.account,
                 stdin=stdin,
+                parent_death=parent_death,
             )
         except (PermissionError, FileNotFoundError) as exc:
             who = (
@@ -153,7 +168,7 @@ class _Run:
             **env,
         }
         try:
-            return self.command([*argv, *args], cwd, git_env, timeout=GIT_TIMEOUT)
+            return self.command([*argv, *args], cwd, git_env, timeout=GIT_TIMEOUT, confined=False)
         except CommandTimedOut:
             raise SessionFailed(
                 f"`git {args[0]}` in {cwd} ran longer than {GIT_TIMEOUT}s and was stopped",
@@ -170,12 +185,16 @@ class SessionRunner:
         client: redis.Redis,
         owner: str,
         *,
+        sandbox: SandboxConfig | SandboxUnavailable,
         issue_credential: Callable[[str], str | None] | None = None,
     ) -> None:
-        """`issue_credential(session_id)`: a fresh session credential for the broker (the
+        """`sandbox`: what confines setup and harness commands, as opened at the runner's
+        start, or why it could not be opened (every session is then refused).
+        `issue_credential(session_id)`: a fresh session credential for the broker (the
         broker's SessionCredentials.issue); without it a githubApp mount whose spec carries no
         credential fails its auth preflight."""
         self.settings = settings
+        self.sandbox = sandbox
         self.issue_credential = issue_credential
         self.owner = owner
         self.sessions = SessionStore(client)
@@ -231,7 +250,20 @@ class SessionRunner:
         with contextlib.suppress(redis.RedisError):
             metrics.flush(self.runs.client)
 
+    def confine(
+        self, argv: Sequence[str], workspace: Path, env: dict[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
+        """`argv` and `env` wrapped by the sandbox; a session fails rather than run unconfined."""
+        if isinstance(self.sandbox, SandboxUnavailable):
+            raise SessionFailed(_refusal(self.sandbox), code="sandbox_unavailable")
+        try:
+            return confine(argv, workspace=workspace, config=self.sandbox, env=env)
+        except SandboxUnavailable as exc:
+            raise SessionFailed(_refusal(exc), code="sandbox_unavailable") from None
+
     def _run(self, run: _Run) -> None:
+        if isinstance(self.sandbox, SandboxUnavailable):
+            raise SessionFailed(_refusal(self.sandbox), code="sandbox_unavailable")
         session = run.session
         spec = session.get("environment", {}).get("resource", {}).get("spec", {})
         try:
@@ -304,7 +336,11 @@ class SessionRunner:
             run.note(f"setup {entry['name']}")
             try:
                 code = run.command(
-                    ["/bin/sh", "-lc", script], cwd, env, timeout=self.settings.setup_timeout
+                    ["/bin/sh", "-lc", script],
+                    cwd,
+                    env,
+                    timeout=self.settings.setup_timeout,
+                    confined=True,
                 )
             except CommandTimedOut:
                 raise SessionFailed(
@@ -343,6 +379,7 @@ class SessionRunner:
             cwd,
             harness_env,
             timeout=None,
+            confined=True,
             stdin=(session.get("initialPrompt") or "").encode(),
         )
         if code != 0:
@@ -351,3 +388,7 @@ class SessionRunner:
                 f"{time.monotonic() - started:.0f}s",
                 code="harness_failed",
             )
+
+
+def _refusal(exc: SandboxUnavailable) -> str:
+    return f"the runner's sandbox cannot start, so no command was run: {exc}"

@@ -17,6 +17,7 @@ from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
 from workers.connections import ConnectionStore
 from workers.github import GitHubApp
+from workers.sandbox_exec import open_sandbox, runtime_for
 from workers.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,3 +169,13 @@ def test_the_package_data_patterns_ship_the_examples_and_samples() -> None:
     assert agents and agents <= shipped
     payloads = {f"examples/payloads/{name}.json" for name in samples.names()}
     assert payloads | {"examples/payloads/LICENSE", "examples/payloads/README.md"} <= shipped
+
+
+def test_the_demo_sandbox_is_srt_without_mounts_where_srt_works(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    path, note = demo.demo_sandbox(data_dir)
+    assert path == (data_dir / "demo-sandbox.json").absolute()
+    assert json.loads(path.read_text()) == {"sandbox": {"backend": "srt", "mounts": [], "env": {}}}
+    assert note == f"demo: sessions run confined by srt (sandbox config {path})"
+    config = open_sandbox(path, runtime=runtime_for(data_dir))
+    assert (config.backend, config.mounts) == ("srt", ())

@@ -168,7 +168,25 @@ def write_agent(
     path.write_text(text)
 
 
+def sandbox_file(
+    directory: Path,
+    *,
+    backend: str = "srt",
+    mounts: list[dict[str, str]] | None = None,
+    env: dict[str, str] | None = None,
+    name: str = "sandbox.json",
+) -> Path:
+    """A sandbox configuration (HOOKSPAWN_SANDBOX_CONFIG) in `directory`."""
+    path = directory / name
+    sandbox = {"backend": backend, "mounts": mounts or [], "env": env or {}}
+    path.write_text(json.dumps({"sandbox": sandbox}))
+    path.chmod(0o644)
+    return path
+
+
 def runner_settings(redis_url: str, shared_dir: Path, origin: Origin, **overrides: Any) -> Settings:
+    """The runner's settings for a test: setup and harness confined by the real sandbox (srt,
+    no mounts) unless `sandbox_config` says otherwise."""
     values: dict[str, Any] = {
         "redis_url": redis_url,
         "data_dir": shared_dir / "data",
@@ -178,6 +196,8 @@ def runner_settings(redis_url: str, shared_dir: Path, origin: Origin, **override
         "runner_lease_seconds": 10.0,
         "setup_timeout": 60.0,
     }
+    if "sandbox_config" not in overrides:
+        values["sandbox_config"] = sandbox_file(shared_dir)
     values.update(overrides)
     return make_settings(**values)
 
@@ -262,6 +282,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "RUNNER_LEASE_SECONDS": str(settings.runner_lease_seconds),
         "SETUP_TIMEOUT": str(settings.setup_timeout),
         "HARNESS_COMMAND": settings.harness_command or "",
+        "SANDBOX_CONFIG": str(settings.sandbox_config or ""),
         "WEBHOOK_SECRET": ",".join(settings.webhook_secret),
         "LOG_LEVEL": "WARNING",
     }

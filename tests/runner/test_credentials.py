@@ -11,6 +11,7 @@ from tests.runner.conftest import Origin, hookspawn_web, runner_settings, write_
 from tests.runner.test_lifecycle import MOUNT_GITHUB_APP
 from tests.runner.test_staging import refusing_host
 from workers import keys
+from workers.runner_service import open_runner_sandbox
 from workers.session_runner import SessionRunner
 from workers.session_runs import SessionRuns
 
@@ -44,7 +45,13 @@ def test_an_issued_credential_reaches_git_and_no_file(
             spec = json.loads(hs.rt.client.hget(record, "spec") or b"{}")
             spec["broker"] = {"url": "http://127.0.0.1:9/sessions/" + session_id}
             hs.rt.client.hset(record, "spec", json.dumps(spec))
-            runner = SessionRunner(settings, hs.rt.client, "test-runner", issue_credential=issue)
+            runner = SessionRunner(
+                settings,
+                hs.rt.client,
+                "test-runner",
+                sandbox=open_runner_sandbox(settings),
+                issue_credential=issue,
+            )
             assert runner.run(session_id) == "failed"
             run = SessionRuns(hs.rt.client).get(session_id)
     assert issued == [session_id]
@@ -68,7 +75,10 @@ def test_without_an_issuer_a_broker_url_alone_fails_the_preflight(
         spec = json.loads(hs.rt.client.hget(record, "spec") or b"{}")
         spec["broker"] = {"url": "http://127.0.0.1:9/sessions/" + session_id}
         hs.rt.client.hset(record, "spec", json.dumps(spec))
-        assert SessionRunner(settings, hs.rt.client, "test-runner").run(session_id) == "failed"
+        runner = SessionRunner(
+            settings, hs.rt.client, "test-runner", sandbox=open_runner_sandbox(settings)
+        )
+        assert runner.run(session_id) == "failed"
         run = SessionRuns(hs.rt.client).get(session_id)
     assert run is not None
     assert run["failure"]["code"] == "git_auth_failed"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import uuid
 from pathlib import Path
 
 from tests.conftest import wait_for
@@ -21,8 +22,6 @@ from tests.runner.conftest import (
 RECORDING_HARNESS = (
     '/bin/sh -c \'cat > "$HOME/prompt"; env > "$HOME/env"; exit "${HARNESS_EXIT:-0}"\''
 )
-#: a harness that keeps running until it is stopped; it leaves its pid behind
-WAITING_HARNESS = "/bin/sh -c 'echo $$ > \"$HOME/pid\"; exec sleep 600'"
 
 
 def _env_file(path: Path) -> dict[str, str]:
@@ -62,6 +61,7 @@ def test_the_harness_gets_the_session_and_its_exit_status_ends_it(
     assert seen["MODE"] == "review"
     assert "MAYBE" not in seen
     assert seen["PWD"] == str(Path(done["workspace"]) / "workspace" / "widgets")
+    assert seen["SANDBOX_RUNTIME"] == "1"  # srt ran it
     assert (failed["status"], failed["failure"]["code"]) == ("failed", "harness_failed")
     assert "status 4" in failed["failure"]["message"]
 
@@ -74,18 +74,36 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def _waiting_harness() -> tuple[str, bytes]:
+    """A harness that keeps running until it is stopped, and the command line it ends up as
+    (`sleep 600.N`, N of this test alone): the sandbox runs it in a pid namespace of its own,
+    so it is found on the host by its command line, not by a pid it could write down."""
+    line = f"sleep 600.{uuid.uuid4().int % 10**9}"
+    return f"/bin/sh -c 'exec {line}'", line.replace(" ", "\0").encode() + b"\0"
+
+
+def _running(cmdline: bytes) -> list[int]:
+    """The live host processes whose command line is `cmdline`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == cmdline:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return [pid for pid in found if _alive(pid)]
+
+
 def test_cancel_kills_the_running_command_and_ends_cancelled(
     redis_url: str, shared_dir: Path, origin: Origin
 ) -> None:
-    settings = runner_settings(redis_url, shared_dir, origin, harness_command=WAITING_HARNESS)
+    harness, cmdline = _waiting_harness()
+    settings = runner_settings(redis_url, shared_dir, origin, harness_command=harness)
     write_agent(settings.agents_dir, "waiting")
     with hookspawn_web(settings) as hs, running_runner(settings):
         session_id = hs.start("waiting")
-        running = hs.wait_status(session_id, "running")
-        pid_file = Path(running["workspace"]) / "home" / "user" / "pid"
-        wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
-        pid = int(pid_file.read_text())
-        assert _alive(pid)
+        hs.wait_status(session_id, "running")
+        wait_for(lambda: _running(cmdline), what="the harness running")
         answer = hs.http.post(f"/sessions/{session_id}/cancel")
         assert answer.status_code == 200, answer.text
         assert answer.json() == {"id": session_id, "status": "running"}
@@ -93,7 +111,7 @@ def test_cancel_kills_the_running_command_and_ends_cancelled(
         again = hs.http.post(f"/sessions/{session_id}/cancel")
     assert ended["status"] == "cancelled"
     assert ended["failure"] is None
-    assert not _alive(pid)
+    wait_for(lambda: not _running(cmdline), what=lambda: f"still running: {_running(cmdline)}")
     assert again.status_code == 200
     assert again.json()["status"] == "cancelled"
 
@@ -121,20 +139,20 @@ def test_a_queued_session_cancelled_before_any_runner_takes_it_never_runs(
 def test_a_runner_killed_mid_session_leaves_it_failed_runner_lost(
     redis_url: str, shared_dir: Path, origin: Origin
 ) -> None:
+    harness, cmdline = _waiting_harness()
     settings = runner_settings(
-        redis_url, shared_dir, origin, harness_command=WAITING_HARNESS, runner_lease_seconds=1.0
+        redis_url, shared_dir, origin, harness_command=harness, runner_lease_seconds=1.0
     )
     write_agent(settings.agents_dir, "orphaned")
     with hookspawn_web(settings) as hs:
         with runner_process(settings, shared_dir / "runner.log") as runner:
             session_id = hs.start("orphaned")
-            running = hs.wait_status(session_id, "running")
-            pid_file = Path(running["workspace"]) / "home" / "user" / "pid"
-            wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
-            pid = int(pid_file.read_text())
+            hs.wait_status(session_id, "running")
+            wait_for(lambda: _running(cmdline), what="the harness running")
             os.killpg(runner.pid, signal.SIGKILL)
             runner.popen.wait(10)
-        wait_for(lambda: not _alive(pid))  # the harness died with its runner
+        # the harness died with its runner
+        wait_for(lambda: not _running(cmdline), what=lambda: f"still running: {_running(cmdline)}")
         # no runner is left to sweep: reading the session settles it once its lease is out
         ended = hs.wait_status(session_id, "failed", "succeeded", "cancelled")
     assert ended["status"] == "failed"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hookspawn.client import DEFAULT_URL
 from workers.connections import ConnectionStore
-from workers.lifecycle import Installation
+from workers.installation import Installation
 from workers.runtime import redis_client
 from workers.settings import Settings
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from hookspawn.web.api_models import IntakeAnswer, Queued, errors
+from hookspawn.web.api_models import IntakeAnswer, Queued
 from hookspawn.web.deps import async_redis, runtime
+from hookspawn.web.error_models import errors
 from hookspawn.web.routes_metrics import timed_intake
 from triggers.errors import PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery

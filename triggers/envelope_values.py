@@ -1,5 +1,7 @@
-"""Reading an envelope (pure): path lookup, strict JSON equality, the event's branch, and the
-short renderings of values that a decision's detail shows."""
+"""Reading an envelope (pure): path lookup, strict JSON equality, the event's branch.
+
+Also the short renderings of values that a decision's detail shows.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The web's `/metrics` reader: the Redis hash every process flushes into, plus the queue sizes
-read at scrape time, as Prometheus metric families."""
+"""The web's `/metrics` reader: the summed Redis hash and the queue sizes, as metric families.
+
+Every process flushes its counts into one Redis hash (`workers.metrics`); the queue sizes are
+read at scrape time.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The JSON API's one error body as pydantic models, and the `responses=` tables that document it
-(SPEC §10): what each route declares for its 4xx and 5xx answers in the OpenAPI document."""
+"""The JSON API's one error body as pydantic models, and the failure tables that document it.
+
+What each route declares as `responses=` for its 4xx and 5xx answers in the OpenAPI document
+(SPEC §10), and the rewrite of the generated 422s to the shared body.
+"""
 
 from __future__ import annotations
 

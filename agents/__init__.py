@@ -1,7 +1,8 @@
 """The agent-file compiler: a .auto directory → compiled agents, environments and diagnostics."""
 
-from agents.compiler import MAX_IMPORT_DEPTH, compile_dir
+from agents.compiler import compile_dir
 from agents.errors import AgentsError, Diagnostic, SourceError
+from agents.import_resolver import MAX_IMPORT_DEPTH
 from agents.model import (
     Auth,
     Capabilities,

@@ -11,8 +11,9 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from agents.compiler import FILE_PATH, compile_dir
+from agents.compiler import compile_dir
 from agents.errors import Diagnostic
+from agents.import_resolver import FILE_PATH
 from agents.model import CompileResult
 
 __all__ = ["ExtraCheck", "directory_problem", "format_result", "run_check", "with_extra"]

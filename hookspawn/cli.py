@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from hookspawn import commands, sandbox_commands, session_commands
+from hookspawn import client_commands, commands, sandbox_commands, session_commands
 from hookspawn.client import DEFAULT_URL, CommandError
 
 #: sessions one `hookspawn runner` runs at once by default (workers.runner_service says why)
@@ -125,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
         help="owner/name the starter agents check out (default: a placeholder to edit)",
     )
 
-    send = add("send", commands.send, "sign and post a webhook payload to a running server")
+    send = add("send", client_commands.send, "sign and post a webhook payload to a running server")
     send.add_argument("file", nargs="?", default=None, help="the webhook body (JSON)")
     send.add_argument(
         "--example",
@@ -146,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
 
     deliveries = add(
         "deliveries",
-        commands.deliveries,
+        client_commands.deliveries,
         "show or replay recorded deliveries; recover the ones GitHub could not deliver",
     )
     deliveries.add_argument("action", choices=["list", "show", "replay", "recover"])
@@ -170,7 +170,7 @@ def _parser() -> argparse.ArgumentParser:
 
     explain = add(
         "explain",
-        commands.explain,
+        client_commands.explain,
         "dry run: what a webhook payload would trigger on a running server (changes nothing)",
     )
     explain.add_argument("file", help="the webhook body (JSON), as GitHub sends it")
@@ -179,7 +179,7 @@ def _parser() -> argparse.ArgumentParser:
     as_json(explain)
     server_url(explain)
 
-    start = add("start", commands.start, "start a session of an agent by hand (no event)")
+    start = add("start", client_commands.start, "start a session of an agent by hand (no event)")
     start.add_argument("agent")
     start.add_argument("--title", default=None, help="displayTitle")
     start.add_argument("--prompt", default=None, help="initialPrompt")
@@ -201,7 +201,9 @@ def _parser() -> argparse.ArgumentParser:
     server_url(sessions)
     as_json(sessions)
 
-    connections = add("connections", commands.connections, "list or sync GitHub App connections")
+    connections = add(
+        "connections", client_commands.connections, "list or sync GitHub App connections"
+    )
     connections.add_argument("action", choices=["list", "sync"])
     server_url(connections)
     as_json(connections)

@@ -1,60 +1,33 @@
-"""What each `hookspawn` subcommand does; the argument parsing lives in hookspawn.cli."""
+"""The subcommands that run a process or work locally, and the Settings every subcommand reads.
+
+`serve`, `web`, `worker`, `check` and `init`; the ones that talk to a running server are in
+hookspawn.client_commands, the argument parsing in hookspawn.cli.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
-import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
 
 from pydantic import ValidationError
 
 from hookspawn.agents_notice import log_agents
-from hookspawn.client import CommandError, Server, error_line
-from hookspawn.summaries import (
-    connections_text,
-    deliveries_text,
-    delivery_text,
-    session_text,
-    sessions_text,
-    sync_text,
-)
-from triggers.signature import sign
+from hookspawn.client import CommandError
 from workers.settings import Settings
 
 log = logging.getLogger("hookspawn")
 
 
-def _settings() -> Settings:
+def load_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
         first = exc.errors()[0]
         name = "HOOKSPAWN_" + "_".join(str(part) for part in first["loc"]).upper()
         raise CommandError(f"{name}: {first['msg']}", exit_code=2) from None
-
-
-def _server(args: argparse.Namespace) -> Server:
-    settings = _settings()
-    return Server.at(args.url, env_url=settings.url, token=settings.admin_token)
-
-
-def _print_json(answer: Any) -> None:
-    print(json.dumps(answer, indent=2))
-
-
-def _output(args: argparse.Namespace, answer: Any, readable: Callable[[Any], str]) -> None:
-    """The answer as JSON with --json, else as the readable summary."""
-    if args.json:
-        _print_json(answer)
-    else:
-        sys.stdout.write(readable(answer))
 
 
 def _logging() -> None:
@@ -74,7 +47,7 @@ def serve(args: argparse.Namespace) -> int:
     from hookspawn.demo import demo_settings
     from hookspawn.serve import serve as run
 
-    settings = demo_settings(_settings()) if args.demo else _settings()
+    settings = demo_settings(load_settings()) if args.demo else load_settings()
     return run(
         settings,
         host=args.host,
@@ -91,7 +64,7 @@ def web(args: argparse.Namespace) -> int:
     from hookspawn.web.http_server import serve_web
     from workers.runtime import build_runtime
 
-    settings = _settings()
+    settings = load_settings()
     token = settings.admin_token
     refusal = open_admin_refusal("web", args.host, token=token, allowed=args.allow_open_admin)
     if refusal:
@@ -125,7 +98,7 @@ def worker(args: argparse.Namespace) -> int:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         for name in ("celery.app.trace", "celery.worker.strategy"):
             logging.getLogger(name).setLevel(logging.WARNING)
-    settings = _settings()
+    settings = load_settings()
     log_agents(log, settings.agents_dir, settings.secret_names)
     # one scan of the agent files a second for the whole worker, not one per pool process:
     # started before the pool is forked, which then reads its change count
@@ -155,7 +128,7 @@ def worker(args: argparse.Namespace) -> int:
 def check(args: argparse.Namespace) -> int:
     from agents.report import ExtraCheck, run_check
 
-    settings = _settings()
+    settings = load_settings()
     auto_dir = Path(args.dir) if args.dir else settings.agents_dir
     extra: list[ExtraCheck] = []
     if not getattr(args, "no_event_schemas", False):
@@ -188,214 +161,4 @@ def init(args: argparse.Namespace) -> int:
     if args.repository == "your-org/your-repo":
         print("; then put your repository in place of your-org/your-repo", end="")
     print()
-    return 0
-
-
-def _secret(settings: Settings, given: str | None) -> str:
-    if given:
-        return given
-    if settings.webhook_secret:
-        return settings.webhook_secret[0]
-    from hookspawn.serve import data_dir_secret
-
-    kept = data_dir_secret(settings.data_dir, create=False)
-    if kept:
-        return kept
-    raise CommandError(
-        "no webhook secret: pass --secret, set HOOKSPAWN_WEBHOOK_SECRET, or run from the "
-        f"directory `hookspawn serve` runs in (it keeps one in {settings.data_dir})",
-        exit_code=2,
-    )
-
-
-def _read(path: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror or exc}", exit_code=2) from None
-
-
-def _payload_to_send(args: argparse.Namespace) -> tuple[str, bytes] | None:
-    """(event, body) from FILE --event or --example; None when --example only asks the list."""
-    from hookspawn import samples
-
-    if args.example is not None:
-        if args.file is not None:
-            raise CommandError("give either FILE or --example NAME, not both", exit_code=2)
-        if args.example == "":
-            return None
-        try:
-            path = samples.path_of(args.example)
-        except samples.SampleNotFound as exc:
-            raise CommandError(str(exc), exit_code=2) from None
-        return args.event or samples.event_of(args.example), path.read_bytes()
-    if args.file is None:
-        raise CommandError("give a payload FILE (with --event) or --example NAME", exit_code=2)
-    if not args.event:
-        raise CommandError(f"{args.file}: --event NAME is required with a FILE", exit_code=2)
-    return args.event, _read(args.file)
-
-
-def send(args: argparse.Namespace) -> int:
-    """Sign and post a payload: FILE --event NAME, or a sample with --example NAME."""
-    from hookspawn import samples
-
-    chosen = _payload_to_send(args)
-    if chosen is None:
-        for name in samples.names():
-            print(name)
-        return 0
-    event, body = chosen
-    settings = _settings()
-    server = Server.at(args.url, env_url=settings.url, token=None)
-    base = server.base.removesuffix("/webhooks/github")  # --url may be the webhook URL itself
-    delivery = args.delivery or str(uuid.uuid4())
-    headers = {
-        "Content-Type": "application/json",
-        "X-GitHub-Event": event,
-        "X-GitHub-Delivery": delivery,
-        "X-Hub-Signature-256": sign(body, _secret(settings, args.secret)),
-        "User-Agent": "GitHub-Hookshot/hookspawn-send",
-    }
-    response = Server(base).request("POST", "/webhooks/github", content=body, headers=headers)
-    if not response.is_success:
-        raise CommandError(error_line(response))
-    try:
-        status = response.json().get("status")
-    except (ValueError, AttributeError):
-        status = None
-    print(
-        f"{response.status_code} {status or 'accepted'}: delivery {delivery} ({event}); "
-        f"follow it at {base}/ui/deliveries/{delivery}"
-    )
-    return 0
-
-
-def deliveries(args: argparse.Namespace) -> int:
-    if args.action == "recover":
-        return recover(args)
-    server = _server(args)
-    if args.action == "list":
-        filters = {
-            "event": args.event,
-            "status": args.status,
-            "repository": args.repository,
-            "limit": args.limit,
-        }
-        answer = server.json("GET", "/deliveries", params=filters)
-        _output(args, answer, deliveries_text)
-        return 0
-    if not args.id:
-        raise CommandError(f"{args.action}: a delivery ID is required", exit_code=2)
-    if args.action == "show":
-        answer = server.json("GET", f"/deliveries/{quote(args.id, safe='')}")
-        _output(args, answer, delivery_text)
-        return 0
-    answer = server.json("POST", f"/deliveries/{quote(args.id, safe='')}/replay")
-    if args.json:
-        _print_json(answer)
-    else:
-        print(
-            f"replay of {args.id} {answer.get('status', 'queued')}; follow it at "
-            f"{server.base}/ui/deliveries/{args.id}"
-        )
-    return 0
-
-
-def start(args: argparse.Namespace) -> int:
-    body = {
-        "displayTitle": args.title,
-        "initialPrompt": args.prompt,
-        "message": args.message,
-        "requester": os.environ.get("USER"),
-    }
-    headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
-    answer = _server(args).json(
-        "POST",
-        f"/agents/{quote(args.agent, safe='')}/sessions",
-        body={k: v for k, v in body.items() if v is not None},
-        headers=headers,
-    )
-    _output(args, answer, session_text)
-    return 0
-
-
-def sessions(args: argparse.Namespace) -> int:
-    server = _server(args)
-    if args.action == "show":
-        if not args.id:
-            raise CommandError("show: a session ID is required", exit_code=2)
-        answer = server.json("GET", f"/sessions/{quote(args.id, safe='')}")
-        _output(args, answer, session_text)
-        return 0
-    answer = server.json("GET", "/sessions", params={"agent": args.agent, "limit": args.limit})
-    _output(args, answer, sessions_text)
-    return 0
-
-
-def connections(args: argparse.Namespace) -> int:
-    server = _server(args)
-    if args.action == "sync":
-        _output(args, server.json("POST", "/connections/sync"), sync_text)
-    else:
-        _output(args, server.json("GET", "/connections"), connections_text)
-    return 0
-
-
-def recover(args: argparse.Namespace) -> int:
-    """`deliveries recover`: direct access (HOOKSPAWN_REDIS_URL and the App's credentials)."""
-    from workers.errors import WorkerError
-    from workers.github import GitHubApp
-    from workers.recover import recover as run
-    from workers.recover import write_report
-    from workers.runtime import redis_client
-    from workers.settings import parse_duration
-
-    try:
-        since = parse_duration(args.since)
-    except ValueError as exc:
-        raise SystemExit(f"hookspawn deliveries recover: --since: {exc}") from None
-    settings = _settings()
-    if not settings.redis_url:
-        raise SystemExit(
-            "hookspawn deliveries recover: set HOOKSPAWN_REDIS_URL to the delivery store's Redis"
-        )
-    try:
-        app = GitHubApp.from_settings(settings)
-    except WorkerError as exc:
-        raise SystemExit(f"hookspawn deliveries recover: {exc.message}") from None
-    if app is None:
-        raise SystemExit(
-            "hookspawn deliveries recover: set HOOKSPAWN_GITHUB_APP_ID and "
-            "HOOKSPAWN_GITHUB_PRIVATE_KEY_PATH (the App's delivery log needs its credentials)"
-        )
-    client = redis_client(settings.redis_url)
-    try:
-        report = run(app, client, since=since, retention=settings.retention, apply=bool(args.apply))
-    except WorkerError as exc:
-        print(f"hookspawn deliveries recover: {exc.message}", file=sys.stderr)
-        return 2
-    finally:
-        client.close()
-    return write_report(report, retention=settings.retention, out=sys.stdout)
-
-
-def explain(args: argparse.Namespace) -> int:
-    """`explain FILE --event NAME`: POST /explain on the running server and print its answer."""
-    from workers.explain import format_explain
-
-    try:
-        payload = json.loads(Path(args.file).read_bytes())
-    except OSError as exc:
-        raise CommandError(f"cannot read {args.file}: {exc.strerror}", exit_code=2) from None
-    except ValueError as exc:
-        raise CommandError(f"{args.file} is not JSON: {exc}", exit_code=2) from None
-    body: dict[str, Any] = {"event": args.event, "payload": payload}
-    if args.delivery:
-        body["deliveryId"] = args.delivery
-    answer = _server(args).json("POST", "/explain", body=body)
-    if args.json:
-        _print_json(answer)
-    else:
-        sys.stdout.write(format_explain(answer))
     return 0

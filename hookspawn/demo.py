@@ -10,7 +10,7 @@ from pathlib import Path
 from agents.sandbox_config import SandboxConfig
 from hookspawn.client import DEFAULT_URL
 from workers.connections import ConnectionStore
-from workers.lifecycle import Installation
+from workers.installation import Installation
 from workers.runtime import redis_client
 from workers.sandbox_exec import sandbox_available
 from workers.settings import Settings

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agents.sandbox_migrate import migrate as migrated
 from hookspawn.client import CommandError
-from hookspawn.commands import _settings
+from hookspawn.commands import load_settings
 from workers.sandbox_exec import load_config, runtime_for
 from workers.settings import Settings
 
@@ -28,7 +28,7 @@ def _config_path(args: argparse.Namespace, settings: Settings) -> Path:
 
 
 def sandbox(args: argparse.Namespace) -> int:
-    settings = _settings()
+    settings = load_settings()
     path = _config_path(args, settings)
     if args.action == "check":
         if args.write:

@@ -7,7 +7,7 @@ import sys
 import time
 from urllib.parse import quote
 
-from hookspawn import commands
+from hookspawn import client_commands, commands
 from hookspawn.client import CommandError, error_line
 
 __all__ = ["runner", "sessions"]
@@ -22,7 +22,7 @@ def runner(args: argparse.Namespace) -> int:
     from workers.runner_service import run_runner
 
     commands._logging()
-    settings = commands._settings()
+    settings = commands.load_settings()
     if args.concurrency < 1:
         raise CommandError(f"--concurrency {args.concurrency}: must be at least 1", exit_code=2)
     try:
@@ -34,10 +34,10 @@ def runner(args: argparse.Namespace) -> int:
 def sessions(args: argparse.Namespace) -> int:
     """`logs` here; `list` and `show` as before."""
     if args.action != "logs":
-        return commands.sessions(args)
+        return client_commands.sessions(args)
     if not args.id:
         raise CommandError("logs: a session ID is required", exit_code=2)
-    server = commands._server(args)
+    server = client_commands.server_of(args)
     path = f"/sessions/{quote(args.id, safe='')}/log"
     offset = 0
     out = sys.stdout.buffer

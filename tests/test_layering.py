@@ -19,7 +19,12 @@ ORDER = ("hookspawn", "workers", "triggers", "agents", "templating")
 
 #: the pure core: whole packages, and the modules of workers that decide without I/O
 PURE_PACKAGES = ("templating", "agents", "triggers")
-PURE_MODULES = ("workers.lifecycle", "workers.explain")
+PURE_MODULES = (
+    "workers.installation",
+    "workers.lifecycle",
+    "workers.connection_sync",
+    "workers.explain",
+)
 
 #: what the pure core must never load
 IO_LIBRARIES = ("celery", "redis", "httpx", "githubkit", "kombu", "uvicorn", "fastapi")

@@ -12,8 +12,8 @@ Conditions, checked in this order (the first that fails is reported):
    (case-insensitive); without globs, against the agent's mounts' GitHub repositories
    (case-insensitive, exact); an agent with no GitHub mount accepts any repository. When a
    rule applies, an event without a repository fails.
-4. branch: only when the trigger has `branches` globs; the branch is found by `event_branch`
-   (no branch found → fails).
+4. branch: only when the trigger has `branches` globs; the branch is found by
+   `triggers.envelope_values.event_branch` (no branch found → fails).
 5. bots: `github.sender.type == "Bot"` fires only triggers with `bots: true`.
 6. filters, all of them, in order (paths as in templates: dotted keys, integer segments index
    lists; path lookups never touch Python attributes):
@@ -31,7 +31,6 @@ reject it first) makes its condition fail, with the reason as the detail: fail c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -39,41 +38,18 @@ from typing import Any, Literal
 from agents.globs import GlobError, GlobSet, compile_globs
 from agents.model import CompiledAgent, Filter, Trigger
 from agents.regex_bound import BoundedPattern, PatternError, compile_bounded
+from triggers.envelope_values import MISSING, event_branch, json_equal, listed, lookup, show_value
 
 __all__ = [
-    "MISSING",
     "Candidate",
     "Condition",
     "Decision",
     "TriggerIndex",
-    "event_branch",
-    "json_equal",
-    "lookup",
 ]
 
 Condition = Literal["event", "action", "repository", "branch", "bots", "filter"]
 
-# Events whose branch is the pull request's base branch.
-_PULL_REQUEST_EVENTS = frozenset(
-    {
-        "pull_request",
-        "pull_request_review",
-        "pull_request_review_comment",
-        "pull_request_review_thread",
-        "pull_request_target",
-    }
-)
-# Events whose branch is a head branch field of their main object.
-_HEAD_BRANCH: Mapping[str, tuple[str, ...]] = {
-    "check_run": ("checkRun", "checkSuite", "headBranch"),
-    "check_suite": ("checkSuite", "headBranch"),
-    "workflow_run": ("workflowRun", "headBranch"),
-    "workflow_job": ("workflowJob", "headBranch"),
-}
-_HEADS = "refs/heads/"
 _FULL_NAME = ("repository", "fullName")
-#: what `lookup` answers for a path that is not there (None is a value: JSON null)
-MISSING: Any = object()
 
 
 @dataclass(frozen=True)
@@ -106,108 +82,6 @@ class Decision:
             "failed": self.failed,
             "detail": self.detail,
         }
-
-
-def lookup(root: Any, segments: Sequence[str]) -> Any:
-    """The value at a dotted path, or `MISSING`; integer segments index lists."""
-    current = root
-    for segment in segments:
-        if isinstance(current, dict | Mapping):  # dict first: the fast, common case
-            current = current.get(segment, MISSING)
-        elif isinstance(current, list) and segment.isdigit() and segment.isascii():
-            index = int(segment)
-            current = current[index] if index < len(current) else MISSING
-        else:
-            return MISSING
-        if current is MISSING:
-            return MISSING
-    return current
-
-
-def json_equal(left: Any, right: Any) -> bool:
-    """Strict JSON equality: `1 == 1.0`, but `true != 1` and `"1" != 1`."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return isinstance(left, bool) and isinstance(right, bool) and left == right
-    if isinstance(left, int | float) and isinstance(right, int | float):
-        return left == right
-    if isinstance(left, str) and isinstance(right, str):
-        return left == right
-    if left is None or right is None:
-        return left is None and right is None
-    if isinstance(left, list | tuple) and isinstance(right, list | tuple):
-        return len(left) == len(right) and all(map(json_equal, left, right))
-    if isinstance(left, Mapping) and isinstance(right, Mapping):
-        return left.keys() == right.keys() and all(json_equal(v, right[k]) for k, v in left.items())
-    return False
-
-
-def event_branch(github: Mapping[str, Any]) -> tuple[str | None, str]:
-    """The branch an event is about, and where it came from (or why there is none).
-
-    - pull_request, pull_request_review, pull_request_review_comment,
-      pull_request_review_thread: the PR's base branch, `pullRequest.base.ref`.
-    - check_run, check_suite, workflow_run, workflow_job: the head branch
-      (`checkRun.checkSuite.headBranch`, `checkSuite.headBranch`, …); null for some fork runs.
-    - create, delete: `ref` when `refType` is `branch` (tags have no branch).
-    - merge_group: `mergeGroup.baseRef` without `refs/heads/` (the branch being merged into).
-    - every other event (push, workflow_dispatch, …): `ref` when it starts with `refs/heads/`,
-      without that prefix; a tag ref (`refs/tags/…`) has no branch.
-    Events with none of these (issue_comment, issues, status, …) have no branch.
-    """
-    event = github.get("event")
-    if event in _PULL_REQUEST_EVENTS:
-        return _string(github, ("pullRequest", "base", "ref"))
-    if isinstance(event, str) and event in _HEAD_BRANCH:
-        return _string(github, _HEAD_BRANCH[event])
-    if event in ("create", "delete"):
-        kind = github.get("refType")
-        if kind != "branch":
-            return None, f"github.refType is {_show(kind)}, not branch"
-        return _string(github, ("ref",))
-    if event == "merge_group":
-        return _heads(github, ("mergeGroup", "baseRef"))
-    return _heads(github, ("ref",))
-
-
-def _string(github: Mapping[str, Any], path: tuple[str, ...]) -> tuple[str | None, str]:
-    where = "github." + ".".join(path)
-    value = lookup(github, path)
-    if isinstance(value, str) and value:
-        return value, where
-    if value is MISSING:
-        return None, f"{where} is missing"
-    return None, f"{where} is {_show(value)}"
-
-
-def _heads(github: Mapping[str, Any], path: tuple[str, ...]) -> tuple[str | None, str]:
-    ref, where = _string(github, path)
-    if ref is None:
-        return None, where
-    if not ref.startswith(_HEADS) or len(ref) == len(_HEADS):
-        return None, f"{where} {_show(ref)} is not a branch"
-    return ref[len(_HEADS) :], where
-
-
-def _show(value: Any, limit: int = 80) -> str:
-    """A short JSON rendering of a value for a decision's detail (never the whole of it)."""
-    if value is MISSING:
-        return "missing"
-    if isinstance(value, str):
-        text = json.dumps(value[:limit], ensure_ascii=False)
-        return text if len(value) <= limit else text[:-1] + '…"'
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, list | tuple):
-        if len(value) <= 8 and all(not isinstance(v, Mapping | list | tuple) for v in value):
-            return "[" + ", ".join(_show(v, 40) for v in value) + "]"
-        return f"a list of {len(value)} items"
-    if value is None or isinstance(value, bool | int | float):
-        return json.dumps(value)
-    return repr(value)[:limit]
-
-
-def _listed(values: Iterable[str]) -> str:
-    return ", ".join(values) or "(none)"
 
 
 class _FilterCheck:
@@ -248,7 +122,7 @@ class _FilterCheck:
         value = lookup(envelope, self.segments)
         return (
             f"filter {self.number}: {self.filter.path} {self.filter.op} "
-            f"{_show(self.filter.value)}, actual value {_show(value)}"
+            f"{show_value(self.filter.value)}, actual value {show_value(value)}"
         )
 
 
@@ -275,7 +149,7 @@ class _Rule:
         self.candidate = candidate
         trigger = candidate.trigger
         self.actions = frozenset(trigger.actions) if trigger.actions is not None else None
-        self.actions_listed = _listed(trigger.actions or ())
+        self.actions_listed = listed(trigger.actions or ())
         # A glob the compiler let through but this module refuses fails its condition.
         self.invalid: dict[Condition, str] = {}
         self.repositories: GlobSet | None = None
@@ -290,7 +164,7 @@ class _Rule:
             mounted = [m.github_repository for m in candidate.agent.mounts if m.github_repository]
             if mounted:
                 self.mounted = frozenset(name.lower() for name in mounted)
-                self.mounted_listed = _listed(dict.fromkeys(mounted))
+                self.mounted_listed = listed(dict.fromkeys(mounted))
         self.branches: GlobSet | None = None
         if trigger.branches is not None:
             try:
@@ -358,11 +232,11 @@ class _Rule:
             branch, where = event.branch()
             if branch is None:
                 return f"the event has no branch: {where}"
-            sources = _listed(self.branches.sources if self.branches else ())
+            sources = listed(self.branches.sources if self.branches else ())
             return f"branch {branch!r} ({where}) matches none of {sources}"
         if failed == "bots":
             login = lookup(event.github, ("sender", "login"))
-            return f"sender {_show(login)} is a Bot and the trigger does not set bots: true"
+            return f"sender {show_value(login)} is a Bot and the trigger does not set bots: true"
         for check in self.filters:
             if not check.holds(event.envelope):
                 return check.detail(event.envelope)
@@ -371,9 +245,9 @@ class _Rule:
     def _repository_detail(self, event: _Event) -> str:
         name = event.repository()
         if not isinstance(name, str):
-            return f"the event has no repository (github.repository.fullName is {_show(name)})"
+            return f"the event has no repository (github.repository.fullName is {show_value(name)})"
         if self.repositories is not None:
-            return f"repository {name!r} matches none of {_listed(self.repositories.sources)}"
+            return f"repository {name!r} matches none of {listed(self.repositories.sources)}"
         return (
             f"repository {name!r} is not one of the agent's mounted repositories "
             f"{self.mounted_listed} (the default when the trigger lists none)"

@@ -2,7 +2,8 @@
 
 One JSON record per installation id in the `keys.INSTALLATIONS` hash. Every change is a
 read-modify-write under WATCH/MULTI, retried when another worker wrote first, so two workers
-applying lifecycle events at the same time never lose one. The rules live in `workers.lifecycle`.
+applying lifecycle events at the same time never lose one. The rules live in `workers.lifecycle`
+and `workers.connection_sync`.
 """
 
 from __future__ import annotations
@@ -18,20 +19,11 @@ import redis
 
 from triggers.coverage import Coverage
 from workers import keys
+from workers.connection_sync import mark_status, prune, replace_all, replace_one
 from workers.errors import AccessRevoked, StoreUnavailable, WorkerError
 from workers.github import GitHubApp, RemoteInstallation
-from workers.lifecycle import (
-    LIFECYCLE_EVENTS,
-    Change,
-    Installation,
-    State,
-    SyncReport,
-    apply_event,
-    mark_status,
-    prune,
-    replace_all,
-    replace_one,
-)
+from workers.installation import Change, Installation, State, SyncReport
+from workers.lifecycle import LIFECYCLE_EVENTS, apply_event
 from workers.settings import Settings
 
 __all__ = [

@@ -22,7 +22,8 @@ from typing import Any
 from agents import CompiledAgent, Trigger
 from triggers.coverage import Connection, Coverage, repository_of
 from triggers.envelope import build_envelope
-from triggers.matching import MISSING, Decision, TriggerIndex, lookup
+from triggers.envelope_values import MISSING, lookup
+from triggers.matching import Decision, TriggerIndex
 from triggers.spawn_plan import MountCoverage, Plan, Planned, TriggerStart, plan_spawn
 from triggers.spawn_rules import sender_login, trigger_spawn_id
 from workers.agents_source import AgentSet

@@ -1,9 +1,7 @@
 """The GitHub edge: App JWT calls and installation tokens through githubkit, answers classified.
 
-Every failure leaves this module as a `workers.errors` class (SPEC §7): definitive refusals as
-`AccessRevoked` / `PermissionNotGranted`, transient trouble as `GitHubUnavailable` (with
-`retry_after` when GitHub says how long), bad App credentials as `ConfigurationError`.
-Installation tokens never appear in an exception, a log line or a repr.
+Every failure leaves this module as a `workers.errors` class (SPEC §7), classified and counted
+by `workers.github_errors`. Installation tokens never appear in an exception, a log line or a repr.
 """
 
 from __future__ import annotations
@@ -19,23 +17,10 @@ import httpx
 import jwt
 from githubkit import AppAuthStrategy, GitHub, TokenAuthStrategy
 from githubkit.cache import MemCacheStrategy
-from githubkit.exception import (
-    GitHubException,
-    PrimaryRateLimitExceeded,
-    RateLimitExceeded,
-    RequestError,
-    RequestFailed,
-    RequestTimeout,
-)
+from githubkit.exception import GitHubException
 
-from workers import metrics
-from workers.errors import (
-    AccessRevoked,
-    ConfigurationError,
-    GitHubUnavailable,
-    PermissionNotGranted,
-    WorkerError,
-)
+from workers.errors import ConfigurationError, GitHubUnavailable
+from workers.github_errors import GitHubCall, classify, counted, unreadable
 
 if TYPE_CHECKING:
     from githubkit.response import Response
@@ -57,14 +42,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# GitHub's own wording for the definitive mint refusals (SPEC §7).
-# https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app
-_SUSPENDED = "suspended"  # "This installation has been suspended"
-_NOT_ACCESSIBLE = "not accessible to the parent installation"
-_PERMISSIONS = "permission"  # "The permissions requested are not granted to this installation."
-# Without a usable header GitHub asks for at least a minute before retrying a rate-limited call.
-# https://docs.github.com/rest/using-the-rest-api/best-practices-for-using-the-rest-api
-_DEFAULT_RATE_LIMIT_WAIT = 60.0
 _PAGE_SIZE = 100
 
 
@@ -108,17 +85,6 @@ class HookDelivery:
     @property
     def succeeded(self) -> bool:
         return 200 <= self.status_code < 300
-
-
-@dataclass(frozen=True)
-class _Call:
-    """What a request was for, so a failure can say so and be classified."""
-
-    what: str
-    installation_id: int | None = None
-    repository_ids: tuple[int, ...] = ()
-    permissions: Mapping[str, str] | None = None
-    with_installation_token: bool = False
 
 
 class GitHubApp:
@@ -179,7 +145,7 @@ class GitHubApp:
         if repos:
             body["repository_ids"] = list(repos)
         body["permissions"] = dict(permissions)
-        call = _Call(
+        call = GitHubCall(
             what=f"minting a token for installation {installation_id}",
             installation_id=installation_id,
             repository_ids=repos,
@@ -219,7 +185,7 @@ class GitHubApp:
 
     def list_installations(self) -> list[RemoteInstallation]:
         """Every installation of the App (App JWT, all pages)."""
-        call = _Call(what=f"listing the installations of GitHub App {self.app_id}")
+        call = GitHubCall(what=f"listing the installations of GitHub App {self.app_id}")
         pages = self._github.rest.paginate(
             self._github.rest.apps.list_installations,
             map_func=lambda r: r.json(),
@@ -242,7 +208,7 @@ class GitHubApp:
         """Every repository an installation covers (a `metadata: read` token, all pages)."""
         minted = self.mint_token(installation_id, (), {"metadata": "read"})
         as_installation = self._github.with_auth(TokenAuthStrategy(minted.token))
-        call = _Call(
+        call = GitHubCall(
             what=f"listing the repositories of installation {installation_id}",
             installation_id=installation_id,
             with_installation_token=True,
@@ -263,7 +229,7 @@ class GitHubApp:
         Every attempt is a row (redeliveries too); pages are read until one reaches a delivery
         older than `since`.
         """
-        call = _Call(what=f"listing the webhook deliveries of GitHub App {self.app_id}")
+        call = GitHubCall(what=f"listing the webhook deliveries of GitHub App {self.app_id}")
         pages = self._github.rest.paginate(
             self._github.rest.apps.list_webhook_deliveries,
             map_func=lambda r: r.json(),
@@ -288,27 +254,27 @@ class GitHubApp:
 
     def redeliver(self, delivery_id: int) -> None:
         """Ask GitHub to deliver a webhook delivery (by its log id, not its guid) again."""
-        call = _Call(what=f"requesting redelivery of webhook delivery {delivery_id}")
+        call = GitHubCall(what=f"requesting redelivery of webhook delivery {delivery_id}")
         self._send(call, lambda: self._github.rest.apps.redeliver_webhook_delivery(delivery_id))
         log.info("requested redelivery of webhook delivery %s", delivery_id)
 
-    def _send(self, call: _Call, request: Callable[[], Response[Any, T]]) -> Response[Any, T]:
+    def _send(self, call: GitHubCall, request: Callable[[], Response[Any, T]]) -> Response[Any, T]:
         started = time.monotonic()
         try:
             return request()
         except GitHubException as exc:
-            raise _counted(_classify(exc, call, waited=time.monotonic() - started), exc) from exc
+            raise counted(classify(exc, call, waited=time.monotonic() - started), exc) from exc
         except ValueError as exc:  # githubkit reads `retry-after` with int(); a date breaks it
-            raise _counted(_unreadable(exc, call), exc) from exc
+            raise counted(unreadable(exc, call), exc) from exc
 
-    def _iterate(self, call: _Call, items: Iterator[T]) -> Iterator[T]:
+    def _iterate(self, call: GitHubCall, items: Iterator[T]) -> Iterator[T]:
         started = time.monotonic()
         try:
             yield from items
         except GitHubException as exc:
-            raise _counted(_classify(exc, call, waited=time.monotonic() - started), exc) from exc
+            raise counted(classify(exc, call, waited=time.monotonic() - started), exc) from exc
         except (ValueError, KeyError, TypeError) as exc:  # a page that is not what GitHub sends
-            raise _counted(_unreadable(exc, call), exc) from exc
+            raise counted(unreadable(exc, call), exc) from exc
 
 
 def _check_private_key(app_id: str, private_key: str) -> None:
@@ -323,158 +289,9 @@ def _check_private_key(app_id: str, private_key: str) -> None:
         ) from None
 
 
-def _counted(error: WorkerError, cause: Exception) -> WorkerError:
-    """Count the failure in `hookspawn_github_errors_total` by its class; return it."""
-    metrics.inc(metrics.GITHUB_ERRORS, _error_class(error, cause))
-    return error
-
-
-def _error_class(error: WorkerError, cause: Exception) -> str:
-    if isinstance(error, AccessRevoked):
-        return error.kind
-    if isinstance(error, PermissionNotGranted):
-        return "permission_not_granted"
-    if isinstance(cause, RateLimitExceeded) or (
-        isinstance(error, GitHubUnavailable) and error.retry_after is not None
-    ):
-        return "rate_limited"
-    if isinstance(cause, RequestFailed):  # GitHub answered, with an error status
-        status = error.details.get("status")
-        if isinstance(status, int) and status >= 500:
-            return "server_error"
-        return "unauthorized" if status == 401 else "client_error"
-    if isinstance(cause, RequestTimeout):
-        return "timeout"
-    if isinstance(cause, RequestError):
-        return "unreachable" if isinstance(error, GitHubUnavailable) else "request_error"
-    return "unreadable"
-
-
-def _unreadable(exc: Exception, call: _Call) -> GitHubUnavailable:
-    return GitHubUnavailable(
-        f"GitHub's answer could not be read while {call.what}: {type(exc).__name__}: {exc}"
-    )
-
-
 def _parse_time(text: str) -> datetime:
     """GitHub's `2016-07-11T22:14:10Z` → an aware UTC datetime."""
     parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
-
-
-def _classify(exc: GitHubException, call: _Call, *, waited: float) -> WorkerError:
-    """One githubkit failure → the worker error SPEC §7 asks for."""
-    if isinstance(exc, RateLimitExceeded):
-        kind = "primary" if isinstance(exc, PrimaryRateLimitExceeded) else "secondary"
-        retry_after = max(exc.retry_after.total_seconds(), 0.0)
-        return GitHubUnavailable(
-            f"GitHub {kind} rate limit exceeded while {call.what} "
-            f"(HTTP {exc.response.status_code}); retry after {retry_after:.0f}s",
-            retry_after=retry_after,
-            status=exc.response.status_code,
-            rate_limit=kind,
-        )
-    if isinstance(exc, RequestFailed):
-        return _classify_answer(exc.response.raw_response, call)
-    if isinstance(exc, RequestTimeout):
-        return GitHubUnavailable(
-            f"GitHub did not answer within the timeout while {call.what} "
-            f"(gave up after {waited:.1f}s)"
-        )
-    if isinstance(exc, RequestError):
-        inner = exc.exc
-        if isinstance(inner, httpx.TransportError):
-            return GitHubUnavailable(
-                f"could not reach GitHub while {call.what}: {type(inner).__name__}: {inner}"
-            )
-        return ConfigurationError(
-            f"the request to GitHub could not be made while {call.what}: {type(inner).__name__}"
-        )
-    return ConfigurationError(f"githubkit refused the call while {call.what}: {type(exc).__name__}")
-
-
-def _classify_answer(response: httpx.Response, call: _Call) -> WorkerError:
-    status = response.status_code
-    message, errors = _error_text(response)
-    said = f"GitHub answered {status} while {call.what}: {message or '(no message)'}"
-    lowered = message.lower()
-    if status == 401 and call.with_installation_token:
-        # The token died under us (revoked, installation gone): the next try mints afresh and
-        # gets GitHub's definitive answer from the mint endpoint.
-        return GitHubUnavailable(f"{said}; the installation token was refused", status=status)
-    if status == 401:
-        return ConfigurationError(
-            f"{said}; the App credentials were refused "
-            "(check HOOKSPAWN_GITHUB_APP_ID and the private key)",
-            status=status,
-        )
-    if status == 429 or (status == 403 and "rate limit" in lowered):
-        # A rate limit githubkit did not recognise (no headers it knows): wait GitHub's minimum.
-        return GitHubUnavailable(said, retry_after=_retry_after(response), status=status)
-    if status >= 500:
-        return GitHubUnavailable(said, status=status)
-    if call.installation_id is not None:
-        refusal = _refusal(status, lowered, said, errors, call, call.installation_id)
-        if refusal is not None:
-            return refusal
-    return ConfigurationError(said, status=status)
-
-
-def _refusal(
-    status: int, lowered: str, said: str, errors: list[str], call: _Call, installation_id: int
-) -> WorkerError | None:
-    if status == 404:
-        return AccessRevoked(said, kind="installation_deleted", installation_id=installation_id)
-    if status == 403 and _SUSPENDED in lowered:
-        return AccessRevoked(said, kind="installation_suspended", installation_id=installation_id)
-    if status == 422 and _NOT_ACCESSIBLE in lowered:
-        return AccessRevoked(
-            f"{said} (repository ids asked for: {list(call.repository_ids)})",
-            kind="repository_inaccessible",
-            installation_id=installation_id,
-            repository_ids=call.repository_ids,
-        )
-    if status == 422 and _PERMISSIONS in lowered and call.permissions is not None:
-        asked = ", ".join(f"{name}: {level}" for name, level in sorted(call.permissions.items()))
-        detail = f"; GitHub names: {', '.join(errors)}" if errors else ""
-        return PermissionNotGranted(
-            f"installation {installation_id} does not grant the permissions asked for "
-            f"({asked}){detail}",
-            installation_id=installation_id,
-            permissions=dict(call.permissions),
-            github_message=said,
-        )
-    return None
-
-
-def _error_text(response: httpx.Response) -> tuple[str, list[str]]:
-    """GitHub's `message` and any `errors[]` entries of an error body."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:200].strip(), []
-    if not isinstance(body, dict):
-        return "", []
-    errors: list[str] = []
-    for entry in body.get("errors") or ():
-        if isinstance(entry, dict):
-            named = entry.get("field") or entry.get("message") or entry.get("code")
-            if named:
-                errors.append(str(named))
-        elif isinstance(entry, str):
-            errors.append(entry)
-    return str(body.get("message") or ""), errors
-
-
-def _retry_after(response: httpx.Response) -> float:
-    headers = response.headers
-    try:
-        if "retry-after" in headers:
-            return max(float(headers["retry-after"]), 0.0)
-        if headers.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in headers:
-            return max(float(headers["x-ratelimit-reset"]) - time.time(), 0.0)
-    except ValueError:
-        pass
-    return _DEFAULT_RATE_LIMIT_WAIT

@@ -31,169 +31,29 @@ Choices the SPEC leaves open (each also said where it is made):
 
 from __future__ import annotations
 
-import copy
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from workers.errors import WorkerError
+from workers.installation import (
+    Change,
+    Installation,
+    State,
+    Status,
+    covered_names,
+    joined,
+    positive_id,
+    repository_map,
+    selection_of,
+)
 
-__all__ = [
-    "LIFECYCLE_EVENTS",
-    "Change",
-    "Installation",
-    "Selection",
-    "State",
-    "Status",
-    "SyncReport",
-    "apply_event",
-    "mark_status",
-    "prune",
-    "replace_all",
-    "replace_one",
-]
-
-Status = Literal["active", "suspended", "deleted"]
-Selection = Literal["all", "selected"]
+__all__ = ["LIFECYCLE_EVENTS", "apply_event"]
 
 #: the X-GitHub-Event names that can change connections (everything else is a no-op)
 LIFECYCLE_EVENTS = frozenset(
     {"installation", "installation_repositories", "repository", "installation_target"}
 )
-
-
-@dataclass
-class Installation:
-    """One GitHub App installation of the project and the repositories it covers."""
-
-    id: int
-    account: str
-    status: Status = "active"
-    repository_selection: Selection = "selected"
-    repositories: dict[int, str] = field(default_factory=dict)  # repo id → current owner/name
-    pruned: dict[int, str] = field(default_factory=dict)  # refused by GitHub at token time
-    permissions: dict[str, str] = field(default_factory=dict)
-    updated_at: float = 0.0
-
-    @property
-    def active(self) -> bool:
-        return self.status == "active"
-
-    def covers(self, full_name: str) -> int | None:
-        """The repository id when this installation is active and lists `full_name`."""
-        if not self.active:
-            return None
-        wanted = full_name.lower()
-        for repo_id, name in self.repositories.items():
-            if name.lower() == wanted:
-                return repo_id
-        return None
-
-    def holds(self, repository_id: int) -> bool:
-        return repository_id in self.repositories or repository_id in self.pruned
-
-    def add(self, repositories: Mapping[int, str]) -> list[str]:
-        """List these repositories (restoring pruned ones); the names newly covered."""
-        added = []
-        for repo_id, name in repositories.items():
-            if self.repositories.get(repo_id) != name:
-                added.append(name)
-            self.pruned.pop(repo_id, None)
-            self.repositories[repo_id] = name
-        return added
-
-    def remove(self, repository_ids: Iterable[int]) -> list[str]:
-        """Forget these repositories (listed or pruned); the names that were known."""
-        removed = []
-        for repo_id in repository_ids:
-            name = self.repositories.pop(repo_id, None) or self.pruned.pop(repo_id, None)
-            if name is not None:
-                removed.append(name)
-        return removed
-
-    def rename(self, repository_id: int, full_name: str) -> str | None:
-        """Give a held repository its new name; the old name when it changed."""
-        for held in (self.repositories, self.pruned):
-            old = held.get(repository_id)
-            if old is not None and old != full_name:
-                held[repository_id] = full_name
-                return old
-        return None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "account": self.account,
-            "status": self.status,
-            "repositorySelection": self.repository_selection,
-            "repositories": _repo_list(self.repositories),
-            "pruned": _repo_list(self.pruned),
-            "permissions": dict(sorted(self.permissions.items())),
-            "updatedAt": _iso(self.updated_at),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Installation:
-        """The inverse of `to_json` (the stored form)."""
-        return cls(
-            id=int(data["id"]),
-            account=str(data.get("account") or ""),
-            status=_status(data.get("status")),
-            repository_selection=_selection(data.get("repositorySelection")),
-            repositories=_repo_map(data.get("repositories"), name_key="fullName"),
-            pruned=_repo_map(data.get("pruned"), name_key="fullName"),
-            permissions={str(k): str(v) for k, v in dict(data.get("permissions") or {}).items()},
-            updated_at=_epoch(data.get("updatedAt")),
-        )
-
-
-@dataclass
-class Change:
-    """What applying one event (or one store operation) did."""
-
-    installations: set[int] = field(default_factory=set)  # ids whose record changed
-    summary: list[str] = field(default_factory=list)  # one human line per effect
-    resync: set[int] = field(default_factory=set)  # installations that need an API re-sync
-
-    def __bool__(self) -> bool:
-        return bool(self.installations or self.resync)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "installations": sorted(self.installations),
-            "summary": list(self.summary),
-            "resync": sorted(self.resync),
-        }
-
-
-@dataclass
-class SyncReport:
-    """What replacing the stored connections with the GitHub API's answer did."""
-
-    installations: int = 0  # installations GitHub listed
-    repositories: int = 0  # repositories covered after the sync
-    added: list[int] = field(default_factory=list)  # installations the store did not know
-    deleted: list[int] = field(default_factory=list)  # known, no longer listed: now deleted
-    changed: list[int] = field(default_factory=list)  # every installation whose record changed
-    restored: list[str] = field(default_factory=list)  # pruned repositories covering again
-    summary: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "installations": self.installations,
-            "repositories": self.repositories,
-            "added": self.added,
-            "deleted": self.deleted,
-            "changed": self.changed,
-            "restored": self.restored,
-            "summary": self.summary,
-        }
-
-
-State = dict[int, Installation]
-_Handler = Callable[[State, Mapping[str, Any], str, Change], None]
 
 
 def apply_event(
@@ -239,7 +99,7 @@ def _installation(state: State, body: Mapping[str, Any], action: str, change: Ch
         if action == "created":
             change.summary.append(
                 f"installation {installation_id} ({known.account}) created: "
-                f"covers {_names(known.repositories)}"
+                f"covers {covered_names(known.repositories)}"
             )
     _refresh(known, payload)
     change.installations.add(installation_id)
@@ -263,7 +123,7 @@ def _from_payload(
         id=installation_id,
         account=_login(payload.get("account")),
         status="suspended" if payload.get("suspended_at") else "active",
-        repositories=_repo_map(listed, name_key="full_name"),
+        repositories=repository_map(listed, name_key="full_name"),
     )
 
 
@@ -273,7 +133,7 @@ def _refresh(installation: Installation, payload: Mapping[str, Any]) -> None:
     if login:
         installation.account = login
     if payload.get("repository_selection") in ("all", "selected"):
-        installation.repository_selection = _selection(payload["repository_selection"])
+        installation.repository_selection = selection_of(payload["repository_selection"])
     permissions = payload.get("permissions")
     if isinstance(permissions, Mapping):
         installation.permissions = {str(k): str(v) for k, v in permissions.items()}
@@ -305,14 +165,14 @@ def _installation_repositories(
     _refresh(known, payload)
     selection = body.get("repository_selection")
     if selection in ("all", "selected"):
-        known.repository_selection = _selection(selection)
-    added = known.add(_repo_map(body.get("repositories_added"), name_key="full_name"))
+        known.repository_selection = selection_of(selection)
+    added = known.add(repository_map(body.get("repositories_added"), name_key="full_name"))
     removed = known.remove(_repo_ids(body.get("repositories_removed")))
     change.installations.add(installation_id)
     if added:
         change.summary.append(f"installation {installation_id} now covers {', '.join(added)}")
     if removed:
-        change.summary.append(f"installation {installation_id} no longer covers {_list(removed)}")
+        change.summary.append(f"installation {installation_id} no longer covers {joined(removed)}")
     if known.repository_selection != before:
         change.resync.add(installation_id)
         change.summary.append(
@@ -333,7 +193,7 @@ def _repository(state: State, body: Mapping[str, Any], action: str, change: Chan
         raise _invalid("repository.full_name is missing", event="repository")
     owner = _login(repo.get("owner")) or full_name.partition("/")[0]
     sender = body.get("installation")
-    from_installation = _optional_id(sender.get("id") if isinstance(sender, Mapping) else None)
+    from_installation = positive_id(sender.get("id") if isinstance(sender, Mapping) else None)
     if from_installation is not None and from_installation not in state:
         change.resync.add(from_installation)
     live = [i for i in state.values() if i.status != "deleted"]
@@ -447,9 +307,11 @@ def _installation_target(
         change.installations.add(inst.id)
         change.summary.append(
             f"installation {inst.id}: account {previous} renamed to {new}"
-            + (f"; repositories now {_list(renamed)}" if renamed else "")
+            + (f"; repositories now {joined(renamed)}" if renamed else "")
         )
 
+
+_Handler = Callable[[State, Mapping[str, Any], str, Change], None]
 
 _HANDLERS: dict[str, _Handler] = {
     "installation": _installation,
@@ -457,113 +319,6 @@ _HANDLERS: dict[str, _Handler] = {
     "repository": _repository,
     "installation_target": _installation_target,
 }
-
-
-# operations the store performs outside webhooks ------------------------------------------
-def mark_status(state: State, installation_id: int, status: Status, *, now: float) -> Change:
-    """GitHub refused a token (404 → deleted, 403 suspended → suspended); unknown ids: no-op."""
-    change = Change()
-    known = state.get(installation_id)
-    if known is None or known.status == status or known.status == "deleted":
-        return change
-    known.status = status
-    known.updated_at = now
-    change.installations.add(installation_id)
-    change.summary.append(f"installation {installation_id} ({known.account}) marked {status}")
-    return change
-
-
-def prune(
-    state: State, installation_id: int, repository_ids: Iterable[int], *, now: float
-) -> Change:
-    """GitHub said these repositories are not accessible to the installation: stop covering."""
-    change = Change()
-    known = state.get(installation_id)
-    if known is None:
-        return change
-    pruned = []
-    for repo_id in repository_ids:
-        name = known.repositories.pop(repo_id, None)
-        if name is not None:
-            known.pruned[repo_id] = name
-            pruned.append(name)
-    if pruned:
-        known.updated_at = now
-        change.installations.add(installation_id)
-        change.summary.append(f"installation {installation_id}: pruned {_list(pruned)}")
-    return change
-
-
-def replace_one(
-    state: State, installation_id: int, fresh: Installation | None, *, now: float
-) -> Change:
-    """One installation re-read from the API (None: GitHub no longer lists it)."""
-    change = Change()
-    known = state.get(installation_id)
-    if fresh is None:
-        return mark_status(state, installation_id, "deleted", now=now)
-    fresh = copy.deepcopy(fresh)  # the caller's object stays as given (the store may retry)
-    fresh.updated_at = now
-    if known is not None and not fresh.permissions:
-        fresh.permissions = dict(known.permissions)
-    state[installation_id] = fresh
-    if known is None or _differs(known, fresh):
-        change.installations.add(installation_id)
-        change.summary.append(
-            f"installation {installation_id} ({fresh.account}) re-synced: {fresh.status}, "
-            f"covers {_names(fresh.repositories)}"
-        )
-    return change
-
-
-def replace_all(state: State, fresh: Iterable[Installation], *, now: float) -> SyncReport:
-    """The API's installations replace the stored set; the ones it no longer lists: deleted."""
-    report = SyncReport()
-    seen: set[int] = set()
-    for inst in fresh:
-        seen.add(inst.id)
-        report.installations += 1
-        known = state.get(inst.id)
-        if known is None:
-            report.added.append(inst.id)
-        else:
-            report.restored += [n for r, n in known.pruned.items() if r in inst.repositories]
-        if replace_one(state, inst.id, inst, now=now):
-            report.changed.append(inst.id)
-    for installation_id, known in sorted(state.items()):
-        if installation_id not in seen and known.status != "deleted":
-            mark_status(state, installation_id, "deleted", now=now)
-            report.deleted.append(installation_id)
-            report.changed.append(installation_id)
-    report.changed.sort()
-    report.added.sort()
-    report.repositories = sum(len(i.repositories) for i in state.values() if i.active)
-    report.summary = _sync_summary(report)
-    return report
-
-
-def _sync_summary(report: SyncReport) -> list[str]:
-    lines = [
-        f"{report.installations} installation(s) listed by GitHub, "
-        f"{report.repositories} repository(ies) covered"
-    ]
-    if report.added:
-        lines.append(f"new installations: {_list(map(str, report.added))}")
-    if report.deleted:
-        lines.append(f"no longer listed, marked deleted: {_list(map(str, report.deleted))}")
-    if report.restored:
-        lines.append(f"pruned repositories restored: {_list(report.restored)}")
-    return lines
-
-
-def _differs(a: Installation, b: Installation) -> bool:
-    return (a.account, a.status, a.repository_selection, a.repositories, a.pruned) != (
-        b.account,
-        b.status,
-        b.repository_selection,
-        b.repositories,
-        b.pruned,
-    )
 
 
 # reading payloads ------------------------------------------------------------------------
@@ -579,20 +334,10 @@ def _object(body: Mapping[str, Any], key: str, event: str) -> Mapping[str, Any]:
 
 
 def _id(obj: Mapping[str, Any], where: str) -> int:
-    value = _optional_id(obj.get("id"))
+    value = positive_id(obj.get("id"))
     if value is None:
         raise _invalid(f"{where} must be a positive integer, got {obj.get('id')!r}", field=where)
     return value
-
-
-def _optional_id(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        return None
-    return number if number > 0 else None
 
 
 def _login(account: object) -> str:
@@ -606,61 +351,13 @@ def _from(changes: Mapping[str, Any], key: str) -> str:
     return str(entry.get("from") or "") if isinstance(entry, Mapping) else ""
 
 
-def _repo_map(items: object, *, name_key: str) -> dict[int, str]:
-    found: dict[int, str] = {}
-    for item in items if isinstance(items, list) else ():
-        if not isinstance(item, Mapping):
-            continue
-        repo_id = _optional_id(item.get("id"))
-        name = item.get(name_key)
-        if repo_id is not None and isinstance(name, str) and name:
-            found[repo_id] = name
-    return found
-
-
 def _repo_ids(items: object) -> list[int]:
     found = []
     for item in items if isinstance(items, list) else ():
-        repo_id = _optional_id(item.get("id")) if isinstance(item, Mapping) else None
+        repo_id = positive_id(item.get("id")) if isinstance(item, Mapping) else None
         if repo_id is not None:
             found.append(repo_id)
     return found
-
-
-def _repo_list(repos: Mapping[int, str]) -> list[dict[str, Any]]:
-    return [{"id": repo_id, "fullName": name} for repo_id, name in sorted(repos.items())]
-
-
-def _status(value: object) -> Status:
-    if value == "suspended" or value == "deleted":
-        return value
-    return "active"
-
-
-def _selection(value: object) -> Selection:
-    return "all" if value == "all" else "selected"
-
-
-def _iso(ts: float) -> str | None:
-    if not ts:
-        return None
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
-
-
-def _epoch(value: object) -> float:
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str) and value:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    return 0.0
-
-
-def _names(repos: Mapping[int, str]) -> str:
-    return _list(sorted(repos.values(), key=str.lower)) if repos else "no repositories yet"
-
-
-def _list(names: Iterable[str]) -> str:
-    return ", ".join(names)
 
 
 def _perms(permissions: Mapping[str, str]) -> str:

@@ -4,8 +4,8 @@ Web and workers are separate processes (containers, prefork children), so a coun
 process's memory would never reach the web's `GET /metrics`. Instead every process records into
 an in-memory buffer here (no I/O, a lock and a dict update) and `flush` adds the buffer to one
 Redis hash in a single MULTI/EXEC round trip: workers flush from a thread once a second, the
-web flushes every couple of seconds and before each scrape. `RedisCollector` turns that hash,
-plus the queue sizes read at scrape time, into Prometheus metric families.
+web flushes every couple of seconds and before each scrape. `workers.metrics_collector` turns
+that hash, plus the queue sizes read at scrape time, into Prometheus metric families.
 
 The intake series (`WEB_LOCAL`) are the exception: the web counts them in its own memory.
 """
@@ -17,31 +17,26 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Literal
 
 import orjson
 import redis
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
-from prometheus_client.registry import Collector
 
 from triggers.outcome import Outcome
 from workers import keys
 
 __all__ = [
     "ALL",
+    "COUNT_FIELD",
     "CREDENTIALS",
     "DELIVERIES",
     "DELIVERIES_PROCESSED",
     "DISPATCH_RETRIES",
     "FLUSHER",
     "GITHUB_ERRORS",
+    "INF_BUCKET",
     "INTAKE_SECONDS",
     "OUTCOMES",
     "PROCESSING_RETRIES",
@@ -50,11 +45,12 @@ __all__ = [
     "SESSION_LATENCY",
     "SESSION_START_SECONDS",
     "SPAWN_REPEATS",
+    "SUM_FIELD",
     "TOKEN_CACHE",
     "WEB_LOCAL",
     "Recorder",
-    "RedisCollector",
     "Series",
+    "bucket_label",
     "count_outcomes",
     "flush",
     "inc",
@@ -191,20 +187,14 @@ ALL: tuple[Series, ...] = (
     SESSIONS_ENDED,
     SESSION_START_SECONDS,
 )
-_BY_NAME = {series.name: series for series in ALL}
 
 #: kept in the web process's memory (hookspawn/web/routes_metrics.py): intake must not write to
 #: Redis beyond the delivery itself, and a refused delivery must leave Redis untouched
 WEB_LOCAL: tuple[Series, ...] = (DELIVERIES, INTAKE_SECONDS)
-
-# Computed at scrape time from Redis, not recorded.
-QUEUE_DEPTH = "hookspawn_queue_depth"
-DEAD_LETTERS = "hookspawn_dead_letters"
-
-_COUNT, _SUM, _INF = "count", "sum", "+Inf"
+COUNT_FIELD, SUM_FIELD, INF_BUCKET = "count", "sum", "+Inf"
 
 
-def _le(bound: float) -> str:
+def bucket_label(bound: float) -> str:
     """A bucket's upper bound as the `le` label shows it (`0.005`, `1.0`)."""
     return repr(float(bound))
 
@@ -238,9 +228,9 @@ class Recorder:
         """One histogram observation: its bucket (non-cumulative here), count and sum."""
         values = _labels(series, labels)
         index = bisect.bisect_left(series.buckets, value)
-        le = _le(series.buckets[index]) if index < len(series.buckets) else _INF
-        bucket, count = _field(series, le, values), _field(series, _COUNT, values)
-        total = _field(series, _SUM, values)
+        le = bucket_label(series.buckets[index]) if index < len(series.buckets) else INF_BUCKET
+        bucket, count = _field(series, le, values), _field(series, COUNT_FIELD, values)
+        total = _field(series, SUM_FIELD, values)
         with self._lock:
             self._ints[bucket] = self._ints.get(bucket, 0) + 1
             self._ints[count] = self._ints.get(count, 0) + 1
@@ -355,118 +345,3 @@ def count_outcomes(outcomes: Iterable[Outcome], *, origin: str = "trigger") -> N
             inc(SPAWN_REPEATS, origin)
         else:
             inc(OUTCOMES, outcome.outcome, outcome.code or "")
-
-
-# reading: the web's /metrics -----------------------------------------------------------------
-class RedisCollector(Collector):
-    """Every recorded series from the Redis hash, plus queue sizes read at scrape time."""
-
-    def __init__(self, client: redis.Redis) -> None:
-        self.client = client
-
-    def describe(self) -> Iterator[Metric]:
-        for series in ALL:
-            yield _family(series)
-        yield GaugeMetricFamily(QUEUE_DEPTH, "", labels=("queue",))
-        yield GaugeMetricFamily(DEAD_LETTERS, "")
-
-    def collect(self) -> Iterator[Metric]:
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hgetall(keys.METRICS)
-        pipe.llen(keys.CELERY_QUEUE)
-        pipe.zcard(keys.PENDING)
-        pipe.zcard(keys.DEAD)
-        raw, queued, pending, dead = pipe.execute()
-        yield from _families(cast(dict[bytes, bytes], raw))
-        depth = GaugeMetricFamily(
-            QUEUE_DEPTH,
-            "Deliveries waiting: messages in the Celery queue list `hookspawn` (queue=celery) "
-            "and deliveries recorded but not yet processed (queue=pending).",
-            labels=("queue",),
-        )
-        depth.add_metric(("celery",), int(queued))
-        depth.add_metric(("pending",), int(pending))
-        yield depth
-        yield GaugeMetricFamily(
-            DEAD_LETTERS,
-            "Deliveries whose processing gave up (status failed), kept for replay.",
-            value=int(dead),
-        )
-
-
-def _family(series: Series) -> Metric:
-    if series.kind == "histogram":
-        return HistogramMetricFamily(series.name, series.help, labels=series.labels)
-    return CounterMetricFamily(series.name, series.help, labels=series.labels)
-
-
-@dataclass
-class _Histogram:
-    buckets: dict[str, int]
-    count: int = 0
-    total: float = 0.0
-
-
-class _Tally:
-    """The Redis hash, summed per series and label values."""
-
-    def __init__(self, raw: Mapping[bytes, bytes]) -> None:
-        self.counters: dict[str, dict[tuple[str, ...], float]] = {s.name: {} for s in ALL}
-        self.histograms: dict[str, dict[tuple[str, ...], _Histogram]] = {s.name: {} for s in ALL}
-        for field, value in raw.items():
-            try:
-                name, part, *labels = orjson.loads(field)
-                number = float(value)
-            except (orjson.JSONDecodeError, ValueError, TypeError):
-                continue
-            series = _BY_NAME.get(name)
-            if series is None or len(labels) != len(series.labels):
-                continue  # written by another version: not ours to show
-            self.add(series, str(part), tuple(str(v) for v in labels), number)
-
-    def add(self, series: Series, part: str, values: tuple[str, ...], number: float) -> None:
-        if series.kind == "counter":
-            seen = self.counters[series.name]
-            seen[values] = seen.get(values, 0.0) + number
-            return
-        histogram = self.histograms[series.name].setdefault(values, _Histogram({}))
-        if part == _COUNT:
-            histogram.count += int(number)
-        elif part == _SUM:
-            histogram.total += number
-        else:
-            histogram.buckets[part] = histogram.buckets.get(part, 0) + int(number)
-
-
-def _families(raw: Mapping[bytes, bytes]) -> Iterator[Metric]:
-    tally = _Tally(raw)
-    for series in ALL:
-        if series.kind == "counter":
-            counter = CounterMetricFamily(series.name, series.help, labels=series.labels)
-            seen = tally.counters[series.name]
-            for values in series.always:
-                seen.setdefault(values, 0.0)
-            for values, number in sorted(seen.items()):
-                counter.add_metric(values, number)
-            yield counter
-            continue
-        histogram = HistogramMetricFamily(series.name, series.help, labels=series.labels)
-        seen_h = tally.histograms[series.name]
-        if not series.labels:
-            seen_h.setdefault((), _Histogram({}))
-        for values, observed in sorted(seen_h.items(), key=lambda item: item[0]):
-            buckets, total = _cumulative(series, observed)
-            histogram.add_metric(values, buckets, total)
-        yield histogram
-
-
-def _cumulative(series: Series, histogram: _Histogram) -> tuple[list[tuple[str, float]], float]:
-    running = 0
-    out: list[tuple[str, float]] = []
-    for bound in series.buckets:
-        le = _le(bound)
-        running += histogram.buckets.get(le, 0)
-        out.append((le, float(running)))
-    running += histogram.buckets.get(_INF, 0)
-    out.append((_INF, float(max(running, histogram.count))))
-    return out, histogram.total

@@ -28,7 +28,7 @@ from triggers.spawn_rules import Grant, Refusal, refusal, trigger_spawn_id
 from workers import metrics
 from workers.agents_source import AgentsSource
 from workers.connections import ConnectionStore, resync_installation
-from workers.deliveries import Delivery
+from workers.delivery_record import Delivery
 from workers.dispatch import Dispatcher
 from workers.errors import AccessRevoked, ConfigurationError, PermissionNotGranted, Transient
 from workers.github import GitHubApp

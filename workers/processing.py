@@ -22,7 +22,8 @@ from triggers.matching import Decision
 from triggers.outcome import Outcome
 from triggers.session_spec import SessionSpec
 from workers import metrics
-from workers.deliveries import FAILED, PROCESSED, Delivery, DeliveryStore, iso
+from workers.deliveries import DeliveryStore
+from workers.delivery_record import FAILED, PROCESSED, Delivery, iso
 from workers.errors import Transient, WorkerError
 
 log = logging.getLogger(__name__)

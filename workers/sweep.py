@@ -9,7 +9,8 @@ from collections.abc import Callable
 import redis
 
 from workers import metrics
-from workers.deliveries import FAILED, DeliveryStore
+from workers.deliveries import DeliveryStore
+from workers.delivery_record import FAILED
 
 log = logging.getLogger(__name__)
 

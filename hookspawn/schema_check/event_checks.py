@@ -31,7 +31,7 @@ from agents.model import CompiledAgent, CompileResult, Filter, Mount, Trigger
 from hookspawn.schema_check.agent_lines import Locator
 from hookspawn.schema_check.event_schemas import EventSchemas
 from templating import Template
-from triggers.matching import event_branch
+from triggers.envelope_values import event_branch
 
 __all__ = ["branch_sources", "check_agents", "check_event_paths"]
 
@@ -308,7 +308,7 @@ def _close(name: str, known: frozenset[str]) -> str:
     return ""
 
 
-# -- where a branch comes from (triggers.matching.event_branch) --------------------------------
+# -- where a branch comes from (triggers.envelope_values.event_branch) -------------------------
 
 
 class _Probe(Mapping[str, Any]):
@@ -345,7 +345,7 @@ class _Probe(Mapping[str, Any]):
 
 @functools.lru_cache(maxsize=256)
 def branch_sources(event: str) -> tuple[tuple[str, ...], ...]:
-    """The envelope paths (below `github`) `triggers.matching.event_branch` reads a branch from.
+    """The envelope paths (below `github`) that `envelope_values.event_branch` reads a branch from.
 
     Asked of `event_branch` itself with a recording probe, so the two never disagree.
     """

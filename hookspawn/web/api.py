@@ -15,8 +15,8 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from hookspawn.web import (
-    api_models,
     deps,
+    error_models,
     http_errors,
     receiver,
     routes_agents,
@@ -126,7 +126,7 @@ def _document(app: FastAPI) -> Callable[[], dict[str, Any]]:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = api_models.document_validation_errors(generate())
+            app.openapi_schema = error_models.document_validation_errors(generate())
         return app.openapi_schema
 
     return openapi

@@ -4,12 +4,12 @@ Each model describes what a route already returns: camelCase keys through the al
 generator, nullable fields required when the route always sends them, keys a route sends only
 sometimes optional (routes declare `response_model_exclude_unset=True`, so a default never
 adds a key). Every view allows extra keys (SPEC §10: more fields are welcome), so validating a
-route's answer never drops or refuses a key; only the shared error body is closed.
+route's answer never drops or refuses a key; only the shared error body (`error_models`) is
+closed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,13 +19,10 @@ from triggers.session_spec import SessionSpec
 from workers.session_runs import SessionWithRun
 
 __all__ = [
-    "ADMIN",
-    "STORE",
     "AgentList",
     "ConnectionList",
     "DeliveryList",
     "DeliveryView",
-    "ErrorBody",
     "ExplainAnswer",
     "Health",
     "IntakeAnswer",
@@ -37,8 +34,6 @@ __all__ = [
     "SessionSpec",
     "SessionView",
     "SyncReportView",
-    "document_validation_errors",
-    "errors",
 ]
 
 DeliveryStatus = Literal["queued", "processed", "failed"]
@@ -48,75 +43,6 @@ Condition = Literal["event", "action", "repository", "branch", "bots", "filter"]
 
 class _View(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, extra="allow")
-
-
-# -- errors -----------------------------------------------------------------------------------
-
-
-class ErrorDetail(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    code: str = Field(min_length=1, description="machine-readable, e.g. delivery_not_found")
-    message: str = Field(min_length=1, description="what was wrong and where, for a person")
-    details: dict[str, Any] = Field(description="the fields the code names (may be empty)")
-
-
-class ErrorBody(BaseModel):
-    """Every 4xx and 5xx answer of the JSON API: `{"error": {"code", "message", "details"}}`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    error: ErrorDetail
-
-
-#: the admin token check on every admin router (SPEC §10)
-ADMIN = {401: "unauthorized: HOOKSPAWN_ADMIN_TOKEN is set and the request does not carry it"}
-#: any route that reads or writes Redis
-STORE = {503: "store_unavailable: the store (Redis) is unreachable"}
-#: a JSON body the framework cannot parse (not UTF-8, not JSON)
-UNPARSEABLE = {400: "invalid_request: the body could not be parsed"}
-
-
-def errors(*tables: Mapping[int, str]) -> dict[int | str, dict[str, Any]]:
-    """`responses=` entries: each status answers the shared error body, with its description."""
-    merged: dict[int, str] = {}
-    for table in tables:
-        merged.update(table)
-    return {
-        status: {"model": ErrorBody, "description": text} for status, text in sorted(merged.items())
-    }
-
-
-VALIDATION = (
-    "invalid_request: the request does not match this document; details.errors lists each "
-    "problem as {loc, message}"
-)
-
-
-def document_validation_errors(document: dict[str, Any]) -> dict[str, Any]:
-    """Make every generated 422 say what the app answers: the shared error body, not `detail`.
-
-    FastAPI documents request validation as `{"detail": [...]}` (HTTPValidationError); the
-    app's handler (`http_errors.install`) answers `{"error": {...}}` with code invalid_request.
-    """
-    generated = "#/components/schemas/HTTPValidationError"
-    shared = {"$ref": "#/components/schemas/ErrorBody"}
-    for operations in document.get("paths", {}).values():
-        for operation in operations.values():
-            answer = operation.get("responses", {}).get("422")
-            if answer is None:
-                continue
-            content = answer.get("content", {}).get("application/json", {})
-            if content.get("schema", {}).get("$ref") == generated:
-                answer["description"] = VALIDATION
-                content["schema"] = dict(shared)
-    components = document.setdefault("components", {}).setdefault("schemas", {})
-    components.pop("HTTPValidationError", None)
-    components.pop("ValidationError", None)
-    if "ErrorBody" not in components:  # every admin route declares it: only a safety net
-        schema = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
-        components.update(schema.pop("$defs", {}), ErrorBody=schema)
-    return document
 
 
 # -- intake and replay --------------------------------------------------------------------------

@@ -5,12 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from hookspawn.web.api_models import IntakeAnswer, Queued, errors
+from hookspawn.web.api_models import IntakeAnswer, Queued
 from hookspawn.web.deps import async_redis, runtime
+from hookspawn.web.error_models import errors
 from hookspawn.web.routes_metrics import timed_intake
 from triggers.errors import PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
-from workers.deliveries import NewDelivery
+from workers.delivery_record import NewDelivery
 from workers.runtime import Runtime
 
 #: declared here for the OpenAPI document; requests for it go straight to `receive`

@@ -7,8 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import ADMIN, AgentList, errors
+from hookspawn.web.api_models import AgentList
 from hookspawn.web.deps import require_admin, runtime
+from hookspawn.web.error_models import ADMIN, errors
 from workers.agents_source import AgentsSource
 from workers.pipeline import SpawnPipeline
 

@@ -12,8 +12,8 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import ADMIN, STORE, UNPARSEABLE, errors
 from hookspawn.web.deps import require_admin, runtime
+from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
 from workers.broker import Broker, GitRequest
 from workers.pipeline import SpawnPipeline
 from workers.session_audit import SessionAudit

@@ -7,8 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import ADMIN, STORE, ConnectionList, SyncReportView, errors
+from hookspawn.web.api_models import ConnectionList, SyncReportView
 from hookspawn.web.deps import require_admin, runtime
+from hookspawn.web.error_models import ADMIN, STORE, errors
 from workers.connections import ConnectionStore, run_sync
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))

@@ -8,8 +8,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import ADMIN, STORE, DeliveryList, DeliveryView, Queued, errors
+from hookspawn.web.api_models import DeliveryList, DeliveryView, Queued
 from hookspawn.web.deps import require_admin, runtime
+from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
 from workers.runtime import Runtime
 

@@ -8,8 +8,9 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import ADMIN, STORE, ExplainAnswer, errors
+from hookspawn.web.api_models import ExplainAnswer
 from hookspawn.web.deps import require_admin, runtime
+from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
 from workers.explain import DELIVERY_RE, EVENT_RE, explain
 from workers.pipeline import SpawnPipeline

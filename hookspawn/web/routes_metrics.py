@@ -27,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from hookspawn.web.deps import require_admin, runtime
 from triggers.errors import InvalidSignature, PayloadTooLarge
 from workers import metrics
+from workers.metrics_collector import RedisCollector
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class WebMetrics:
         self.seconds = Histogram(
             seconds.name, seconds.help, buckets=seconds.buckets, registry=self.registry
         )
-        self.registry.register(metrics.RedisCollector(app.state.runtime.client))
+        self.registry.register(RedisCollector(app.state.runtime.client))
 
 
 def web_metrics(app: FastAPI) -> WebMetrics:

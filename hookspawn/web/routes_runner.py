@@ -9,8 +9,8 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import ADMIN, STORE, errors
 from hookspawn.web.deps import require_admin, runtime
+from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
 from workers import keys
 from workers.runtime import Runtime

@@ -9,17 +9,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import (
-    ADMIN,
-    STORE,
-    UNPARSEABLE,
-    JsonSchemaDocument,
-    SessionList,
-    SessionRef,
-    SessionView,
-    errors,
-)
+from hookspawn.web.api_models import JsonSchemaDocument, SessionList, SessionRef, SessionView
 from hookspawn.web.deps import require_admin, runtime
+from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
 from hookspawn.web.http_errors import ApiError, StartRefused
 from hookspawn.web.routes_runner import run_view
 from triggers.outcome import Outcome

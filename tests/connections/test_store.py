@@ -12,7 +12,7 @@ from tests.conftest import command_calls
 from tests.connections.conftest import Payload
 from workers import keys
 from workers.connections import ConnectionStore
-from workers.lifecycle import Installation
+from workers.installation import Installation
 
 ACME, OTHER = 7, 9
 

@@ -16,7 +16,7 @@ from tests.conftest import SECRET, make_settings, running_worker, wait_for
 from tests.live_server import live_client
 from triggers.signature import sign
 from workers import keys
-from workers.deliveries import Delivery, NewDelivery
+from workers.delivery_record import Delivery, NewDelivery
 from workers.errors import GitHubUnavailable
 from workers.processing import RunResult
 from workers.runtime import Runtime, build_runtime

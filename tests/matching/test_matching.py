@@ -10,7 +10,8 @@ import pytest
 from agents import compile_dir
 from agents.model import CompiledAgent, Trigger
 from tests.matching.conftest import DELETE, Load, agent, filter_, trigger
-from triggers.matching import Condition, Decision, TriggerIndex, event_branch, json_equal
+from triggers.envelope_values import event_branch, json_equal
+from triggers.matching import Condition, Decision, TriggerIndex
 
 REPO = "Codertocat/Hello-World"
 

@@ -24,7 +24,7 @@ from tests.pipeline.conftest import AGENTS, Hookspawn, connect, write_agents
 from triggers.json_codec import MAX_DEPTH
 from triggers.signature import sign
 from workers import keys
-from workers.deliveries import Delivery, NewDelivery
+from workers.delivery_record import Delivery, NewDelivery
 from workers.errors import GitHubUnavailable
 from workers.processing import Pipeline, RunResult
 from workers.runtime import build_pipeline, build_runtime

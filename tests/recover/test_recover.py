@@ -15,7 +15,8 @@ import redis
 
 from hookspawn.cli import main
 from tests.github_standin import GitHubStandin, other_private_key_pem
-from workers.deliveries import DeliveryStore, NewDelivery
+from workers.deliveries import DeliveryStore
+from workers.delivery_record import NewDelivery
 from workers.github import GitHubApp
 from workers.recover import recover
 

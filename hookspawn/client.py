@@ -8,13 +8,15 @@ from typing import Any
 
 import httpx
 
+from hookspawn.errors import HookspawnError
+
 __all__ = ["DEFAULT_URL", "CommandError", "Server"]
 
 #: where the client commands look for the server when neither --url nor HOOKSPAWN_URL is given
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 
-class CommandError(Exception):
+class CommandError(HookspawnError):
     """What a command prints as its one line on stderr before it exits with `exit_code`."""
 
     def __init__(self, message: str, *, exit_code: int = 1) -> None:

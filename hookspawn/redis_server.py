@@ -16,6 +16,7 @@ from types import TracebackType
 
 import redis
 
+from hookspawn.errors import HookspawnError
 from workers.lifeline import tied_to_this_process
 
 
@@ -99,7 +100,7 @@ def stop_servers_using(data_dir: Path, timeout: float = 10.0) -> list[int]:
     return pids
 
 
-class DataDirInUse(RuntimeError):
+class DataDirInUse(HookspawnError, RuntimeError):
     """Another redis-server runs on this data directory: two on one AOF would diverge."""
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hookspawn.errors import HookspawnError
+
 __all__ = ["PAYLOADS_DIR", "SampleNotFound", "event_of", "names", "path_of"]
 
 #: package data: `EVENT.VARIANT.json` files (see the README.md beside them)
 PAYLOADS_DIR = Path(__file__).resolve().parent / "examples" / "payloads"
 
 
-class SampleNotFound(LookupError):
+class SampleNotFound(HookspawnError, LookupError):
     """No sample payload of that name; the message lists the ones there are."""
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hookspawn.errors import HookspawnError
+
 __all__ = ["STARTER_FILES", "AlreadyThere", "write_starter"]
 
 #: the repository the starter agents work on until the user names theirs
@@ -99,7 +101,7 @@ STARTER_FILES = {
 }
 
 
-class AlreadyThere(FileExistsError):
+class AlreadyThere(HookspawnError, FileExistsError):
     """A file `init` would write exists; nothing was written."""
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 
+from triggers.errors import TriggersError
+
 # orjson reads integers outside [-2**63, 2**64 - 1] as floats; such an integer has at least
 # 19 digits (-9223372036854775809 has 19). Mapping every digit to '0' and everything else to
 # ' ' finds a run of 19 in C speed (a regex takes ten times as long on a 25 KB payload).
@@ -31,7 +33,7 @@ class JsonView:
 MAX_DEPTH = 200
 
 
-class TooDeep(ValueError):
+class TooDeep(TriggersError, ValueError):
     """A JSON document nested deeper than MAX_DEPTH."""
 
     def __init__(self, limit: int) -> None:

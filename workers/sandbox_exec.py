@@ -20,6 +20,7 @@ from agents.sandbox_config import (
     protected_host_path,
     validate,
 )
+from workers.errors import WorkerError
 
 __all__ = [
     "SYSTEM_READ",
@@ -46,8 +47,10 @@ _UNCONFINED = (
 )
 
 
-class SandboxUnavailable(Exception):
+class SandboxUnavailable(WorkerError):
     """The sandbox cannot start here; the message says why. The runner refuses sessions."""
+
+    code = "sandbox_unavailable"
 
 
 def runtime_for(data_dir: Path) -> Runtime:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from workers.errors import WorkerError
 from workers.lifeline import tied_to_this_process
 
 __all__ = ["Account", "CommandCancelled", "CommandTimedOut", "account_of", "run_command"]
@@ -22,12 +23,16 @@ __all__ = ["Account", "CommandCancelled", "CommandTimedOut", "account_of", "run_
 _POLL = 0.1
 
 
-class CommandTimedOut(Exception):
+class CommandTimedOut(WorkerError):
     """The command ran past its timeout; its process group was killed."""
 
+    code = "command_timed_out"
 
-class CommandCancelled(Exception):
+
+class CommandCancelled(WorkerError):
     """The session was cancelled while the command ran; its process group was killed."""
+
+    code = "command_cancelled"
 
 
 @dataclass(frozen=True)

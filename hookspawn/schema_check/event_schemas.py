@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from hookspawn.errors import HookspawnError
 from hookspawn.schema_check.event_paths import ExamplePaths
 from triggers.envelope import camel
 
@@ -197,7 +198,7 @@ def _suggest(segment: str, fields: Mapping[str, Any]) -> str:
 # -- the schemas of one githubkit version ------------------------------------------------------
 
 
-class UnknownEvent(LookupError):
+class UnknownEvent(HookspawnError, LookupError):
     """An event name GitHub's webhook schemas do not have."""
 
 

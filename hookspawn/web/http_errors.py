@@ -11,12 +11,13 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from hookspawn.errors import HookspawnError
 from templating.errors import Error
 from triggers import errors as intake
 from workers import errors as work
 
 
-class ApiError(Error):
+class ApiError(HookspawnError):
     """An answer the API gives on purpose: with its `status` (404, 401 …), or, when that is
     None, the status `STATUS` has for its class."""
 

@@ -21,6 +21,7 @@ import pytest
 from hookspawn.redis_server import free_port
 from tests.conftest import wait_for
 from tests.procs import Proc, environment, launch
+from tests.runner.conftest import git
 
 pytestmark = pytest.mark.slow
 
@@ -86,22 +87,6 @@ def served() -> Iterator[Served]:
     finally:
         proc.stop(60)
         shutil.rmtree(cwd, ignore_errors=True)
-
-
-def git_output(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "safe.directory=*", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-        env={
-            "PATH": os.environ["PATH"],
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": "/dev/null",
-        },
-    )
-    return done.stdout.strip()
 
 
 def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served) -> None:
@@ -191,9 +176,9 @@ def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served
     workspace = Path(str(ended["workspace"]))
     checkout = workspace / "workspace" / "widgets"
     demo_git = workspace.parents[1] / "demo-git" / "acme" / "widgets.git"
-    pr_head = git_output(demo_git, "rev-parse", "refs/pull/2/head")
-    assert git_output(checkout, "rev-parse", "HEAD") == pr_head
-    assert git_output(checkout, "status", "--porcelain") == ""
+    pr_head = git(demo_git, "rev-parse", "refs/pull/2/head")
+    assert git(checkout, "rev-parse", "HEAD") == pr_head
+    assert git(checkout, "status", "--porcelain") == ""
     assert (checkout / "src" / "gadget.js").is_file()  # the pull request's change
     assert "install-workspace-deps" in str(ended["logTail"])
 

@@ -121,8 +121,12 @@ class RunnerService:
             issue_credential=lambda session_id: _credential(credentials, session_id),
         )
         self.celery: Celery = make_celery(settings.redis_url)
-        # a session runs as long as its harness does: no task time limit on this queue
-        self.celery.conf.update(task_time_limit=None, task_soft_time_limit=None)
+        # a session runs as long as its harness does: no task time limit on this queue. No
+        # remote control either: nothing broadcasts to runners, and its pub/sub channel was
+        # seen to block the consumer's event loop in a read that never returned
+        self.celery.conf.update(
+            task_time_limit=None, task_soft_time_limit=None, worker_enable_remote_control=False
+        )
         runner = self.runner
 
         # acks late: a session a runner took and lost is failed by the sweep, and its message

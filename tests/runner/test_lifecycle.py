@@ -8,6 +8,8 @@ import pwd
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from tests.conftest import SECRET, wait_for
 from tests.runner.conftest import (
     PR_NUMBER,
@@ -46,6 +48,25 @@ def test_a_started_session_is_staged_set_up_and_succeeds(
     assert session["snapshotKey"]
     assert "setup build" in session["logTail"]
     assert set(session["times"]) >= {"queued", "staging", "setup", "running", "succeeded"}
+
+
+def _subscriptions(client: redis.Redis) -> int:
+    clients: list[dict[str, Any]] = client.client_list()
+    return sum(int(c.get("psub", 0)) + int(c.get("sub", 0)) for c in clients)
+
+
+def test_the_runner_listens_on_no_broadcast_channel(
+    redis_url: str, redis_client: redis.Redis, shared_dir: Path, origin: Origin
+) -> None:
+    """Runners take work from their queue only: no remote-control pub/sub whose reads could
+    hold up the consumer."""
+    settings = runner_settings(redis_url, shared_dir, origin)
+    before = _subscriptions(redis_client)
+    with running_runner(settings):
+        # the consumer is up once it waits on its queue
+        wait_for(lambda: any(c.get("cmd") == "brpop" for c in redis_client.client_list()))
+        during = _subscriptions(redis_client)
+    assert during <= before, redis_client.client_list()
 
 
 PR_REVIEW_TRIGGER = """\

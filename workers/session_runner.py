@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: seconds one staging git command may take (a fetch of a large repository included)
 GIT_TIMEOUT = 600
+#: seconds the credential helper's check may take (it starts Python and does nothing)
+HELPER_TIMEOUT = 30
 #: the sandbox's home directory, mapped under the session root like every sandbox path
 HOME = "/home/user"
 
@@ -156,6 +158,27 @@ class _Run:
                 "command must exist)",
                 code="internal_error",
             ) from None
+
+    def helper_problem(self) -> str | None:
+        """Why the session's account cannot run the git credential helper, or None: it runs
+        `erase` (which keeps nothing, so does nothing) as git would run it."""
+        helper = self.runner.helper
+        try:
+            code = run_command(
+                [helper, "erase"],
+                cwd=self.workspace,
+                env=self.base_env,
+                timeout=HELPER_TIMEOUT,
+                log=self.log,
+                cancel=self.beat.stop_asked.is_set,
+                account=self.runner.account,
+                stdin=b"",
+            )
+        except (PermissionError, FileNotFoundError) as exc:
+            return str(exc.strerror or exc).lower()
+        except CommandTimedOut:
+            return f"`{Path(helper).name} erase` ran longer than {HELPER_TIMEOUT}s"
+        return None if code == 0 else f"`{Path(helper).name} erase` exited with status {code}"
 
     def git(self, args: Sequence[str], cwd: Path, env: Mapping[str, str]) -> int:
         argv = ["git"]
@@ -285,6 +308,7 @@ class SessionRunner:
             account=self.account,
             helper=self.helper,
             broker=self._broker(session),
+            helper_problem=run.helper_problem,
         )
         stage_mounts(staging, mounts, session.get("requester"))
         self._advance(run, "setup")

@@ -113,6 +113,8 @@ class Staging:
     #: credential (`{"url", "credential"}`); None when the session has no broker
     broker: Mapping[str, Any] | None = None
     env: dict[str, str] = field(default_factory=dict)
+    #: why the session's account cannot run `helper`, or None when it can
+    helper_problem: Callable[[], str | None] = lambda: None
 
 
 def _mount_env(staging: Staging) -> dict[str, str]:
@@ -215,6 +217,15 @@ def _preflight(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
         lacking = "no session credential for it" if broker.get("url") else "no `broker` in its spec"
         raise SessionFailed(
             f"{where}: githubApp auth needs the credential broker, and this session has {lacking}",
+            code="git_auth_failed",
+        )
+    problem = staging.helper_problem()
+    if problem:
+        who = f"the runner user {staging.account.name!r}" if staging.account else "the runner"
+        raise SessionFailed(
+            f"{where}: {who} cannot run the git credential helper {staging.helper} ({problem}); "
+            "set HOOKSPAWN_RUNNER_USER to an account that can run it and the Python it starts, "
+            "or install hookspawn where that account can read it",
             code="git_auth_failed",
         )
     staging.note(f"auth preflight: git ls-remote origin for {mount['mountPath']}")

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,11 +204,17 @@ def runner_settings(redis_url: str, shared_dir: Path, origin: Origin, **override
 
 @contextmanager
 def running_runner(
-    settings: Settings, *, concurrency: int = 2, requeue_after: float = 300.0
+    settings: Settings,
+    *,
+    concurrency: int = 2,
+    requeue_after: float = 300.0,
+    prepare: Callable[[RunnerService], None] | None = None,
 ) -> Iterator[RunnerService]:
     """`hookspawn runner` in this process: a real Celery worker (threads) on the sessions
-    queue, and its sweep."""
+    queue, and its sweep; `prepare` sees the service before its worker takes a session."""
     service = RunnerService(settings, requeue_after=requeue_after)
+    if prepare is not None:
+        prepare(service)
     sweeper = service.sweeper.start()
     try:
         with start_worker(

@@ -32,6 +32,7 @@ from tests.runner.conftest import (
 from tests.runner.test_lifecycle import MOUNT_GITHUB_APP, PR_REVIEW_TRIGGER, widgets_payload
 from tests.secret_scan import file_haystacks, leaks
 from triggers.signature import sign
+from workers.runner_service import RunnerService
 from workers.runtime import build_runtime
 from workers.settings import Settings
 
@@ -96,9 +97,11 @@ class Stack:
         return seen
 
     @contextmanager
-    def runner(self) -> Iterator[None]:
+    def runner(
+        self, prepare: Callable[[RunnerService], None] | None = None
+    ) -> Iterator[RunnerService]:
         """The runner, each session credential it issues kept for the scan."""
-        with running_runner(self.settings) as service:
+        with running_runner(self.settings, prepare=prepare) as service:
             issue = service.runner.issue_credential
             assert issue is not None
 
@@ -109,7 +112,7 @@ class Stack:
                 return value
 
             service.runner.issue_credential = kept
-            yield
+            yield service
 
 
 @contextmanager
@@ -236,3 +239,30 @@ def test_a_repository_the_broker_no_longer_covers_fails_the_preflight(
     assert git_audit and set(git_audit) == {("denied", denied)}, git_audit
     assert 200 not in stack.git.statuses()  # nothing was fetched
     assert not (Path(session["workspace"]) / "workspace" / "widgets" / "README.md").exists()
+
+
+def test_a_credential_helper_the_session_cannot_run_fails_the_preflight_saying_so(
+    redis_url: str, shared_dir: Path, origin: Origin, webhooks_dir: Path
+) -> None:
+    """git would only say it could not authenticate: the preflight names the helper instead."""
+    unrunnable = shared_dir / "bin" / "git-credential-hookspawn"
+    unrunnable.parent.mkdir()
+    unrunnable.write_text("#!/bin/sh\nexit 0\n")
+    unrunnable.chmod(0o644)
+
+    def prepare(service: RunnerService) -> None:
+        service.runner.helper = str(unrunnable)
+
+    with github_app_stack(redis_url, shared_dir, origin) as stack:
+        session_id = stack.deliver("app-pr-no-helper", webhooks_dir)
+        with stack.runner(prepare):
+            session = stack.ended(session_id)
+    assert session["status"] == "failed", session
+    failure = session["failure"]
+    assert failure["code"] == "git_auth_failed"
+    assert failure["message"].startswith(
+        f"mount /workspace/widgets (acme/widgets): the runner cannot run the git credential "
+        f"helper {unrunnable} (permission denied); set HOOKSPAWN_RUNNER_USER"
+    ), failure
+    assert "auth preflight" not in session["logTail"]  # git was never asked
+    assert 200 not in stack.git.statuses()

@@ -70,7 +70,8 @@ def ui_session(digest: str) -> str:
 
 
 #: hash: a locally run session's lifecycle (SPEC §15): status, failure (JSON), workspace,
-#: snapshotKey, owner (the runner holding it), cancel ("1" once asked), and `<status>At` times
+#: snapshotKey, owner (the runner holding it), cancel ("1" once asked), `<status>At` times and
+#: ttl (its retention in seconds); expires with its session, never while a runner holds it
 def session_run(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}:run"
 
@@ -119,6 +120,7 @@ def session_ended(session_id: str) -> str:
 
 
 #: list of JSON audit entries, newest first and bounded: every credential and tool decision
-#: of the broker for a session (never a token)
+#: of the broker for a session (never a token); expires the sessions' retention after the
+#: newest entry
 def session_audit(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}:audit"

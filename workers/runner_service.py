@@ -111,7 +111,9 @@ class RunnerService:
         self.client = redis_client(settings.redis_url)
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         credentials = SessionCredentials(
-            self.client, ttl=settings.session_credential_ttl, audit=SessionAudit(self.client)
+            self.client,
+            ttl=settings.session_credential_ttl,
+            audit=SessionAudit(self.client, retention=settings.sessions_kept),
         )
         self.runner = SessionRunner(
             settings,

@@ -57,7 +57,9 @@ def build_pipeline(
     if settings.dispatch_url:
         # a spec handed over carries its session's broker credential
         credentials = SessionCredentials(
-            client, ttl=settings.session_credential_ttl, audit=SessionAudit(client)
+            client,
+            ttl=settings.session_credential_ttl,
+            audit=SessionAudit(client, retention=settings.sessions_kept),
         )
         dispatcher = CredentialHandover(
             HttpDispatcher(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import redis
 
 from workers import keys, metrics
+from workers.sessions import SESSION_RETENTION, retention_seconds
 
 __all__ = ["AUDIT_LIMIT", "SessionAudit"]
 
@@ -21,11 +22,19 @@ _FIELDS = ("kind", "result", "code", "repository", "mountPath", "tool", "permiss
 
 
 class SessionAudit:
-    """A bounded list per session, newest first, counted in `hookspawn_credentials_total`."""
+    """A bounded list per session, newest first, counted in `hookspawn_credentials_total`;
+    kept `retention` (the sessions' retention) after its last entry."""
 
-    def __init__(self, client: redis.Redis, *, limit: int = AUDIT_LIMIT) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        limit: int = AUDIT_LIMIT,
+        retention: timedelta = SESSION_RETENTION,
+    ) -> None:
         self.client = client
         self.limit = limit
+        self.ttl = retention_seconds(retention)
 
     def record(self, session_id: str, kind: str, result: str, **fields: Any) -> dict[str, Any]:
         """Record one decision (`kind`: git, tool or session; `result`: allowed or denied)."""
@@ -39,6 +48,7 @@ class SessionAudit:
         pipe = self.client.pipeline(transaction=True)
         pipe.lpush(key, json.dumps(entry, sort_keys=True))
         pipe.ltrim(key, 0, self.limit - 1)
+        pipe.expire(key, self.ttl)
         pipe.execute()
         metrics.inc(metrics.CREDENTIALS, kind, result)
         return entry

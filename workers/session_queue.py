@@ -53,6 +53,7 @@ class RunnerDispatcher:
             spec.id,
             workspace=str(workspace_path(self.data_dir, spec.id)),
             snapshot_key=spec_snapshot_key(spec),
+            ttl=self.sessions.retention_seconds,
         )
         created = self.sessions.create(spec)
         if status == "queued":

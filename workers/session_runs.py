@@ -18,13 +18,21 @@ __all__ = ["ACTIVE", "TERMINAL", "Failure", "SessionRuns", "SessionWithRun"]
 ACTIVE = ("staging", "setup", "running")
 TERMINAL = ("succeeded", "failed", "cancelled")
 
+# A run record is kept as long as its session (`ttl`, HOOKSPAWN_SESSION_RETENTION): it
+# expires `ttl` after it was queued, or after it ended when a runner took it (a held session
+# never expires under its runner).
+
 # Record a session as queued unless it has a run record. KEYS: run, queued index; ARGV:
-# workspace, snapshot key, now (ISO), now (epoch), session id. Answers the status it has now.
+# workspace, snapshot key, now (ISO), now (epoch), session id, ttl (seconds). Answers the
+# status it has now.
 _QUEUE = """
 local run, queued = KEYS[1], KEYS[2]
-local workspace, snapshot, now, epoch, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local workspace, snapshot, now, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local id, ttl = ARGV[5], ARGV[6]
 if redis.call('HSETNX', run, 'status', 'queued') == 1 then
-  redis.call('HSET', run, 'workspace', workspace, 'snapshotKey', snapshot, 'queuedAt', now)
+  redis.call('HSET', run, 'workspace', workspace, 'snapshotKey', snapshot, 'queuedAt', now,
+    'ttl', ttl)
+  redis.call('EXPIRE', run, ttl)
   redis.call('ZADD', queued, epoch, id)
 end
 return redis.call('HGET', run, 'status')
@@ -38,6 +46,7 @@ local run, leases, queued = KEYS[1], KEYS[2], KEYS[3]
 local owner, deadline, now, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if redis.call('HGET', run, 'status') ~= 'queued' then return 0 end
 redis.call('HSET', run, 'status', 'staging', 'owner', owner, 'stagingAt', now)
+redis.call('PERSIST', run)
 redis.call('ZADD', leases, deadline, id)
 redis.call('ZREM', queued, id)
 return 1
@@ -57,6 +66,8 @@ if status == 'succeeded' or status == 'failed' or status == 'cancelled' then
   redis.call('HSET', run, 'endedAt', now)
   if failure ~= '' then redis.call('HSET', run, 'failure', failure) end
   redis.call('ZREM', leases, id)
+  local ttl = redis.call('HGET', run, 'ttl')
+  if ttl then redis.call('EXPIRE', run, ttl) end
 end
 return 1
 """
@@ -100,6 +111,8 @@ redis.call('ZREM', leases, id)
 local current = redis.call('HGET', run, 'status')
 if current ~= 'staging' and current ~= 'setup' and current ~= 'running' then return 0 end
 redis.call('HSET', run, 'status', 'failed', 'failedAt', now, 'endedAt', now, 'failure', failure)
+local ttl = redis.call('HGET', run, 'ttl')
+if ttl then redis.call('EXPIRE', run, ttl) end
 return 1
 """
 
@@ -150,11 +163,12 @@ class SessionRuns:
         self._cancel = client.register_script(_CANCEL)
         self._lost = client.register_script(_LOST)
 
-    def queue(self, session_id: str, *, workspace: str, snapshot_key: str) -> str:
-        """Record the session as queued (once); its status now."""
+    def queue(self, session_id: str, *, workspace: str, snapshot_key: str, ttl: int) -> str:
+        """Record the session as queued (once), kept `ttl` seconds (as its session is); its
+        status now."""
         status = self._queue(
             keys=[keys.session_run(session_id), keys.RUNNER_QUEUED],
-            args=[workspace, snapshot_key, _now(), time.time(), session_id],
+            args=[workspace, snapshot_key, _now(), time.time(), session_id, ttl],
         )
         return cast(bytes, status).decode()
 
@@ -206,9 +220,16 @@ class SessionRuns:
             list[bytes], self.client.zrangebyscore(keys.RUNNER_QUEUED, "-inf", now - seconds)
         )
         ids = [raw.decode() for raw in found]
-        if ids:
-            self.client.zadd(keys.RUNNER_QUEUED, {session_id: now for session_id in ids}, xx=True)
-        return ids
+        pipe = self.client.pipeline(transaction=False)
+        for session_id in ids:
+            pipe.exists(keys.session_run(session_id))
+        kept = [i for i, present in zip(ids, pipe.execute(), strict=True) if present]
+        gone = [i for i in ids if i not in kept]
+        if gone:  # expired while queued (no runner took it within the retention)
+            self.client.zrem(keys.RUNNER_QUEUED, *gone)
+        if kept:
+            self.client.zadd(keys.RUNNER_QUEUED, {session_id: now for session_id in kept}, xx=True)
+        return kept
 
     def sweep_lost(self) -> list[str]:
         """Fail (`runner_lost`) every session whose runner stopped renewing its lease."""

@@ -73,7 +73,7 @@ def broker(request: Request) -> Broker:
         found = Broker(
             sessions=rt.sessions,
             credentials=SessionCredentials(rt.client, ttl=rt.settings.session_credential_ttl),
-            audit=SessionAudit(rt.client),
+            audit=SessionAudit(rt.client, retention=rt.settings.sessions_kept),
             connections=rt.connections,
             tokens=pipeline.tokens if isinstance(pipeline, SpawnPipeline) else None,
             rewrites=rt.settings.git_url_rewrite,

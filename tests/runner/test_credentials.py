@@ -34,13 +34,19 @@ def test_an_issued_credential_reaches_git_and_no_file(
 
     with refusing_host() as host:
         settings = runner_settings(
-            redis_url, shared_dir, origin, git_url_rewrite=[f"https://github.com/={host}"]
+            redis_url,
+            shared_dir,
+            origin,
+            git_url_rewrite=[f"https://github.com/={host}"],
+            # git and its credential helper run as the session's account, which must be able
+            # to run this interpreter; a root-run suite may keep it in root's home
+            runner_user="",
         )
         write_agent(settings.agents_dir, "app", mounts=MOUNT_GITHUB_APP.format(ref="main"))
         with hookspawn_web(settings) as hs:
             session_id = hs.start("app")
-            # the stored spec names the broker by its url only (the broker's own change adds
-            # the field to every githubApp session; written here by hand until then)
+            # the stored spec names a broker nobody listens at (port 9), by its url only; the
+            # credential comes from the runner's issuer
             record = keys.session(session_id)
             spec = json.loads(hs.rt.client.hget(record, "spec") or b"{}")
             spec["broker"] = {"url": "http://127.0.0.1:9/sessions/" + session_id}

@@ -19,9 +19,12 @@ from workers import keys
 from workers.runner_service import RunnerService
 from workers.session_runs import SessionRuns
 
+#: the retention the run records of these tests get
+TTL = 3600
+
 
 def _queued(runs: SessionRuns, session_id: str = "s1") -> str:
-    return runs.queue(session_id, workspace="/w/s1", snapshot_key="k1")
+    return runs.queue(session_id, workspace="/w/s1", snapshot_key="k1", ttl=TTL)
 
 
 def _status(runs: SessionRuns, session_id: str) -> tuple[str, str | None]:
@@ -34,7 +37,7 @@ def test_queue_records_once(redis_client: redis.Redis) -> None:
     runs = SessionRuns(redis_client)
     assert _queued(runs) == "queued"
     assert runs.claim("s1", "a", 30)
-    assert runs.queue("s1", workspace="/other", snapshot_key="k2") == "staging"
+    assert runs.queue("s1", workspace="/other", snapshot_key="k2", ttl=TTL) == "staging"
     view = runs.get("s1")
     assert view is not None
     assert (view["workspace"], view["snapshotKey"], view["failure"]) == ("/w/s1", "k1", None)
@@ -149,3 +152,37 @@ def test_a_session_whose_run_message_was_lost_is_queued_again(
         with running_runner(settings, requeue_after=0):
             session = hs.wait_status(session_id, "succeeded", "failed")
     assert session["status"] == "succeeded", session
+
+
+def test_a_run_record_is_kept_as_long_as_its_session_and_never_under_its_runner(
+    redis_client: redis.Redis,
+) -> None:
+    runs = SessionRuns(redis_client)
+
+    def ttl(session_id: str) -> int:
+        return int(redis_client.ttl(keys.session_run(session_id)))
+
+    for session_id in ("done", "lost", "cancelled"):
+        _queued(runs, session_id)
+        assert TTL - 5 < ttl(session_id) <= TTL  # a queued session expires with its session
+        assert runs.claim(session_id, "a", 60 if session_id != "lost" else -1)
+        assert ttl(session_id) == -1  # held by a runner: kept however long it runs
+    runs.advance("done", "a", "running")
+    assert ttl("done") == -1
+    runs.advance("done", "a", "succeeded")
+    assert runs.sweep_lost() == ["lost"]
+    assert runs.cancel("cancelled") == "staging"
+    runs.advance("cancelled", "a", "cancelled")
+    for session_id in ("done", "lost", "cancelled"):
+        assert TTL - 5 < ttl(session_id) <= TTL, session_id  # kept the retention after its end
+
+
+def test_a_queued_session_whose_record_expired_is_not_queued_again(
+    redis_client: redis.Redis,
+) -> None:
+    runs = SessionRuns(redis_client)
+    _queued(runs, "kept")
+    runs.queue("expiring", workspace="/w/e", snapshot_key="k", ttl=1)
+    wait_for(lambda: not redis_client.exists(keys.session_run("expiring")), timeout=5)
+    assert runs.waiting_since(-1) == ["kept"]
+    assert redis_client.zrange(keys.RUNNER_QUEUED, 0, -1) == [b"kept"]

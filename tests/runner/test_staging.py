@@ -221,12 +221,9 @@ def _files_holding(root: Path, text: bytes) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and text in p.read_bytes()]
 
 
-# Still to come with the credential broker (issue 18): a githubApp mount staged end to end, git
-# fetching through git-credential-hookspawn (HOOKSPAWN_BROKER_URL and
-# HOOKSPAWN_SESSION_CREDENTIAL in git's environment) from the smart-HTTP test server, with the
-# broker answering POST /sessions/{id}/git-credential. Until then these tests cover what
-# staging does for such a mount: the helper configured per checkout, the preflight failing
-# `git_auth_failed` before any fetch, no broker → `git_auth_failed`, no credential on disk.
+# What staging does for a githubApp mount on its own: the helper configured per checkout, the
+# preflight failing `git_auth_failed` before any fetch, no broker → `git_auth_failed`, no
+# credential on disk. tests/runner/test_github_app.py stages one end to end through the broker.
 def test_the_auth_preflight_fails_git_auth_failed_before_any_fetch(
     shared_dir: Path, log_file: BinaryIO
 ) -> None:

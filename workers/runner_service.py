@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +24,7 @@ from workers.runtime import redis_client
 from workers.sandbox_exec import SandboxUnavailable, open_sandbox, runtime_for
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
+from workers.session_prune import SessionPruner
 from workers.session_queue import RUN_SESSION
 from workers.session_runner import SessionRunner
 from workers.session_runs import SessionRuns
@@ -36,11 +38,14 @@ log = logging.getLogger(__name__)
 #: a session still queued this long after it was queued is queued again (its message may be
 #: lost); longer than a session usually waits for a free runner, so duplicates stay rare
 REQUEUE_AFTER = 300.0
+#: how often a runner removes the files of sessions whose records have expired
+PRUNE_EVERY = 600.0
 
 
 class _Sweeper:
     """Every few seconds, fail the sessions whose lease ran out (their runner is gone) and
-    queue again the sessions left queued too long."""
+    queue again the sessions left queued too long; every `prune_every`, remove the files of
+    sessions whose records have expired."""
 
     def __init__(
         self,
@@ -48,9 +53,13 @@ class _Sweeper:
         interval: float,
         requeue: Callable[[str], None],
         requeue_after: float,
+        prune: Callable[[], list[str]],
+        prune_every: float,
     ) -> None:
         self.runs, self.interval = runs, interval
         self.requeue, self.requeue_after = requeue, requeue_after
+        self.prune, self.prune_every = prune, prune_every
+        self._next_prune = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="runner-sweep")
 
@@ -62,6 +71,11 @@ class _Sweeper:
                 for session_id in self.runs.waiting_since(self.requeue_after):
                     log.warning("session %s: still queued; queued again", session_id)
                     self.requeue(session_id)
+                if time.monotonic() >= self._next_prune:
+                    self._next_prune = time.monotonic() + self.prune_every
+                    pruned = self.prune()
+                    if pruned:
+                        log.info("removed the files of %d expired session(s)", len(pruned))
             except redis.RedisError as exc:
                 log.warning("runner sweep failed: %s", exc)
             if self._stop.wait(self.interval):
@@ -104,7 +118,13 @@ def open_runner_sandbox(settings: Settings) -> SandboxConfig | SandboxUnavailabl
 class RunnerService:
     """The runner's Celery app with `run_session` bound to one SessionRunner."""
 
-    def __init__(self, settings: Settings, *, requeue_after: float = REQUEUE_AFTER) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        requeue_after: float = REQUEUE_AFTER,
+        prune_every: float = PRUNE_EVERY,
+    ) -> None:
         if not settings.redis_url:
             raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
         self.settings = settings
@@ -144,6 +164,8 @@ class RunnerService:
             interval=min(5.0, settings.runner_lease_seconds / 2),
             requeue=self.enqueue,
             requeue_after=requeue_after,
+            prune=SessionPruner(self.client, settings.data_dir).prune,
+            prune_every=prune_every,
         )
 
     def enqueue(self, session_id: str) -> None:

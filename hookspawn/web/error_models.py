@@ -56,6 +56,14 @@ def errors(*tables: Mapping[int, str]) -> dict[int | str, dict[str, Any]]:
     }
 
 
+#: a state-changing admin route reached with the /ui cookie from another origin (SPEC §14)
+CROSS_ORIGIN = (
+    "cross_origin_request: the /ui cookie authenticated a request that changes state and did "
+    "not come from this server's own pages"
+)
+#: the methods that change nothing, so are never refused for their origin
+_SAFE = frozenset({"get", "head", "options"})
+
 VALIDATION = (
     "invalid_request: the request does not match this document; details.errors lists each "
     "problem as {loc, message}"
@@ -79,6 +87,7 @@ def document_validation_errors(document: dict[str, Any]) -> dict[str, Any]:
             if content.get("schema", {}).get("$ref") == generated:
                 answer["description"] = VALIDATION
                 content["schema"] = dict(shared)
+    _document_origin_check(document)
     components = document.setdefault("components", {}).setdefault("schemas", {})
     components.pop("HTTPValidationError", None)
     components.pop("ValidationError", None)
@@ -86,3 +95,23 @@ def document_validation_errors(document: dict[str, Any]) -> dict[str, Any]:
         schema = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
         components.update(schema.pop("$defs", {}), ErrorBody=schema)
     return document
+
+
+def _document_origin_check(document: dict[str, Any]) -> None:
+    """Every admin route that changes state (its 401 is the admin token's) also answers 403
+    cross_origin_request: added to the route's 403 when it has one of its own."""
+    for operations in document.get("paths", {}).values():
+        for method, operation in operations.items():
+            responses = operation.get("responses", {})
+            if method in _SAFE or responses.get("401", {}).get("description") != ADMIN[401]:
+                continue
+            own = responses.get("403")
+            if own is None:
+                responses["403"] = {
+                    "description": CROSS_ORIGIN,
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}
+                    },
+                }
+            elif "cross_origin_request" not in own.get("description", ""):
+                own["description"] = f"{own['description']}; or {CROSS_ORIGIN}"

@@ -3,6 +3,7 @@ enough on its own to change state from another origin; bearer clients are unaffe
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import closing
@@ -140,6 +141,34 @@ def test_cookie_posts_from_elsewhere_are_refused(site: Site, headers: dict[str, 
         assert "Sec-Fetch-Site" in error["message"] or "Origin" in error["message"]
         assert client.get("/deliveries").status_code == 200  # reading needs no origin
     assert site.sessions() == []
+
+
+def test_every_state_changing_admin_route_documents_and_answers_the_origin_check(
+    site: Site,
+) -> None:
+    document = site.client.get("/openapi.json", headers=BEARER).json()
+    checked = []
+    with closing(site.signed_in()) as client:
+        for path, operations in document["paths"].items():
+            for method, operation in operations.items():
+                admin = operation["responses"].get("401", {}).get("description", "")
+                if method in ("get", "head", "options") or not admin.startswith("unauthorized:"):
+                    continue
+                assert "cross_origin_request" in operation["responses"]["403"]["description"]
+                url = re.sub(r"\{[^}]+\}", "x", path)
+                answer = client.request(
+                    method.upper(), url, json={}, headers={"Sec-Fetch-Site": "cross-site"}
+                )
+                assert answer.status_code == 403, (method, path, answer.text)
+                assert answer.json()["error"]["code"] == "cross_origin_request"
+                checked.append(f"{method.upper()} {path}")
+    assert {
+        "POST /agents/{name}/sessions",
+        "POST /sessions/{session_id}/cancel",
+        "POST /sessions/{session_id}/end",
+        "POST /deliveries/{delivery_id}/replay",
+        "POST /connections/sync",
+    } <= set(checked), checked
 
 
 def test_cookie_posts_from_its_own_pages_and_bearer_clients_pass(site: Site) -> None:

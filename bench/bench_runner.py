@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hookspawn.redis_server import RedisServer, free_port  # noqa: E402
-from triggers.signature import sign  # noqa: E402
+from tests.conftest import webhook_headers  # noqa: E402
 from workers import keys  # noqa: E402
 
 HOOKSPAWN = Path(sys.executable).parent / "hookspawn"
@@ -166,12 +166,7 @@ class Runner:
         answer = self.http.post(
             "/webhooks/github",
             content=raw,
-            headers={
-                "Content-Type": "application/json",
-                "X-GitHub-Event": "pull_request",
-                "X-GitHub-Delivery": delivery,
-                "X-Hub-Signature-256": sign(raw, SECRET),
-            },
+            headers=webhook_headers(raw, "pull_request", delivery, secret=SECRET),
         )
         assert answer.status_code == 202, answer.text
         return delivery

@@ -16,6 +16,7 @@ from hypothesis import settings as hypothesis_settings
 
 from hookspawn.redis_server import RedisServer, redis_server_binary, redis_server_version
 from tests.dispatch_target import DispatchTarget, dispatch_target
+from triggers.signature import sign
 from workers.runtime import Runtime
 from workers.settings import Settings
 
@@ -72,6 +73,19 @@ def webhooks_dir() -> Path:
 
 
 SECRET = "It's a Secret to Everybody"
+
+
+def webhook_headers(
+    raw: bytes, event: str, delivery: str, *, secret: str = SECRET, **extra: str
+) -> dict[str, str]:
+    """What GitHub sends with a delivery of `raw`, signed with `secret`, plus `extra`."""
+    return {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery,
+        "X-Hub-Signature-256": sign(raw, secret),
+        **extra,
+    }
 
 
 def make_settings(**overrides: object) -> Settings:

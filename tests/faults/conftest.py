@@ -31,7 +31,7 @@ import pytest
 import redis
 
 from hookspawn.redis_server import RedisServer, free_port
-from tests.conftest import WEBHOOKS, wait_for
+from tests.conftest import WEBHOOKS, wait_for, webhook_headers
 from tests.dispatch_target import DispatchTarget
 from tests.github_standin import ROUTES, GitHubStandin, _Answer
 from tests.pipeline.conftest import (
@@ -55,7 +55,6 @@ from tests.procs import (
     wait_ready,
 )
 from tests.secret_scan import redis_haystacks
-from triggers.signature import sign
 from triggers.spawn_rules import trigger_spawn_id
 from workers import keys
 
@@ -470,13 +469,9 @@ class Cluster:
     ) -> IntakeAnswer:
         delivery = delivery or f"f-{uuid.uuid4().hex[:20]}"
         raw = json.dumps(body).encode()
-        headers = {
-            "Content-Type": "application/json",
-            "X-GitHub-Event": event,
-            "X-GitHub-Delivery": delivery,
-            "X-Hub-Signature-256": sign(raw, SECRETS[0]),
-            "User-Agent": "GitHub-Hookshot/faults",
-        }
+        headers = webhook_headers(
+            raw, event, delivery, secret=SECRETS[0], **{"User-Agent": "GitHub-Hookshot/faults"}
+        )
         sent = time.monotonic()
         try:
             status = (client or self.http).post("/webhooks/github", content=raw, headers=headers)

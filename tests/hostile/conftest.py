@@ -14,10 +14,9 @@ import httpx
 import redis
 
 from hookspawn.redis_server import free_port
-from tests.conftest import SECRET
+from tests.conftest import SECRET, webhook_headers
 from tests.intake.test_receiver import snapshot
 from tests.procs import HOOKSPAWN, Proc, environment, launch, wait_answering
-from triggers.signature import sign
 from workers import keys
 
 #: what SPEC §10 lets POST /webhooks/github answer, and the error code each refusal carries
@@ -100,12 +99,7 @@ def web_process(root: Path, redis_url: str, **env: str) -> Iterator[tuple[Proc, 
 
 def signed_delivery(url: str, body: bytes) -> tuple[int, float]:
     """POST a signed delivery on a fresh connection: its status and how long the answer took."""
-    headers = {
-        "Content-Type": "application/json",
-        "X-GitHub-Event": "issues",
-        "X-GitHub-Delivery": f"d-{uuid.uuid4().hex[:16]}",
-        "X-Hub-Signature-256": sign(body, SECRET),
-    }
+    headers = webhook_headers(body, "issues", f"d-{uuid.uuid4().hex[:16]}")
     started = time.monotonic()
     with httpx.Client(timeout=30) as client:
         status = client.post(f"{url}/webhooks/github", content=body, headers=headers).status_code

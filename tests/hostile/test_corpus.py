@@ -25,7 +25,7 @@ import redis
 
 from hookspawn.redis_server import RedisServer
 from hookspawn.web.api import create_app
-from tests.conftest import SECRET, make_settings
+from tests.conftest import SECRET, make_settings, webhook_headers
 from tests.github_standin import GitHubStandin
 from tests.hostile.conftest import error_of, hookspawn_state
 from tests.live_server import live_client
@@ -113,14 +113,7 @@ def pr_body(hs: Hookspawn, **changes: Any) -> dict[str, Any]:
 
 
 def signed_headers(raw: bytes, delivery: str, **extra: str) -> dict[str, str]:
-    headers = {
-        "Content-Type": "application/json",
-        "X-GitHub-Event": "pull_request",
-        "X-GitHub-Delivery": delivery,
-        "X-Hub-Signature-256": sign(raw, SECRET),
-    }
-    headers.update(extra)
-    return headers
+    return webhook_headers(raw, "pull_request", delivery, **extra)
 
 
 def sessions_of(hs: Hookspawn, delivery: str) -> list[dict[str, Any]]:

@@ -12,9 +12,8 @@ import httpx
 import pytest
 
 from hookspawn.web.api import create_app
-from tests.conftest import SECRET, make_settings, running_worker, wait_for
+from tests.conftest import make_settings, running_worker, wait_for, webhook_headers
 from tests.live_server import live_client
-from triggers.signature import sign
 from workers import keys
 from workers.delivery_record import Delivery, NewDelivery
 from workers.errors import GitHubUnavailable
@@ -58,12 +57,7 @@ def post(client: httpx.Client, path: Path, event: str, delivery: str) -> httpx.R
     return client.post(
         "/webhooks/github",
         content=body,
-        headers={
-            "Content-Type": "application/json",
-            "X-GitHub-Event": event,
-            "X-GitHub-Delivery": delivery,
-            "X-Hub-Signature-256": sign(body, SECRET),
-        },
+        headers=webhook_headers(body, event, delivery),
     )
 
 

@@ -12,7 +12,7 @@ import redis
 
 from hookspawn.redis_server import RedisServer
 from hookspawn.web.api import create_app
-from tests.conftest import SECRET, make_settings
+from tests.conftest import SECRET, make_settings, webhook_headers
 from tests.live_server import live_client
 from triggers.signature import sign
 from workers import keys
@@ -38,15 +38,7 @@ def client(rt: Runtime) -> Iterator[httpx.Client]:
 def headers(
     body: bytes, *, event: str = "pull_request", delivery: str = "d-1", **extra: str
 ) -> dict[str, str]:
-    h = {
-        "Content-Type": "application/json",
-        "X-GitHub-Event": event,
-        "X-GitHub-Delivery": delivery,
-        "X-Hub-Signature-256": sign(body, SECRET),
-        "X-GitHub-Hook-ID": "42",
-    }
-    h.update(extra)
-    return h
+    return webhook_headers(body, event, delivery, **{"X-GitHub-Hook-ID": "42", **extra})
 
 
 def snapshot(r: redis.Redis) -> dict[bytes, object]:

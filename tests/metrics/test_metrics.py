@@ -15,13 +15,12 @@ import pytest
 import redis
 
 from hookspawn.web.api import create_app
-from tests.conftest import SECRET, make_settings, wait_for
+from tests.conftest import make_settings, wait_for, webhook_headers
 from tests.dispatch_target import DispatchTarget
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
 from tests.metrics.conftest import Scrape, scrape
 from tests.pipeline.conftest import Hookspawn, connect, start_hookspawn
-from triggers.signature import sign
 from workers import keys, metrics
 from workers.celery_app import celery_config
 from workers.runtime import build_runtime
@@ -37,13 +36,7 @@ def hs(
 
 
 def post(client: httpx.Client, event: str, raw: bytes, **headers: str) -> httpx.Response:
-    sent = {
-        "Content-Type": "application/json",
-        "X-GitHub-Event": event,
-        "X-GitHub-Delivery": f"d-{uuid.uuid4().hex[:12]}",
-        "X-Hub-Signature-256": sign(raw, SECRET),
-    }
-    sent.update(headers)
+    sent = webhook_headers(raw, event, f"d-{uuid.uuid4().hex[:12]}", **headers)
     return client.post("/webhooks/github", content=raw, headers=sent)
 
 

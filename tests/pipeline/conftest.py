@@ -15,11 +15,10 @@ import httpx
 import pytest
 
 from hookspawn.web.api import create_app
-from tests.conftest import SECRET, make_settings, running_worker, wait_for
+from tests.conftest import make_settings, running_worker, wait_for, webhook_headers
 from tests.dispatch_target import DispatchTarget
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
-from triggers.signature import sign
 from workers.runtime import Runtime, build_runtime
 
 INSTALLATION = 957387
@@ -159,12 +158,7 @@ class Hookspawn:
         response = self.client.post(
             "/webhooks/github",
             content=raw,
-            headers={
-                "Content-Type": "application/json",
-                "X-GitHub-Event": event,
-                "X-GitHub-Delivery": delivery,
-                "X-Hub-Signature-256": sign(raw, SECRET),
-            },
+            headers=webhook_headers(raw, event, delivery),
         )
         assert response.status_code in (200, 202), response.text
         self.sent.append(delivery)

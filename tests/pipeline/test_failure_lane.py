@@ -17,12 +17,11 @@ import pytest
 import redis
 
 from hookspawn.web.api import create_app
-from tests.conftest import SECRET, make_settings, running_worker, wait_for
+from tests.conftest import make_settings, running_worker, wait_for, webhook_headers
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
 from tests.pipeline.conftest import AGENTS, Hookspawn, connect, write_agents
 from triggers.json_codec import MAX_DEPTH
-from triggers.signature import sign
 from workers import keys
 from workers.delivery_record import Delivery, NewDelivery
 from workers.errors import GitHubUnavailable
@@ -47,12 +46,7 @@ def post_raw(hs: Hookspawn, raw: bytes, delivery: str) -> httpx.Response:
     return hs.client.post(
         "/webhooks/github",
         content=raw,
-        headers={
-            "Content-Type": "application/json",
-            "X-GitHub-Event": "pull_request",
-            "X-GitHub-Delivery": delivery,
-            "X-Hub-Signature-256": sign(raw, SECRET),
-        },
+        headers=webhook_headers(raw, "pull_request", delivery),
     )
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from hookspawn.redis_server import free_port
 from hookspawn.web.api import create_app
-from tests.conftest import SECRET, running_worker, wait_for
+from tests.conftest import running_worker, wait_for, webhook_headers
 from tests.git_server import GitServer
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
@@ -31,7 +31,6 @@ from tests.runner.conftest import (
 )
 from tests.runner.test_lifecycle import MOUNT_GITHUB_APP, PR_REVIEW_TRIGGER, widgets_payload
 from tests.secret_scan import file_haystacks, leaks
-from triggers.signature import sign
 from workers.runner_service import RunnerService
 from workers.runtime import build_runtime
 from workers.settings import Settings
@@ -68,12 +67,7 @@ class Stack:
         answer = self.http.post(
             "/webhooks/github",
             content=raw,
-            headers={
-                "Content-Type": "application/json",
-                "X-GitHub-Event": "pull_request",
-                "X-GitHub-Delivery": delivery,
-                "X-Hub-Signature-256": sign(raw, SECRET),
-            },
+            headers=webhook_headers(raw, "pull_request", delivery),
         )
         assert answer.status_code == 202, answer.text
         outcomes: list[dict[str, Any]] = []

@@ -10,7 +10,7 @@ from typing import Any
 
 import redis
 
-from tests.conftest import SECRET, wait_for
+from tests.conftest import wait_for, webhook_headers
 from tests.runner.conftest import (
     PR_NUMBER,
     RUNNER_USER,
@@ -23,7 +23,6 @@ from tests.runner.conftest import (
     running_runner,
     write_agent,
 )
-from triggers.signature import sign
 
 
 def test_a_started_session_is_staged_set_up_and_succeeds(
@@ -109,12 +108,7 @@ def test_a_pull_request_opened_delivery_ends_in_a_checkout_of_its_head(
         answer = hs.http.post(
             "/webhooks/github",
             content=raw,
-            headers={
-                "Content-Type": "application/json",
-                "X-GitHub-Event": "pull_request",
-                "X-GitHub-Delivery": "runner-pr-2",
-                "X-Hub-Signature-256": sign(raw, SECRET),
-            },
+            headers=webhook_headers(raw, "pull_request", "runner-pr-2"),
         )
         assert answer.status_code == 202, answer.text
         outcomes: list[dict[str, object]] = []

@@ -211,7 +211,12 @@ def running_runner(
     prepare: Callable[[RunnerService], None] | None = None,
 ) -> Iterator[RunnerService]:
     """`hookspawn runner` in this process: a real Celery worker (threads) on the sessions
-    queue, and its sweep; `prepare` sees the service before its worker takes a session."""
+    queue, and its sweep; `prepare` sees the service before its worker takes a session.
+
+    A delivery worker started in this process before it (`running_worker`) was seen to take no
+    more deliveries once this one runs (two Celery workers in one process; in production each
+    is its own process): tests send their deliveries first, or run the runner as a process
+    (`runner_process`)."""
     service = RunnerService(settings, requeue_after=requeue_after)
     if prepare is not None:
         prepare(service)

@@ -219,6 +219,11 @@ def _preflight(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
             f"{where}: githubApp auth needs the credential broker, and this session has {lacking}",
             code="git_auth_failed",
         )
+    staging.note(f"auth preflight: git ls-remote origin for {mount['mountPath']}")
+    code = staging.git(["ls-remote", "origin", "HEAD"], path, _mount_env(staging))
+    if code == 0:
+        return
+    # git says only that it could not authenticate: name the helper when it could not run
     problem = staging.helper_problem()
     if problem:
         who = f"the runner user {staging.account.name!r}" if staging.account else "the runner"
@@ -228,15 +233,12 @@ def _preflight(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
             "or install hookspawn where that account can read it",
             code="git_auth_failed",
         )
-    staging.note(f"auth preflight: git ls-remote origin for {mount['mountPath']}")
-    code = staging.git(["ls-remote", "origin", "HEAD"], path, _mount_env(staging))
-    if code != 0:
-        raise SessionFailed(
-            f"{where}: git could not authenticate to {mount['url']} (git ls-remote exited with "
-            f"status {code}); check that the GitHub App installation covers {mount['repository']}"
-            " and that the credential broker is reachable",
-            code="git_auth_failed",
-        )
+    raise SessionFailed(
+        f"{where}: git could not authenticate to {mount['url']} (git ls-remote exited with "
+        f"status {code}); check that the GitHub App installation covers {mount['repository']}"
+        " and that the credential broker is reachable",
+        code="git_auth_failed",
+    )
 
 
 def _fetch(staging: Staging, mount: Mapping[str, Any], path: Path, nested: Sequence[Path]) -> None:

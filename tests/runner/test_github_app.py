@@ -238,7 +238,7 @@ def test_a_repository_the_broker_no_longer_covers_fails_the_preflight(
 def test_a_credential_helper_the_session_cannot_run_fails_the_preflight_saying_so(
     redis_url: str, shared_dir: Path, origin: Origin, webhooks_dir: Path
 ) -> None:
-    """git would only say it could not authenticate: the preflight names the helper instead."""
+    """git only says it could not authenticate: the preflight then names the helper."""
     unrunnable = shared_dir / "bin" / "git-credential-hookspawn"
     unrunnable.parent.mkdir()
     unrunnable.write_text("#!/bin/sh\nexit 0\n")
@@ -258,5 +258,5 @@ def test_a_credential_helper_the_session_cannot_run_fails_the_preflight_saying_s
         f"mount /workspace/widgets (acme/widgets): the runner cannot run the git credential "
         f"helper {unrunnable} (permission denied); set HOOKSPAWN_RUNNER_USER"
     ), failure
-    assert "auth preflight" not in session["logTail"]  # git was never asked
+    assert "auth preflight: git ls-remote" in session["logTail"]  # git was asked first
     assert 200 not in stack.git.statuses()

@@ -126,18 +126,20 @@ def srt_settings(
     workspace: Path,
     tools: Mapping[str, str] | None = None,
     *,
+    allowed_domains: Sequence[str] = (),
     scratch: Path | None = None,
 ) -> dict[str, Any]:
     """srt's settings for one session: the host hidden but for the system directories, the
-    session root writable, each mount readable (and writable when `writable`); no network
-    (srt allows no domain unless listed, and this configuration lists none). `scratch`: srt's
-    own temporary directory (see `confine`), readable inside so the proxy's sockets are."""
+    session root writable, each mount readable (and writable when `writable`); the network
+    only through srt's proxy, to the `allowed_domains` (HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS,
+    patterns checked when the settings are read): none, no network. `scratch`: srt's own
+    temporary directory (see `confine`), readable inside so the proxy's sockets are."""
     root = os.path.abspath(workspace)
     sources = [m.source for m in config.mounts]
     writable = [m.source for m in config.mounts if m.mode == "writable"]
     own = [] if scratch is None else [os.path.abspath(scratch)]
     return {
-        "network": {"allowedDomains": [], "deniedDomains": []},
+        "network": {"allowedDomains": list(allowed_domains), "deniedDomains": []},
         "filesystem": {
             # srt reads everywhere by default: hide the whole host, then bind back what is
             # shared (allowRead wins over denyRead in srt). Each writable mount is hidden and
@@ -189,11 +191,13 @@ def confine(
     env: Mapping[str, str],
     scratch: Path,
     srt: str = "srt",
+    allowed_domains: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that run `argv` confined to the session root
-    `workspace` and the configured mounts. `env` (the runner's: HOME, agent env, …) wins
-    over `sandbox.env`, which only supplies defaults. srt's settings are written beside the
-    session root (`<workspace>.srt.json`), outside what the command may write.
+    `workspace` and the configured mounts, reaching only `allowed_domains` through srt's
+    proxy. `env` (the runner's: HOME, agent env, …) wins over `sandbox.env`, which only
+    supplies defaults. srt's settings are written beside the session root
+    (`<workspace>.srt.json`), outside what the command may write.
 
     `scratch` (`srt_scratch`) becomes srt's own TMPDIR: srt puts the sockets that lead to its
     proxy there and binds them into the sandbox before it hides the host, /tmp included, so
@@ -214,7 +218,10 @@ def confine(
             f"with {_SRT_SOCKET!r}): set TMPDIR to a shorter directory"
         )
     settings = workspace.with_name(f"{workspace.name}.srt.json")
-    _write_settings(srt_settings(config, workspace, tools, scratch=scratch), settings)
+    _write_settings(
+        srt_settings(config, workspace, tools, allowed_domains=allowed_domains, scratch=scratch),
+        settings,
+    )
     return [tools[srt], "--settings", str(settings), "--", *argv], {
         **merged,
         "TMPDIR": str(scratch),

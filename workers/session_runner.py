@@ -291,12 +291,20 @@ class SessionRunner:
     def confine(
         self, argv: Sequence[str], workspace: Path, env: dict[str, str], *, scratch: Path
     ) -> tuple[list[str], dict[str, str]]:
-        """`argv` and `env` wrapped by the sandbox (`scratch`: srt's own temporary directory,
+        """`argv` and `env` wrapped by the sandbox, reaching the domains
+        HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS lists (`scratch`: srt's own temporary directory,
         `srt_scratch`); a session fails rather than run unconfined."""
         if isinstance(self.sandbox, SandboxUnavailable):
             raise SessionFailed(_refusal(self.sandbox), code="sandbox_unavailable")
         try:
-            return confine(argv, workspace=workspace, config=self.sandbox, env=env, scratch=scratch)
+            return confine(
+                argv,
+                workspace=workspace,
+                config=self.sandbox,
+                env=env,
+                allowed_domains=self.settings.sandbox_allowed_domains,
+                scratch=scratch,
+            )
         except SandboxUnavailable as exc:
             raise SessionFailed(_refusal(exc), code="sandbox_unavailable") from None
 

@@ -107,10 +107,12 @@ def open_runner_sandbox(settings: Settings) -> SandboxConfig | SandboxUnavailabl
         )
     else:
         log.info(
-            "sandbox %s from %s: %d mount(s); setup and harness commands run confined",
+            "sandbox %s from %s: %d mount(s), network to %s; setup and harness commands run "
+            "confined",
             config.backend,
             settings.sandbox_config,
             len(config.mounts),
+            ", ".join(settings.sandbox_allowed_domains) or "no domain",
         )
     return config
 

@@ -21,6 +21,7 @@ from agents.sandbox_config import (
     validate,
 )
 from workers.errors import WorkerError
+from workers.session_exec import Account
 
 __all__ = [
     "SYSTEM_READ",
@@ -31,6 +32,7 @@ __all__ = [
     "open_sandbox",
     "runtime_for",
     "sandbox_available",
+    "srt_scratch",
     "srt_settings",
 ]
 
@@ -42,6 +44,10 @@ SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 #: what srt needs on Linux beside itself (its README, "Platform-Specific Dependencies")
 _SRT_NEEDS = ("bwrap", "socat", "rg")
 _PROBE_SECONDS = 60.0
+#: the longest socket path srt makes in its TMPDIR, after the directory; and the longest path
+#: a Unix socket may have (sun_path, less its NUL)
+_SRT_SOCKET = "/claude-socks-0123456789abcdef.sock"
+_SOCKET_PATH_MAX = 107
 _UNCONFINED = (
     "sandbox backend none: session commands run UNCONFINED on this host (development only)"
 )
@@ -116,16 +122,24 @@ def _tools(srt: str) -> dict[str, str]:
 
 
 def srt_settings(
-    config: SandboxConfig, workspace: Path, tools: Mapping[str, str] | None = None
+    config: SandboxConfig,
+    workspace: Path,
+    tools: Mapping[str, str] | None = None,
+    *,
+    allowed_domains: Sequence[str] = (),
+    scratch: Path | None = None,
 ) -> dict[str, Any]:
     """srt's settings for one session: the host hidden but for the system directories, the
-    session root writable, each mount readable (and writable when `writable`); no network
-    (srt allows no domain unless listed, and this configuration lists none)."""
+    session root writable, each mount readable (and writable when `writable`); the network
+    only through srt's proxy, to the `allowed_domains` (HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS,
+    patterns checked when the settings are read): none, no network. `scratch`: srt's own
+    temporary directory (see `confine`), readable inside so the proxy's sockets are."""
     root = os.path.abspath(workspace)
     sources = [m.source for m in config.mounts]
     writable = [m.source for m in config.mounts if m.mode == "writable"]
+    own = [] if scratch is None else [os.path.abspath(scratch)]
     return {
-        "network": {"allowedDomains": [], "deniedDomains": []},
+        "network": {"allowedDomains": list(allowed_domains), "deniedDomains": []},
         "filesystem": {
             # srt reads everywhere by default: hide the whole host, then bind back what is
             # shared (allowRead wins over denyRead in srt). Each writable mount is hidden and
@@ -133,7 +147,7 @@ def srt_settings(
             # within one hidden directory, so a readonly mount would otherwise cover the
             # writable one nested in it; a deeper hidden directory is bound back later.
             "denyRead": ["/", *writable],
-            "allowRead": [*(p for p in SYSTEM_READ if os.path.exists(p)), root, *sources],
+            "allowRead": [*(p for p in SYSTEM_READ if os.path.exists(p)), root, *sources, *own],
             "allowWrite": [root, *writable],
             "denyWrite": [],
         },
@@ -158,18 +172,37 @@ def _write_settings(settings: dict[str, Any], path: Path) -> None:
     os.replace(tmp, path)
 
 
+def srt_scratch(account: Account | None) -> Path:
+    """A new directory for srt's own temporary files (the sockets leading to its proxy), for
+    `confine`: in the system's temporary directory, as a socket's path must stay short (a data
+    directory may be deep), and private to `account`, the one srt runs as. The caller removes
+    it when the session ends."""
+    path = Path(tempfile.mkdtemp(prefix="hookspawn-srt-"))
+    if account is not None:
+        os.chown(path, account.uid, account.gid)
+    return path
+
+
 def confine(
     argv: Sequence[str],
     *,
     workspace: Path,
     config: SandboxConfig,
     env: Mapping[str, str],
+    scratch: Path,
     srt: str = "srt",
+    allowed_domains: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that run `argv` confined to the session root
-    `workspace` and the configured mounts. `env` (the runner's: HOME, agent env, …) wins
-    over `sandbox.env`, which only supplies defaults. srt's settings are written beside the
-    session root (`<workspace>.srt.json`), outside what the command may write."""
+    `workspace` and the configured mounts, reaching only `allowed_domains` through srt's
+    proxy. `env` (the runner's: HOME, agent env, …) wins over `sandbox.env`, which only
+    supplies defaults. srt's settings are written beside the session root
+    (`<workspace>.srt.json`), outside what the command may write.
+
+    `scratch` (`srt_scratch`) becomes srt's own TMPDIR: srt puts the sockets that lead to its
+    proxy there and binds them into the sandbox before it hides the host, /tmp included, so
+    in /tmp they would be gone inside and the proxy out of reach. `scratch` is readable inside;
+    the command's own TMPDIR stays the one srt sets."""
     merged = {**config.env, **env}
     if config.backend == "none":
         log.warning("%s: %s", _UNCONFINED, " ".join(argv[:2]))
@@ -178,9 +211,21 @@ def confine(
         raise SandboxUnavailable(_backend_reason(config))
     tools = _tools(srt)
     workspace = Path(os.path.abspath(workspace))
+    scratch = Path(os.path.abspath(scratch))
+    if len(os.fsencode(scratch)) + len(_SRT_SOCKET) > _SOCKET_PATH_MAX:
+        raise SandboxUnavailable(
+            f"{scratch} is too long a path for srt's sockets (at most {_SOCKET_PATH_MAX} bytes "
+            f"with {_SRT_SOCKET!r}): set TMPDIR to a shorter directory"
+        )
     settings = workspace.with_name(f"{workspace.name}.srt.json")
-    _write_settings(srt_settings(config, workspace, tools), settings)
-    return [tools[srt], "--settings", str(settings), "--", *argv], merged
+    _write_settings(
+        srt_settings(config, workspace, tools, allowed_domains=allowed_domains, scratch=scratch),
+        settings,
+    )
+    return [tools[srt], "--settings", str(settings), "--", *argv], {
+        **merged,
+        "TMPDIR": str(scratch),
+    }
 
 
 def _backend_reason(config: SandboxConfig) -> str:
@@ -207,11 +252,14 @@ def sandbox_available(config: SandboxConfig, *, srt: str = "srt") -> str | None:
         workspace = Path(tmp) / "session"
         workspace.mkdir()
         outside = Path(tmp) / "outside"
+        scratch = Path(tmp) / "srt"
+        scratch.mkdir()
         argv, env = confine(
             ["/bin/sh", "-c", f"echo ok > {workspace}/probe; echo no > {outside} || true"],
             workspace=workspace,
             config=SandboxConfig(backend="srt"),
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace)},
+            scratch=scratch,
             srt=srt,
         )
         try:

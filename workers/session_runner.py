@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -21,7 +22,7 @@ from agents.session_env import MissingSecret, resolve_env
 from agents.snapshot import ttl_seconds
 from workers import metrics
 from workers.errors import SessionFailed
-from workers.sandbox_exec import SandboxUnavailable, confine
+from workers.sandbox_exec import SandboxUnavailable, confine, srt_scratch
 from workers.secret_store import load_secrets
 from workers.session_exec import (
     CommandCancelled,
@@ -103,6 +104,9 @@ class _Run:
         self.home = host_path(self.workspace, HOME)
         #: staging's global git config (beside the log, outside the session root)
         self.git_config = log_path(settings.data_dir, session["id"]).parent / "gitconfig"
+        #: srt's own temporary directory (the sockets to its proxy), made for the first
+        #: confined command and removed when the session ends
+        self.scratch: Path | None = None
         self.base_env = {"PATH": SESSION_PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}
         if runner.account:
             self.base_env["USER"] = runner.account.name
@@ -129,7 +133,11 @@ class _Run:
         full_env = {**self.base_env, **env}
         parent_death = signal.SIGKILL
         if confined:
-            wrapped, full_env = self.runner.confine(argv, self.workspace, full_env)
+            if self.scratch is None:
+                self.scratch = srt_scratch(self.runner.account)
+            wrapped, full_env = self.runner.confine(
+                argv, self.workspace, full_env, scratch=self.scratch
+            )
             if wrapped != list(argv):
                 # srt passes SIGTERM on to its command; SIGKILL would leave that running
                 parent_death = signal.SIGTERM
@@ -158,6 +166,11 @@ class _Run:
                 "command must exist)",
                 code="internal_error",
             ) from None
+
+    def close(self) -> None:
+        """Remove srt's temporary directory (srt leaves its sockets when it is killed)."""
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
     def helper_problem(self) -> str | None:
         """Why the session's account cannot run the git credential helper, or None: it runs
@@ -258,6 +271,8 @@ class SessionRunner:
                 return self._end(
                     session_id, "failed", "internal_error", f"{type(exc).__name__}: {exc}"
                 )
+            finally:
+                run.close()
             run.note("succeeded")
             return self._end(session_id, "succeeded")
 
@@ -274,13 +289,22 @@ class SessionRunner:
             metrics.flush(self.runs.client)
 
     def confine(
-        self, argv: Sequence[str], workspace: Path, env: dict[str, str]
+        self, argv: Sequence[str], workspace: Path, env: dict[str, str], *, scratch: Path
     ) -> tuple[list[str], dict[str, str]]:
-        """`argv` and `env` wrapped by the sandbox; a session fails rather than run unconfined."""
+        """`argv` and `env` wrapped by the sandbox, reaching the domains
+        HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS lists (`scratch`: srt's own temporary directory,
+        `srt_scratch`); a session fails rather than run unconfined."""
         if isinstance(self.sandbox, SandboxUnavailable):
             raise SessionFailed(_refusal(self.sandbox), code="sandbox_unavailable")
         try:
-            return confine(argv, workspace=workspace, config=self.sandbox, env=env)
+            return confine(
+                argv,
+                workspace=workspace,
+                config=self.sandbox,
+                env=env,
+                allowed_domains=self.settings.sandbox_allowed_domains,
+                scratch=scratch,
+            )
         except SandboxUnavailable as exc:
             raise SessionFailed(_refusal(exc), code="sandbox_unavailable") from None
 

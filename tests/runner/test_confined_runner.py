@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +118,70 @@ def test_sandbox_env_reaches_setup_commands(
     assert session["status"] == "succeeded", session
     greeting = Path(session["workspace"]) / "home" / "user" / "greeting"
     assert greeting.read_text() == "hello from sandbox.env\n"
+
+
+#: a setup command: GET `url` through srt's proxy (srt's NO_PROXY would send a loopback
+#: address direct, to the sandbox's own empty loopback) into $HOME/<name>, and note which
+#: srt scratch directory /tmp shows inside
+FETCH = (
+    'ls -d /tmp/hookspawn-srt-* > "$HOME/scratch" && python3 -c "import os, urllib.request;'
+    " os.environ['no_proxy'] = os.environ['NO_PROXY'] = '';"
+    " print(urllib.request.urlopen('{url}', timeout=20).read().decode(), end='')\""
+    ' > "$HOME/{name}"'
+)
+
+
+def test_setup_reaches_the_allowed_domains_and_no_other(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "14")
+            self.end_headers()
+            self.wfile.write(b"from the host\n")
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings = runner_settings(
+        redis_url, shared_dir, origin, sandbox_allowed_domains=[f"127.0.0.1:{port}"]
+    )
+    write_agent(
+        settings.agents_dir,
+        "online",
+        setup=[
+            {
+                "name": "allowed",
+                "commands": [FETCH.format(url=f"http://127.0.0.1:{port}/a", name="allowed")],
+            },
+            {
+                "name": "not-listed",
+                "commands": [FETCH.format(url=f"http://localhost:{port}/b", name="not-listed")],
+            },
+        ],
+    )
+    try:
+        with hookspawn_web(settings) as hs, running_runner(settings):
+            session = _ended(hs, hs.start("online"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (session["status"], session["failure"]["code"]) == ("failed", "setup_failed")
+    assert session["failure"]["message"] == "setup entry 'not-listed' exited with status 1"
+    assert seen == ["/a"]
+    home = Path(session["workspace"]) / "home" / "user"
+    assert (home / "allowed").read_text() == "from the host\n"
+    assert (home / "not-listed").read_text() == ""
+    # the session's srt scratch directory was the only one inside, and is gone with it
+    (scratch,) = (home / "scratch").read_text().split()
+    assert not Path(scratch).exists()
 
 
 def test_a_runner_with_an_invalid_sandbox_config_refuses_sessions(

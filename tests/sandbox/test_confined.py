@@ -7,7 +7,7 @@ import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,21 +20,24 @@ from workers.sandbox_exec import (
     open_sandbox,
     runtime_for,
     sandbox_available,
+    srt_scratch,
 )
 
 
 @dataclass
 class Host:
-    """A session root under a data directory, and host directories beside it."""
+    """A session root under a data directory, host directories beside it, and srt's own
+    temporary directory for the session."""
 
     data: Path
     workspace: Path
     shared: Path
     private: Path
+    scratch: Path
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Host:
+def host(tmp_path: Path) -> Iterator[Host]:
     data = tmp_path / "data"
     workspace = data / "workspaces" / "s1"
     (workspace / "workspace" / "w").mkdir(parents=True)
@@ -47,7 +50,9 @@ def host(tmp_path: Path) -> Host:
     private = tmp_path / "private"
     private.mkdir()
     (private / "key").write_text("not for sessions")
-    return Host(data, workspace, shared, private)
+    scratch = srt_scratch(None)
+    yield Host(data, workspace, shared, private, scratch)
+    shutil.rmtree(scratch)
 
 
 def run(
@@ -55,7 +60,11 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     base = {"PATH": "/usr/bin:/bin", "HOME": str(host.workspace / "home" / "user")}
     argv, full_env = confine(
-        ["/bin/sh", "-c", script], workspace=host.workspace, config=config, env=base | (env or {})
+        ["/bin/sh", "-c", script],
+        workspace=host.workspace,
+        config=config,
+        env=base | (env or {}),
+        scratch=host.scratch,
     )
     return subprocess.run(
         argv,
@@ -165,7 +174,9 @@ def test_sandbox_env_reaches_commands_literally_and_the_runner_env_wins(host: Ho
 def test_the_srt_settings_are_written_beside_the_session_root_out_of_its_reach(
     host: Host,
 ) -> None:
-    argv, _ = confine(["true"], workspace=host.workspace, config=srt(), env={})
+    argv, _ = confine(
+        ["true"], workspace=host.workspace, config=srt(), env={}, scratch=host.scratch
+    )
     settings = host.workspace.parent / "s1.srt.json"
     assert argv == [shutil.which("srt"), "--settings", str(settings), "--", "true"]
     written = json.loads(settings.read_text())
@@ -185,6 +196,7 @@ def test_the_exit_status_and_arguments_pass_through(host: Host) -> None:
         workspace=host.workspace,
         config=srt(),
         env={"PATH": "/usr/bin:/bin"},
+        scratch=host.scratch,
     )
     done = subprocess.run(argv, env=env, cwd=host.workspace, capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (7, "a b,$HOME,*,")
@@ -211,7 +223,7 @@ class TestWhenTheSandboxCannotStart:
         reason = sandbox_available(config)
         assert reason is not None and "needs a VM host" in reason
         with pytest.raises(SandboxUnavailable, match="needs a VM host"):
-            confine(["true"], workspace=host.workspace, config=config, env={})
+            confine(["true"], workspace=host.workspace, config=config, env={}, scratch=host.scratch)
 
     def test_an_invalid_configuration_is_refused_with_its_problems(
         self, host: Host, tmp_path: Path
@@ -239,7 +251,9 @@ def test_backend_none_runs_the_command_as_given_and_says_so_each_time(
     config = SandboxConfig(backend="none", env={"A": "1"})
     argv: Sequence[str]
     with caplog.at_level(logging.WARNING, logger="hookspawn.sandbox"):
-        argv, env = confine(["true"], workspace=host.workspace, config=config, env={"B": "2"})
+        argv, env = confine(
+            ["true"], workspace=host.workspace, config=config, env={"B": "2"}, scratch=host.scratch
+        )
         assert sandbox_available(config) is None
     assert (argv, env) == (["true"], {"A": "1", "B": "2"})
     assert len(caplog.records) == 2

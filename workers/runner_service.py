@@ -24,6 +24,7 @@ from workers.runtime import redis_client
 from workers.sandbox_exec import SandboxUnavailable, open_sandbox, runtime_for
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
+from workers.session_exec import account_of
 from workers.session_prune import SessionPruner
 from workers.session_queue import RUN_SESSION
 from workers.session_runner import SessionRunner
@@ -94,7 +95,11 @@ def open_runner_sandbox(settings: Settings) -> SandboxConfig | SandboxUnavailabl
     """The sandbox HOOKSPAWN_SANDBOX_CONFIG names, validated and probed once at start; when it
     cannot start, why (logged once here; every session is then failed, none runs unconfined)."""
     try:
-        config = open_sandbox(settings.sandbox_config, runtime=runtime_for(settings.data_dir))
+        config = open_sandbox(
+            settings.sandbox_config,
+            runtime=runtime_for(settings.data_dir),
+            account=account_of(settings.runner_user),
+        )
     except SandboxUnavailable as exc:
         log.error(
             "sandbox unavailable, sessions are refused (failed: sandbox_unavailable): %s", exc

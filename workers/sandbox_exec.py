@@ -235,10 +235,13 @@ def _backend_reason(config: SandboxConfig) -> str:
     )
 
 
-def sandbox_available(config: SandboxConfig, *, srt: str = "srt") -> str | None:
+def sandbox_available(
+    config: SandboxConfig, *, srt: str = "srt", account: Account | None = None
+) -> str | None:
     """Why the sandbox cannot start on this host (None: it can). For srt, its dependencies
-    are looked up and a real confined command is run once: it must write in its session
-    root and fail to write beside it."""
+    are looked up and a real confined command is run once, as `account` (the one session
+    commands run as; None: this process's): it must write in its session root and fail to
+    write beside it."""
     if config.backend == "none":
         log.warning(_UNCONFINED)
         return None
@@ -254,6 +257,9 @@ def sandbox_available(config: SandboxConfig, *, srt: str = "srt") -> str | None:
         outside = Path(tmp) / "outside"
         scratch = Path(tmp) / "srt"
         scratch.mkdir()
+        if account is not None:
+            for path in (Path(tmp), workspace, scratch):
+                os.chown(path, account.uid, account.gid)
         argv, env = confine(
             ["/bin/sh", "-c", f"echo ok > {workspace}/probe; echo no > {outside} || true"],
             workspace=workspace,
@@ -264,8 +270,18 @@ def sandbox_available(config: SandboxConfig, *, srt: str = "srt") -> str | None:
         )
         try:
             done = subprocess.run(
-                argv, env=env, cwd=workspace, capture_output=True, timeout=_PROBE_SECONDS
+                argv,
+                env=env,
+                cwd=workspace,
+                capture_output=True,
+                timeout=_PROBE_SECONDS,
+                user=account.uid if account else None,
+                group=account.gid if account else None,
+                extra_groups=[] if account else None,
             )
+        except PermissionError as exc:
+            who = f"the runner user {account.name!r}" if account else "the runner"
+            return f"{who} cannot run {argv[0]}: {exc.strerror or exc}"
         except subprocess.TimeoutExpired:
             return f"srt did not finish a probe command within {_PROBE_SECONDS:.0f} s"
         if done.returncode != 0 or not (workspace / "probe").exists():
@@ -277,9 +293,12 @@ def sandbox_available(config: SandboxConfig, *, srt: str = "srt") -> str | None:
     return None
 
 
-def open_sandbox(path: Path | None, *, runtime: Runtime, srt: str = "srt") -> SandboxConfig:
+def open_sandbox(
+    path: Path | None, *, runtime: Runtime, srt: str = "srt", account: Account | None = None
+) -> SandboxConfig:
     """The runner's start: the configuration `HOOKSPAWN_SANDBOX_CONFIG` names, checked and
-    probed. Raises SandboxUnavailable with the reason; without a configuration there is no
+    probed as `account` (HOOKSPAWN_RUNNER_USER's, which session commands run as). Raises
+    SandboxUnavailable with the reason; without a configuration there is no
     sandbox, so the runner refuses sessions rather than run them unconfined."""
     if path is None:
         raise SandboxUnavailable(
@@ -290,7 +309,7 @@ def open_sandbox(path: Path | None, *, runtime: Runtime, srt: str = "srt") -> Sa
     config, problems = load_config(path, runtime=runtime)
     if config is None:
         raise SandboxUnavailable("; ".join(p.line(str(path)) for p in problems))
-    reason = sandbox_available(config, srt=srt)
+    reason = sandbox_available(config, srt=srt, account=account)
     if reason is not None:
         raise SandboxUnavailable(reason)
     return config

@@ -22,6 +22,7 @@ from workers.sandbox_exec import (
     sandbox_available,
     srt_scratch,
 )
+from workers.session_exec import account_of
 
 
 @dataclass
@@ -217,6 +218,22 @@ class TestWhenTheSandboxCannotStart:
         # bubblewrap cannot create its namespaces
         reason = sandbox_available(srt(), srt="false")
         assert reason == "srt cannot start a sandbox here: exit status 1"
+
+    @pytest.mark.skipif(os.geteuid() != 0, reason="running the probe as another account needs root")
+    def test_the_probe_runs_as_the_account_sessions_run_as(self, tmp_path: Path) -> None:
+        # srt reached through a directory only root may enter: root's probe passes, and the
+        # probe as the session account fails as that account's sessions would
+        private = tmp_path / "root-only"
+        private.mkdir(mode=0o700)
+        wrapper = private / "srt"
+        wrapper.write_text(f'#!/bin/sh\nexec {shutil.which("srt")} "$@"\n')
+        wrapper.chmod(0o755)
+        assert sandbox_available(srt(), srt=str(wrapper)) is None
+        nobody = account_of("nobody")
+        assert nobody is not None
+        reason = sandbox_available(srt(), srt=str(wrapper), account=nobody)
+        assert reason == f"the runner user 'nobody' cannot run {wrapper}: Permission denied"
+        assert sandbox_available(srt(), account=nobody) is None
 
     def test_microsandbox_is_validated_but_refused_here(self, host: Host) -> None:
         config = SandboxConfig(backend="microsandbox")

@@ -20,7 +20,9 @@ __all__ = [
     "SandboxMount",
     "is_within",
     "protected_host_path",
+    "reading_order",
     "validate",
+    "well_formed_mounts",
 ]
 
 Backend = Literal["srt", "microsandbox", "none"]
@@ -304,14 +306,32 @@ def _legacy(security: object) -> list[Problem]:
     ]
 
 
-def _order(problem: Problem) -> tuple[int, int]:
-    """Problems in the order a reader meets the fields: legacy, backend, mounts by index, env."""
+def reading_order(problem: Problem) -> tuple[int, int]:
+    """Problems in the order a reader meets the fields: legacy, backend, mounts by index, env
+    (a sort key; a stable sort keeps each mount's own problems before the host's)."""
     field = problem.field
     if field.startswith("sandbox.mounts["):
         return 2, int(field[len("sandbox.mounts[") :].split("]", 1)[0])
     if field.startswith("sandbox.env"):
         return 3, 0
     return (0 if field.startswith("security") else 1), 0
+
+
+def well_formed_mounts(raw: object, *, runtime: Runtime) -> list[tuple[int, SandboxMount]]:
+    """The mounts of a document that are well formed on their own, with their index: what the
+    host can still be asked about when the document as a whole breaks a rule."""
+    sandbox = raw.get("sandbox") if isinstance(raw, dict) else None
+    items = sandbox.get("mounts") if isinstance(sandbox, dict) else None
+    if not isinstance(items, list):
+        return []
+    backend = sandbox.get("backend") if isinstance(sandbox, dict) else None
+    known = cast(Backend, backend) if backend in BACKENDS else None
+    found = []
+    for n, item in enumerate(items):
+        mount = _mount(item, f"sandbox.mounts[{n}]", known, runtime, [])
+        if mount is not None:
+            found.append((n, mount))
+    return found
 
 
 def validate(raw: object, *, runtime: Runtime) -> tuple[SandboxConfig | None, list[Problem]]:
@@ -350,5 +370,5 @@ def validate(raw: object, *, runtime: Runtime) -> tuple[SandboxConfig | None, li
     if backend is not None:
         problems += _mount_rules(mounts, backend, runtime)
     if problems or backend is None:
-        return None, sorted(problems, key=_order)
+        return None, sorted(problems, key=reading_order)
     return SandboxConfig(backend=backend, mounts=tuple(m for _, m in mounts), env=env), []

@@ -17,8 +17,11 @@ from agents.sandbox_config import (
     Problem,
     Runtime,
     SandboxConfig,
+    SandboxMount,
     protected_host_path,
+    reading_order,
     validate,
+    well_formed_mounts,
 )
 from workers.errors import WorkerError
 from workers.session_exec import Account
@@ -77,18 +80,18 @@ def load_config(path: Path, *, runtime: Runtime) -> tuple[SandboxConfig | None, 
     except UnicodeDecodeError:
         return None, [Problem("(file)", "not UTF-8 text")]
     config, problems = validate(raw, runtime=runtime)
-    if config is None:
-        return None, problems
-    problems = host_problems(config, runtime=runtime)
+    # the host's answers too, for every mount well formed on its own: all problems at once
+    mounts = list(enumerate(config.mounts)) if config else well_formed_mounts(raw, runtime=runtime)
+    problems = sorted([*problems, *host_problems(mounts, runtime=runtime)], key=reading_order)
     return (None, problems) if problems else (config, [])
 
 
-def host_problems(config: SandboxConfig, *, runtime: Runtime) -> list[Problem]:
+def host_problems(mounts: Sequence[tuple[int, SandboxMount]], *, runtime: Runtime) -> list[Problem]:
     """The rules only the filesystem can answer: every source exists (it must before the
     runner starts), overlay sources are directories, and no source leads through a symbolic
     link to a path the rules protect."""
     problems: list[Problem] = []
-    for n, mount in enumerate(config.mounts):
+    for n, mount in mounts:
         where = f"sandbox.mounts[{n}].source"
         if not os.path.exists(mount.source):
             problems.append(Problem(where, f"{mount.source} does not exist on this host"))

@@ -79,8 +79,8 @@ class TestCheck:
             "sandbox": {
                 "backend": "srt",
                 "mounts": [
-                    {"source": "/srv/x", "target": "/srv/y", "mode": "writable"},
-                    {"source": "/srv/cache", "target": "/srv/cache", "mode": "overlay"},
+                    {"source": f"{tmp_path}/x", "target": "/srv/y", "mode": "writable"},
+                    {"source": f"{tmp_path}/c", "target": f"{tmp_path}/c", "mode": "overlay"},
                     {"source": "cache", "target": "/srv/c", "mode": "readonly"},
                 ],
                 "env": {"HOME": "/elsewhere"},
@@ -91,15 +91,25 @@ class TestCheck:
         done = hookspawn("sandbox", "check", "s.json")
         assert done.returncode == 1
         lines = done.stdout.splitlines()
+        # the rules and the host's answers together, each mount's in the order of the file
         assert [line.split(": ", 2)[:2] for line in lines] == [
             ["s.json", "sandbox.mounts[0].target"],
+            ["s.json", "sandbox.mounts[0].source"],
             ["s.json", "sandbox.mounts[1].mode"],
+            ["s.json", "sandbox.mounts[1].source"],
             ["s.json", "sandbox.mounts[2].source"],
             ["s.json", "sandbox.env.HOME"],
         ]
-        assert lines[1] == (
+        assert (
+            lines[1]
+            == f"s.json: sandbox.mounts[0].source: {tmp_path}/x does not exist on this host"
+        )
+        assert lines[2] == (
             "s.json: sandbox.mounts[1].mode: "
             "srt cannot overlay: use readonly or writable (overlay needs microsandbox)"
+        )
+        assert lines[4] == (
+            "s.json: sandbox.mounts[2].source: 'cache' is not absolute (after ~ expansion)"
         )
 
     def test_an_overlay_source_must_be_a_directory(self, tmp_path: Path) -> None:

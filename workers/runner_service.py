@@ -21,7 +21,7 @@ from workers import keys
 from workers.celery_app import make_celery
 from workers.errors import SessionEnded
 from workers.runtime import redis_client
-from workers.sandbox_exec import SandboxUnavailable, open_sandbox, runtime_for
+from workers.sandbox_exec import SRT_SHARED_TMP, SandboxUnavailable, open_sandbox, runtime_for
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
 from workers.session_exec import account_of
@@ -111,6 +111,12 @@ def open_runner_sandbox(settings: Settings) -> SandboxConfig | SandboxUnavailabl
             settings.sandbox_config,
         )
     else:
+        if os.path.exists(SRT_SHARED_TMP):
+            log.warning(
+                "%s exists on this host: srt shows it (read-only) to every session; remove it "
+                "unless something on this host needs it",
+                SRT_SHARED_TMP,
+            )
         log.info(
             "sandbox %s from %s: %d mount(s), network to %s; setup and harness commands run "
             "confined",

@@ -124,6 +124,10 @@ def _tools(srt: str) -> dict[str, str]:
     return found
 
 
+#: srt's default TMPDIR for commands, bound into every sandbox when it exists on the host
+SRT_SHARED_TMP = "/tmp/claude"  # noqa: S108 (a path srt chose, named to keep it unwritable)
+
+
 def srt_settings(
     config: SandboxConfig,
     workspace: Path,
@@ -136,11 +140,14 @@ def srt_settings(
     session root writable, each mount readable (and writable when `writable`); the network
     only through srt's proxy, to the `allowed_domains` (HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS,
     patterns checked when the settings are read): none, no network. `scratch`: srt's own
-    temporary directory (see `confine`), readable inside so the proxy's sockets are."""
+    temporary directory (see `confine`), readable inside so the proxy's sockets are, with the
+    command's own TMPDIR in it, writable. srt's default TMPDIR, /tmp/claude, is shown whenever
+    it exists on the host, to every sandbox alike: it is kept unwritable."""
     root = os.path.abspath(workspace)
     sources = [m.source for m in config.mounts]
     writable = [m.source for m in config.mounts if m.mode == "writable"]
     own = [] if scratch is None else [os.path.abspath(scratch)]
+    own_tmp = [] if scratch is None else [str(command_tmp(scratch))]
     return {
         "network": {"allowedDomains": list(allowed_domains), "deniedDomains": []},
         "filesystem": {
@@ -148,11 +155,12 @@ def srt_settings(
             # shared (allowRead wins over denyRead in srt). Each writable mount is hidden and
             # bound back on its own as well: srt binds a path back after the paths beneath it
             # within one hidden directory, so a readonly mount would otherwise cover the
-            # writable one nested in it; a deeper hidden directory is bound back later.
-            "denyRead": ["/", *writable],
+            # writable one nested in it; a deeper hidden directory is bound back later. The
+            # command's TMPDIR, inside srt's readable scratch directory, likewise.
+            "denyRead": ["/", *writable, *own_tmp],
             "allowRead": [*(p for p in SYSTEM_READ if os.path.exists(p)), root, *sources, *own],
-            "allowWrite": [root, *writable],
-            "denyWrite": [],
+            "allowWrite": [root, *writable, *own_tmp],
+            "denyWrite": [SRT_SHARED_TMP],
         },
         **(
             {}
@@ -175,14 +183,21 @@ def _write_settings(settings: dict[str, Any], path: Path) -> None:
     os.replace(tmp, path)
 
 
+def command_tmp(scratch: Path) -> Path:
+    """The confined command's own TMPDIR, inside `scratch`: one per session."""
+    return Path(os.path.abspath(scratch)) / "tmp"
+
+
 def srt_scratch(account: Account | None) -> Path:
     """A new directory for srt's own temporary files (the sockets leading to its proxy), for
     `confine`: in the system's temporary directory, as a socket's path must stay short (a data
-    directory may be deep), and private to `account`, the one srt runs as. The caller removes
-    it when the session ends."""
+    directory may be deep), and private to `account`, the one srt runs as; the command's own
+    TMPDIR (`command_tmp`) is made in it. The caller removes it when the session ends."""
     path = Path(tempfile.mkdtemp(prefix="hookspawn-srt-"))
+    command_tmp(path).mkdir(mode=0o700)
     if account is not None:
-        os.chown(path, account.uid, account.gid)
+        for made in (path, command_tmp(path)):
+            os.chown(made, account.uid, account.gid)
     return path
 
 
@@ -205,7 +220,7 @@ def confine(
     `scratch` (`srt_scratch`) becomes srt's own TMPDIR: srt puts the sockets that lead to its
     proxy there and binds them into the sandbox before it hides the host, /tmp included, so
     in /tmp they would be gone inside and the proxy out of reach. `scratch` is readable inside;
-    the command's own TMPDIR stays the one srt sets."""
+    the command's own TMPDIR is `command_tmp(scratch)`, private to the session."""
     merged = {**config.env, **env}
     if config.backend == "none":
         log.warning("%s: %s", _UNCONFINED, " ".join(argv[:2]))
@@ -225,9 +240,13 @@ def confine(
         srt_settings(config, workspace, tools, allowed_domains=allowed_domains, scratch=scratch),
         settings,
     )
+    own_tmp = command_tmp(scratch)
+    own_tmp.mkdir(mode=0o700, exist_ok=True)
     return [tools[srt], "--settings", str(settings), "--", *argv], {
         **merged,
         "TMPDIR": str(scratch),
+        # the TMPDIR srt hands the command (instead of the shared /tmp/claude)
+        "CLAUDE_CODE_TMPDIR": str(own_tmp),
     }
 
 
@@ -260,8 +279,9 @@ def sandbox_available(
         outside = Path(tmp) / "outside"
         scratch = Path(tmp) / "srt"
         scratch.mkdir()
+        command_tmp(scratch).mkdir()
         if account is not None:
-            for path in (Path(tmp), workspace, scratch):
+            for path in (Path(tmp), workspace, scratch, command_tmp(scratch)):
                 os.chown(path, account.uid, account.gid)
         argv, env = confine(
             ["/bin/sh", "-c", f"echo ok > {workspace}/probe; echo no > {outside} || true"],

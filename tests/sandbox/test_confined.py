@@ -181,7 +181,10 @@ def test_the_srt_settings_are_written_beside_the_session_root_out_of_its_reach(
     settings = host.workspace.parent / "s1.srt.json"
     assert argv == [shutil.which("srt"), "--settings", str(settings), "--", "true"]
     written = json.loads(settings.read_text())
-    assert written["filesystem"]["allowWrite"] == [str(host.workspace)]
+    own_tmp = str(host.scratch / "tmp")
+    assert written["filesystem"]["allowWrite"] == [str(host.workspace), own_tmp]
+    assert written["filesystem"]["denyWrite"] == ["/tmp/claude"]
+    assert written["filesystem"]["denyRead"] == ["/", own_tmp]
     assert written["bwrapPath"] == shutil.which("bwrap")
     before = settings.read_text()
     done = run(host, srt(), f"test ! -e {settings} && echo '{{}}' > {settings} && echo wrote")
@@ -189,6 +192,29 @@ def test_the_srt_settings_are_written_beside_the_session_root_out_of_its_reach(
     # settings are not there, and what is written there never reaches the host
     assert (done.returncode, done.stdout) == (0, "wrote\n"), done.stderr
     assert settings.read_text() == before
+
+
+def test_temporary_files_stay_in_the_session_and_srt_s_shared_tmp_is_unwritable(
+    host: Host,
+) -> None:
+    # srt hands commands TMPDIR=/tmp/claude and binds the host's /tmp/claude into every
+    # sandbox when it exists: each session gets its own TMPDIR instead, and cannot write there
+    shared = Path("/tmp/claude")
+    made = not shared.exists()
+    shared.mkdir(exist_ok=True)
+    try:
+        done = run(
+            host,
+            srt(),
+            'echo "$TMPDIR"; f=$(mktemp); echo data > "$f"; cat "$f"; '
+            "echo x > /tmp/claude/from-a-session 2>/dev/null || echo refused",
+        )
+        assert not (shared / "from-a-session").exists()
+    finally:
+        if made:
+            shutil.rmtree(shared, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(host.scratch / "tmp"), "data", "refused"]
 
 
 def test_the_exit_status_and_arguments_pass_through(host: Host) -> None:

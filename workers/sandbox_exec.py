@@ -24,7 +24,7 @@ from agents.sandbox_config import (
     well_formed_mounts,
 )
 from workers.errors import WorkerError
-from workers.session_exec import Account
+from workers.session_exec import Account, runner_account
 
 __all__ = [
     "SYSTEM_READ",
@@ -188,12 +188,13 @@ def command_tmp(scratch: Path) -> Path:
     return Path(os.path.abspath(scratch)) / "tmp"
 
 
-def srt_scratch(account: Account | None) -> Path:
+def srt_scratch(account: Account | None, *, within: Path | None = None) -> Path:
     """A new directory for srt's own temporary files (the sockets leading to its proxy), for
-    `confine`: in the system's temporary directory, as a socket's path must stay short (a data
-    directory may be deep), and private to `account`, the one srt runs as; the command's own
-    TMPDIR (`command_tmp`) is made in it. The caller removes it when the session ends."""
-    path = Path(tempfile.mkdtemp(prefix="hookspawn-srt-"))
+    `confine`: in the system's temporary directory (or `within`), as a socket's path must stay
+    short (a data directory may be deep), and private to `account`, the one srt runs as; the
+    command's own TMPDIR (`command_tmp`) is made in it. The caller removes it when the session
+    ends."""
+    path = Path(tempfile.mkdtemp(prefix="hookspawn-srt-", dir=within))
     command_tmp(path).mkdir(mode=0o700)
     if account is not None:
         for made in (path, command_tmp(path)):
@@ -240,13 +241,11 @@ def confine(
         srt_settings(config, workspace, tools, allowed_domains=allowed_domains, scratch=scratch),
         settings,
     )
-    own_tmp = command_tmp(scratch)
-    own_tmp.mkdir(mode=0o700, exist_ok=True)
     return [tools[srt], "--settings", str(settings), "--", *argv], {
         **merged,
         "TMPDIR": str(scratch),
         # the TMPDIR srt hands the command (instead of the shared /tmp/claude)
-        "CLAUDE_CODE_TMPDIR": str(own_tmp),
+        "CLAUDE_CODE_TMPDIR": str(command_tmp(scratch)),
     }
 
 
@@ -277,12 +276,10 @@ def sandbox_available(
         workspace = Path(tmp) / "session"
         workspace.mkdir()
         outside = Path(tmp) / "outside"
-        scratch = Path(tmp) / "srt"
-        scratch.mkdir()
-        command_tmp(scratch).mkdir()
         if account is not None:
-            for path in (Path(tmp), workspace, scratch, command_tmp(scratch)):
+            for path in (Path(tmp), workspace):
                 os.chown(path, account.uid, account.gid)
+        scratch = srt_scratch(account, within=Path(tmp))
         argv, env = confine(
             ["/bin/sh", "-c", f"echo ok > {workspace}/probe; echo no > {outside} || true"],
             workspace=workspace,
@@ -303,8 +300,7 @@ def sandbox_available(
                 extra_groups=[] if account else None,
             )
         except PermissionError as exc:
-            who = f"the runner user {account.name!r}" if account else "the runner"
-            return f"{who} cannot run {argv[0]}: {exc.strerror or exc}"
+            return f"{runner_account(account)} cannot run {argv[0]}: {exc.strerror or exc}"
         except subprocess.TimeoutExpired:
             return f"srt did not finish a probe command within {_PROBE_SECONDS:.0f} s"
         if done.returncode != 0 or not (workspace / "probe").exists():

@@ -17,7 +17,14 @@ from typing import BinaryIO
 from workers.errors import WorkerError
 from workers.lifeline import tied_to_this_process
 
-__all__ = ["Account", "CommandCancelled", "CommandTimedOut", "account_of", "run_command"]
+__all__ = [
+    "Account",
+    "CommandCancelled",
+    "CommandTimedOut",
+    "account_of",
+    "run_command",
+    "runner_account",
+]
 
 #: how often a running command is checked for its deadline and for a cancel request
 _POLL = 0.1
@@ -42,6 +49,11 @@ class Account:
     name: str
     uid: int
     gid: int
+
+
+def runner_account(account: Account | None) -> str:
+    """Who runs session commands, as a message names them."""
+    return f"the runner user {account.name!r}" if account else "the runner"
 
 
 def account_of(name: str) -> Account | None:

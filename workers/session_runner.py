@@ -29,6 +29,7 @@ from workers.session_exec import (
     CommandTimedOut,
     account_of,
     run_command,
+    runner_account,
 )
 from workers.session_logs import log_path, workspace_path
 from workers.session_runs import SessionRuns
@@ -155,15 +156,10 @@ class _Run:
                 parent_death=parent_death,
             )
         except (PermissionError, FileNotFoundError) as exc:
-            who = (
-                f"the runner user {self.runner.account.name!r}"
-                if self.runner.account
-                else "the runner"
-            )
             raise SessionFailed(
-                f"{who} cannot run {argv[0]!r} in {cwd}: {exc.strerror} (every directory above "
-                "the data directory must be traversable by HOOKSPAWN_RUNNER_USER, and the "
-                "command must exist)",
+                f"{runner_account(self.runner.account)} cannot run {argv[0]!r} in {cwd}: "
+                f"{exc.strerror} (every directory above the data directory must be traversable "
+                "by HOOKSPAWN_RUNNER_USER, and the command must exist)",
                 code="internal_error",
             ) from None
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from workers.errors import SessionFailed
-from workers.session_exec import Account
+from workers.session_exec import Account, runner_account
 
 __all__ = [
     "GitRunner",
@@ -226,11 +226,10 @@ def _preflight(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
     # git says only that it could not authenticate: name the helper when it could not run
     problem = staging.helper_problem()
     if problem:
-        who = f"the runner user {staging.account.name!r}" if staging.account else "the runner"
         raise SessionFailed(
-            f"{where}: {who} cannot run the git credential helper {staging.helper} ({problem}); "
-            "set HOOKSPAWN_RUNNER_USER to an account that can run it and the Python it starts, "
-            "or install hookspawn where that account can read it",
+            f"{where}: {runner_account(staging.account)} cannot run the git credential helper "
+            f"{staging.helper} ({problem}); set HOOKSPAWN_RUNNER_USER to an account that can "
+            "run it and the Python it starts, or install hookspawn where that account can read it",
             code="git_auth_failed",
         )
     raise SessionFailed(

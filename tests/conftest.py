@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
+from celery import Celery
+from celery.concurrency.thread import TaskPool as ThreadTaskPool
 from celery.contrib.testing.worker import start_worker
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
+from kombu.asynchronous import set_event_loop
 
 from hookspawn.redis_server import RedisServer, redis_server_binary, redis_server_version
 from tests.dispatch_target import DispatchTarget, dispatch_target
@@ -130,17 +135,53 @@ def wait_for(
     pytest.fail(f"condition not met within {timeout:g}s: {said}")
 
 
+def _threads_of(app: Celery) -> type[ThreadTaskPool]:
+    """Celery's threads pool, whose threads take `app` as their current app."""
+
+    class AppThreads(ThreadTaskPool):  # type: ignore[misc]
+        executor: ThreadPoolExecutor
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.executor.shutdown(wait=False)  # never started: its threads start on first use
+            self.executor = ThreadPoolExecutor(
+                max_workers=self.limit,
+                thread_name_prefix=f"{app.main}-task",
+                initializer=app.set_current,
+            )
+
+    return AppThreads
+
+
 @contextmanager
-def running_worker(rt: Runtime, *, concurrency: int = 2) -> Iterator[None]:
-    """A real Celery worker (threads pool) consuming the runtime's queue."""
+def in_process_worker(app: Celery, *, concurrency: int = 2, **options: Any) -> Iterator[None]:
+    """A real Celery worker (threads pool) for `app`, running in a thread of this process.
+
+    kombu keeps one event loop per process and a worker adopts the one it finds: a second worker
+    started beside the first (the delivery worker and the runner of an end-to-end test) would
+    drive the first one's loop from its own thread, and closing it on stop would leave the other
+    polling a closed loop, taking nothing and never stopping. Each worker here makes its own.
+    Celery also runs a task in the process's current app (the last worker started): this pool's
+    threads make `app` theirs, so each worker runs its own tasks. Its stop flag is still one per
+    process: leaving this stops every in-process worker.
+    """
+    set_event_loop(None)
     with start_worker(
-        rt.celery,
-        pool="threads",
+        app,
+        pool=_threads_of(app),
         concurrency=concurrency,
         perform_ping_check=False,
         shutdown_timeout=30,
         loglevel="WARNING",
+        **options,
     ):
+        yield
+
+
+@contextmanager
+def running_worker(rt: Runtime, *, concurrency: int = 2) -> Iterator[None]:
+    """A real Celery worker (threads pool) consuming the runtime's queue."""
+    with in_process_worker(rt.celery, concurrency=concurrency):
         yield
 
 

@@ -157,8 +157,7 @@ class RunnerService:
         )
         self.celery: Celery = make_celery(settings.redis_url)
         # a session runs as long as its harness does: no task time limit on this queue. No
-        # remote control either: nothing broadcasts to runners, and its pub/sub channel was
-        # seen to block the consumer's event loop in a read that never returned
+        # remote control either: nothing broadcasts to runners, so no pub/sub channel to hold
         self.celery.conf.update(
             task_time_limit=None, task_soft_time_limit=None, worker_enable_remote_control=False
         )

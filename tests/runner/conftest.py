@@ -19,10 +19,9 @@ from typing import Any
 
 import httpx
 import pytest
-from celery.contrib.testing.worker import start_worker
 
 from hookspawn.web.api import create_app
-from tests.conftest import make_settings, running_worker, wait_for
+from tests.conftest import in_process_worker, make_settings, running_worker, wait_for
 from tests.live_server import live_client
 from tests.procs import Proc
 from workers import keys
@@ -213,23 +212,15 @@ def running_runner(
     """`hookspawn runner` in this process: a real Celery worker (threads) on the sessions
     queue, and its sweep; `prepare` sees the service before its worker takes a session.
 
-    A delivery worker started in this process before it (`running_worker`) was seen to take no
-    more deliveries once this one runs (two Celery workers in one process; in production each
-    is its own process): tests send their deliveries first, or run the runner as a process
-    (`runner_process`)."""
+    A delivery worker in this process (`running_worker`) keeps taking deliveries beside it
+    (`in_process_worker`); both stop when either does."""
     service = RunnerService(settings, requeue_after=requeue_after)
     if prepare is not None:
         prepare(service)
     sweeper = service.sweeper.start()
     try:
-        with start_worker(
-            service.celery,
-            pool="threads",
-            concurrency=concurrency,
-            queues=[keys.SESSIONS_QUEUE],
-            perform_ping_check=False,
-            shutdown_timeout=30,
-            loglevel="WARNING",
+        with in_process_worker(
+            service.celery, concurrency=concurrency, queues=[keys.SESSIONS_QUEUE]
         ):
             yield service
     finally:

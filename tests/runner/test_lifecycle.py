@@ -165,6 +165,43 @@ def _ended(hs: Hookspawn, session_id: str) -> dict[str, Any]:
     return hs.wait_status(session_id, "succeeded", "failed", "cancelled")
 
 
+def test_deliveries_sent_while_an_in_process_runner_runs_are_dispatched_and_run(
+    redis_url: str, shared_dir: Path, origin: Origin, webhooks_dir: Path
+) -> None:
+    """The delivery worker and the runner side by side in one process (as the end-to-end tests
+    run them) each keep taking their own queue's work, and both stop when the test ends."""
+    settings = runner_settings(redis_url, shared_dir, origin)
+    write_agent(
+        settings.agents_dir,
+        "pr-review",
+        ref="refs/pull/{{payload.github.pullRequest.number}}/head",
+        triggers=PR_REVIEW_TRIGGER,
+    )
+    raw = json.dumps(widgets_payload(webhooks_dir)).encode()
+    ended: list[dict[str, Any]] = []
+    with hookspawn_web(settings, worker=True) as hs, running_runner(settings):
+        for delivery in ("side-by-side-1", "side-by-side-2"):
+            answer = hs.http.post(
+                "/webhooks/github",
+                content=raw,
+                headers=webhook_headers(raw, "pull_request", delivery),
+            )
+            assert answer.status_code == 202, answer.text
+            outcomes: list[dict[str, Any]] = []
+
+            def dispatched(
+                delivery: str = delivery, outcomes: list[dict[str, Any]] = outcomes
+            ) -> bool:
+                outcomes[:] = hs.http.get(f"/deliveries/{delivery}").json().get("outcomes") or []
+                return bool(outcomes)
+
+            wait_for(dispatched, what=f"delivery {delivery} dispatched")
+            assert [o["outcome"] for o in outcomes] == ["dispatched"], outcomes
+            ended.append(_ended(hs, str(outcomes[0]["sessionId"])))
+    assert [s["status"] for s in ended] == ["succeeded", "succeeded"], ended
+    assert ended[0]["id"] != ended[1]["id"]
+
+
 def test_failure_paths_end_with_their_code(
     redis_url: str, shared_dir: Path, origin: Origin
 ) -> None:

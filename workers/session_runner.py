@@ -223,8 +223,8 @@ class SessionRunner:
         """`sandbox`: what confines setup and harness commands, as opened at the runner's
         start, or why it could not be opened (every session is then refused).
         `issue_credential(session_id)`: a fresh session credential for the broker (the
-        broker's SessionCredentials.issue); without it a githubApp mount whose spec carries no
-        credential fails its auth preflight."""
+        broker's SessionCredentials.issue), None for a session ended before it ran; without
+        one a githubApp mount whose spec carries no credential fails its auth preflight."""
         self.settings = settings
         self.sandbox = sandbox
         self.issue_credential = issue_credential
@@ -352,6 +352,7 @@ class SessionRunner:
         found = dict(broker)
         if not found.get("credential") and self.issue_credential is not None:
             found["credential"] = self.issue_credential(session["id"])
+            found["ended"] = found["credential"] is None
         return found
 
     def _advance(self, run: _Run, status: str) -> None:

@@ -214,9 +214,14 @@ def _preflight(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
     if mount.get("gitPermissions") is not None and not (
         broker.get("url") and broker.get("credential")
     ):
-        lacking = "no session credential for it" if broker.get("url") else "no `broker` in its spec"
+        if broker.get("ended"):
+            lacking = "was ended (POST /sessions/{id}/end) before it ran: it gets no credential"
+        elif broker.get("url"):
+            lacking = "has no session credential for it"
+        else:
+            lacking = "has no `broker` in its spec"
         raise SessionFailed(
-            f"{where}: githubApp auth needs the credential broker, and this session has {lacking}",
+            f"{where}: githubApp auth needs the credential broker, and this session {lacking}",
             code="git_auth_failed",
         )
     staging.note(f"auth preflight: git ls-remote origin for {mount['mountPath']}")

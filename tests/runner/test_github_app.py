@@ -260,3 +260,27 @@ def test_a_credential_helper_the_session_cannot_run_fails_the_preflight_saying_s
     ), failure
     assert "auth preflight: git ls-remote" in session["logTail"]  # git was asked first
     assert 200 not in stack.git.statuses()
+
+
+def test_a_session_ended_before_a_runner_takes_it_gets_no_credential(
+    redis_url: str, shared_dir: Path, origin: Origin, webhooks_dir: Path
+) -> None:
+    """`POST /sessions/{id}/end` while it is queued: the runner then issues it no session
+    credential, so its githubApp mount fails the auth preflight and nothing is fetched."""
+    with github_app_stack(redis_url, shared_dir, origin) as stack:
+        session_id = stack.deliver("app-pr-ended", webhooks_dir)
+        ended = stack.http.post(f"/sessions/{session_id}/end")
+        assert ended.status_code == 200, ended.text
+        with stack.runner():
+            session = stack.ended(session_id)
+    assert session["status"] == "failed", session
+    assert session["failure"] == {
+        "code": "git_auth_failed",
+        "message": "mount /workspace/widgets (acme/widgets): githubApp auth needs the credential "
+        "broker, and this session was ended (POST /sessions/{id}/end) before it ran: it gets no "
+        "credential",
+    }
+    assert not any(k.startswith("session credential") for k in stack.secrets), stack.secrets
+    assert not any(k.startswith("installation token") for k in stack.secrets), stack.secrets
+    assert 200 not in stack.git.statuses()
+    assert not (Path(session["workspace"]) / "workspace" / "widgets" / "README.md").exists()

@@ -46,7 +46,7 @@ PRUNE_EVERY = 600.0
 class _Sweeper:
     """Every few seconds, fail the sessions whose lease ran out (their runner is gone) and
     queue again the sessions left queued too long; every `prune_every`, remove the files of
-    sessions whose records have expired."""
+    sessions whose records have expired and the setup snapshots past their reuse window."""
 
     def __init__(
         self,
@@ -54,7 +54,7 @@ class _Sweeper:
         interval: float,
         requeue: Callable[[str], None],
         requeue_after: float,
-        prune: Callable[[], list[str]],
+        prune: Callable[[], None],
         prune_every: float,
     ) -> None:
         self.runs, self.interval = runs, interval
@@ -74,9 +74,7 @@ class _Sweeper:
                     self.requeue(session_id)
                 if time.monotonic() >= self._next_prune:
                     self._next_prune = time.monotonic() + self.prune_every
-                    pruned = self.prune()
-                    if pruned:
-                        log.info("removed the files of %d expired session(s)", len(pruned))
+                    self.prune()
             except redis.RedisError as exc:
                 log.warning("runner sweep failed: %s", exc)
             if self._stop.wait(self.interval):
@@ -176,7 +174,7 @@ class RunnerService:
             interval=min(5.0, settings.runner_lease_seconds / 2),
             requeue=self.enqueue,
             requeue_after=requeue_after,
-            prune=SessionPruner(self.client, settings.data_dir).prune,
+            prune=SessionPruner(self.client, settings.data_dir, runner.snapshots).prune,
             prune_every=prune_every,
         )
 

@@ -1,18 +1,18 @@
 """A runner's disk kept bounded: the workspace and log directory of every session whose run
-record has expired (HOOKSPAWN_SESSION_RETENTION after its end) are removed."""
+record has expired (HOOKSPAWN_SESSION_RETENTION after its end) are removed, and so are the
+setup snapshots past their reuse window (setupCache.ttl)."""
 
 from __future__ import annotations
 
 import logging
-import os
 import re
-import shutil
-import stat
 from pathlib import Path
 
 import redis
 
 from workers import keys
+from workers.snapshots import SnapshotCache
+from workers.tree_removal import remove_tree
 
 __all__ = ["SessionPruner"]
 
@@ -22,32 +22,14 @@ log = logging.getLogger(__name__)
 _SESSION_ID = re.compile(r"hs-[0-9a-f]{32}")
 
 
-def _make_writable(top: Path) -> None:
-    """A session may leave read-only directories behind: give the owner rwx on every
-    directory (never following a symlink) so they can be removed."""
-    os.chmod(top, os.stat(top).st_mode | stat.S_IRWXU)
-    for root, dirs, _files in os.walk(top):
-        for name in dirs:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                os.chmod(path, os.stat(path).st_mode | stat.S_IRWXU)
-
-
-def _remove(path: Path) -> None:
-    try:
-        shutil.rmtree(path)
-    except PermissionError:
-        _make_writable(path)
-        shutil.rmtree(path)
-
-
 class SessionPruner:
     """Removes `<data dir>/workspaces/<id>` and `<data dir>/sessions/<id>` once the session's
     run record is gone. A session still queued, held or within its retention keeps both."""
 
-    def __init__(self, client: redis.Redis, data_dir: Path) -> None:
+    def __init__(self, client: redis.Redis, data_dir: Path, snapshots: SnapshotCache) -> None:
         self.client = client
         self.roots = [data_dir / "workspaces", data_dir / "sessions"]
+        self.snapshots = snapshots
 
     def _candidates(self) -> dict[str, list[Path]]:
         found: dict[str, list[Path]] = {}
@@ -64,7 +46,16 @@ class SessionPruner:
                     found.setdefault(entry.name, []).append(entry)
         return found
 
-    def prune(self) -> list[str]:
+    def prune(self) -> None:
+        """Remove what expired (the sweep's every `prune_every`), saying how much."""
+        sessions = self.prune_sessions()
+        if sessions:
+            log.info("removed the files of %d expired session(s)", len(sessions))
+        snapshots = self.snapshots.prune()
+        if snapshots:
+            log.info("removed %d setup snapshot(s) past their reuse window", len(snapshots))
+
+    def prune_sessions(self) -> list[str]:
         """Remove the files of sessions with no run record left; the ids pruned."""
         found = self._candidates()
         ids = sorted(found)
@@ -77,7 +68,7 @@ class SessionPruner:
                 continue
             for path in found[session_id]:
                 try:
-                    _remove(path)
+                    remove_tree(path)
                 except OSError as exc:
                     log.warning("session %s: could not remove %s: %s", session_id, path, exc)
             pruned.append(session_id)

@@ -400,7 +400,7 @@ class SessionRunner:
         if paths and key and restored is None:
             # saved on a miss only: a hit re-saving would keep a snapshot fresh forever, and
             # setupCache.ttl is there to bound how stale its results may get
-            saved = self.snapshots.save(key, run.workspace, paths)
+            saved = self.snapshots.save(key, run.workspace, paths, ttl=ttl_seconds(spec))
             run.note(f"snapshot {key}: saved {saved}")
 
     def _harness(self, run: _Run, cwd: Path, env: dict[str, str]) -> None:

@@ -1,8 +1,10 @@
-"""A runner removes the files of sessions whose run records have expired, and nothing else."""
+"""A runner removes the files of sessions whose run records have expired and the setup snapshots
+past their reuse window, and nothing else."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import redis
@@ -13,7 +15,10 @@ from workers.runner_service import RunnerService
 from workers.session_logs import log_path, workspace_path
 from workers.session_prune import SessionPruner
 from workers.session_runs import SessionRuns
+from workers.snapshots import TRANSIENT_GRACE, SnapshotCache
 
+KEY_FRESH = "1" * 32
+KEY_STALE = "2" * 32
 KEPT = "hs-" + "a" * 32
 EXPIRED = "hs-" + "b" * 32
 NEVER_RECORDED = "hs-" + "c" * 32
@@ -51,23 +56,71 @@ def test_only_the_files_of_expired_sessions_are_removed(
     unrelated.mkdir()
     wait_for(lambda: not redis_client.exists(keys.session_run(EXPIRED)), timeout=5)
 
-    pruner = SessionPruner(redis_client, tmp_path)
-    assert pruner.prune() == [EXPIRED, NEVER_RECORDED]
+    pruner = SessionPruner(redis_client, tmp_path, SnapshotCache(tmp_path / "snapshots"))
+    assert pruner.prune_sessions() == [EXPIRED, NEVER_RECORDED]
     assert all(path.exists() for path in files[KEPT])
     assert not any(path.exists() for s in (EXPIRED, NEVER_RECORDED) for path in files[s])
     assert unrelated.is_dir()
     assert (outside / "precious").read_text() == "kept"
-    assert pruner.prune() == []
+    assert pruner.prune_sessions() == []
+
+
+def _workspace(root: Path) -> Path:
+    """A session root whose cached path holds a read-only directory."""
+    cached = root / "home" / "user" / ".cache" / "mod"
+    cached.mkdir(parents=True)
+    (cached / "module.go").write_text("package mod\n")
+    os.chmod(cached, 0o555)
+    return root
+
+
+def test_snapshots_past_their_reuse_window_are_removed_and_nothing_else(tmp_path: Path) -> None:
+    cache = SnapshotCache(tmp_path / "snapshots")
+    workspace = _workspace(tmp_path / "ws")
+    assert cache.save(KEY_FRESH, workspace, ["/home/user/.cache"], ttl=3600) == [
+        "/home/user/.cache"
+    ]
+    assert cache.save(KEY_STALE, workspace, ["/home/user/.cache"], ttl=60) == ["/home/user/.cache"]
+    root = tmp_path / "snapshots"
+    interrupted = root / f".{KEY_FRESH}.0123abcd"  # what a save cut short leaves
+    interrupted.mkdir()
+    in_progress = root / f".{KEY_STALE}.4567cdef"  # a save being written right now
+    in_progress.mkdir()
+    long_ago = time.time() - TRANSIENT_GRACE - 60
+    os.utime(interrupted, (long_ago, long_ago))
+    unrelated = root / "notes"
+    unrelated.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("kept")
+    (root / ("3" * 32)).symlink_to(outside)  # named like a snapshot: never followed
+    os.utime(outside, (long_ago, long_ago))
+
+    assert cache.prune(now=time.time() + 120) == [f".{KEY_FRESH}.0123abcd", KEY_STALE]
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        [KEY_FRESH, f".{KEY_STALE}.4567cdef", "notes", "3" * 32]
+    )
+    assert (outside / "precious").read_text() == "kept"
+    fresh = tmp_path / "fresh"
+    assert cache.restore(KEY_STALE, fresh, ttl=10**6, account=None) is None
+    assert cache.restore(KEY_FRESH, fresh, ttl=3600, account=None) == ["/home/user/.cache"]
+    assert (fresh / "home/user/.cache/mod/module.go").read_text() == "package mod\n"
+    assert cache.prune() == []
 
 
 def test_a_runner_prunes_as_it_sweeps(redis_url: str, tmp_path: Path) -> None:
     settings = make_settings(redis_url=redis_url, data_dir=tmp_path, runner_lease_seconds=0.5)
     (tmp_path / "outside").mkdir()
     files = _session_files(tmp_path, EXPIRED)
+    cache = SnapshotCache(tmp_path / "snapshots")
+    cache.save(KEY_STALE, _workspace(tmp_path / "ws"), ["/home/user/.cache"], ttl=0)
+    cache.save(KEY_FRESH, tmp_path / "ws", ["/home/user/.cache"], ttl=3600)
     service = RunnerService(settings, prune_every=0.2)
     sweeper = service.sweeper.start()
     try:
         wait_for(lambda: not any(path.exists() for path in files), timeout=10)
+        wait_for(lambda: not (tmp_path / "snapshots" / KEY_STALE).exists(), timeout=10)
     finally:
         sweeper.stop()
         service.close()
+    assert (tmp_path / "snapshots" / KEY_FRESH / "snapshot.json").is_file()

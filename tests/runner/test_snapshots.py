@@ -74,7 +74,7 @@ def test_the_cache_never_copies_through_a_link_out_of_the_session_root(tmp_path:
     (home / "kept").mkdir()
     (home / "kept" / "file").write_text("cached\n")
     cache = SnapshotCache(tmp_path / "snapshots")
-    saved = cache.save("k", workspace, ["/home/user/.cache", "/home/user/kept"])
+    saved = cache.save("k", workspace, ["/home/user/.cache", "/home/user/kept"], ttl=60)
     assert saved == ["/home/user/kept"]
     fresh = tmp_path / "fresh"
     (fresh / "home").mkdir(parents=True)

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+from agents.snapshot import DEFAULT_TTL_SECONDS
 from workers.session_exec import Account
 from workers.staging import host_path, inside, make_dirs
 from workers.tree_removal import remove_tree
@@ -106,7 +107,9 @@ class SnapshotCache:
             return False
         try:
             meta = json.loads((entry / _META).read_text())
-            return float(meta["expiresAt"]) < now
+            # a save that recorded no expiry is kept for the default reuse window
+            expires = meta.get("expiresAt", float(meta["savedAt"]) + DEFAULT_TTL_SECONDS)
+            return float(expires) < now
         except (OSError, ValueError, KeyError, TypeError):
             # no readable record: restore treats it as a miss; gone once it is surely not
             # a save that is being written

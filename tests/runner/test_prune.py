@@ -3,6 +3,7 @@ past their reuse window, and nothing else."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -106,6 +107,19 @@ def test_snapshots_past_their_reuse_window_are_removed_and_nothing_else(tmp_path
     assert cache.restore(KEY_FRESH, fresh, ttl=3600, account=None) == ["/home/user/.cache"]
     assert (fresh / "home/user/.cache/mod/module.go").read_text() == "package mod\n"
     assert cache.prune() == []
+
+
+def test_a_snapshot_saved_without_an_expiry_is_kept_for_the_default_window(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "snapshots"
+    day = 86400
+    for key, age in ((KEY_FRESH, 6 * day), (KEY_STALE, 8 * day)):
+        (root / key / "files").mkdir(parents=True)
+        meta = {"savedAt": time.time() - age, "paths": []}
+        (root / key / "snapshot.json").write_text(json.dumps(meta))
+    assert SnapshotCache(root).prune() == [KEY_STALE]
+    assert sorted(p.name for p in root.iterdir()) == [KEY_FRESH]
 
 
 def test_a_runner_prunes_as_it_sweeps(redis_url: str, tmp_path: Path) -> None:

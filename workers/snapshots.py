@@ -97,7 +97,10 @@ class SnapshotCache:
             final.rename(old)
         staging.rename(final)
         if old.exists():
-            remove_tree(old)
+            try:
+                remove_tree(old)
+            except OSError as exc:  # the saved snapshot stands; the sweep retries this one
+                log.warning("could not remove the replaced setup snapshot %s: %s", old, exc)
         return saved
 
     def _expired(self, entry: Path, now: float) -> bool:

@@ -21,7 +21,13 @@ import httpx
 import pytest
 
 from hookspawn.web.api import create_app
-from tests.conftest import in_process_worker, make_settings, running_worker, wait_for
+from tests.conftest import (
+    in_process_worker,
+    make_settings,
+    running_worker,
+    wait_for,
+    webhook_headers,
+)
 from tests.live_server import live_client
 from tests.procs import Proc
 from workers import keys
@@ -226,6 +232,25 @@ def running_runner(
     finally:
         sweeper.stop()
         service.close()
+
+
+def dispatched_session(http: httpx.Client, raw: bytes, delivery: str) -> str:
+    """POST `raw` as a signed pull_request delivery; the one session it dispatched."""
+    answer = http.post(
+        "/webhooks/github", content=raw, headers=webhook_headers(raw, "pull_request", delivery)
+    )
+    assert answer.status_code == 202, answer.text
+    outcomes: list[dict[str, Any]] = []
+
+    def dispatched() -> bool:
+        outcomes[:] = http.get(f"/deliveries/{delivery}").json().get("outcomes") or []
+        return bool(outcomes)
+
+    wait_for(
+        dispatched, what=lambda: f"delivery {delivery}: {http.get(f'/deliveries/{delivery}').text}"
+    )
+    assert [o["outcome"] for o in outcomes] == ["dispatched"], outcomes
+    return str(outcomes[0]["sessionId"])
 
 
 @dataclass

@@ -17,13 +17,14 @@ import pytest
 
 from hookspawn.redis_server import free_port
 from hookspawn.web.api import create_app
-from tests.conftest import running_worker, wait_for, webhook_headers
+from tests.conftest import running_worker, wait_for
 from tests.git_server import GitServer
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
 from tests.runner.conftest import (
     PR_NUMBER,
     Origin,
+    dispatched_session,
     git,
     runner_settings,
     running_runner,
@@ -63,22 +64,7 @@ class Stack:
         payload: dict[str, Any] = widgets_payload(webhooks_dir)
         payload["installation"]["id"] = INSTALLATION
         payload["repository"]["id"] = WIDGETS_ID
-        raw = json.dumps(payload).encode()
-        answer = self.http.post(
-            "/webhooks/github",
-            content=raw,
-            headers=webhook_headers(raw, "pull_request", delivery),
-        )
-        assert answer.status_code == 202, answer.text
-        outcomes: list[dict[str, Any]] = []
-
-        def dispatched() -> bool:
-            outcomes[:] = self.http.get(f"/deliveries/{delivery}").json().get("outcomes") or []
-            return bool(outcomes)
-
-        wait_for(dispatched, what=lambda: self.http.get(f"/deliveries/{delivery}").text)
-        assert [o["outcome"] for o in outcomes] == ["dispatched"], outcomes
-        return str(outcomes[0]["sessionId"])
+        return dispatched_session(self.http, json.dumps(payload).encode(), delivery)
 
     def ended(self, session_id: str) -> dict[str, Any]:
         seen: dict[str, Any] = {}

@@ -10,12 +10,13 @@ from typing import Any
 
 import redis
 
-from tests.conftest import wait_for, webhook_headers
+from tests.conftest import wait_for
 from tests.runner.conftest import (
     PR_NUMBER,
     RUNNER_USER,
     Hookspawn,
     Origin,
+    dispatched_session,
     git,
     hookspawn_web,
     runner_process,
@@ -105,22 +106,7 @@ def test_a_pull_request_opened_delivery_ends_in_a_checkout_of_its_head(
         hookspawn_web(settings, worker=True) as hs,
         runner_process(settings, shared_dir / "runner.log"),
     ):
-        answer = hs.http.post(
-            "/webhooks/github",
-            content=raw,
-            headers=webhook_headers(raw, "pull_request", "runner-pr-2"),
-        )
-        assert answer.status_code == 202, answer.text
-        outcomes: list[dict[str, object]] = []
-
-        def dispatched() -> bool:
-            view = hs.http.get("/deliveries/runner-pr-2").json()
-            outcomes[:] = view.get("outcomes") or []
-            return bool(outcomes)
-
-        wait_for(dispatched)
-        assert outcomes[0]["outcome"] == "dispatched", outcomes
-        session_id = str(outcomes[0]["sessionId"])
+        session_id = dispatched_session(hs.http, raw, "runner-pr-2")
         session = hs.wait_status(session_id, "succeeded", "failed", "cancelled")
         page = hs.http.get(f"/ui/sessions/{session_id}").text
         # a replay finds the session there: it is neither queued nor run again
@@ -181,23 +167,7 @@ def test_deliveries_sent_while_an_in_process_runner_runs_are_dispatched_and_run(
     ended: list[dict[str, Any]] = []
     with hookspawn_web(settings, worker=True) as hs, running_runner(settings):
         for delivery in ("side-by-side-1", "side-by-side-2"):
-            answer = hs.http.post(
-                "/webhooks/github",
-                content=raw,
-                headers=webhook_headers(raw, "pull_request", delivery),
-            )
-            assert answer.status_code == 202, answer.text
-            outcomes: list[dict[str, Any]] = []
-
-            def dispatched(
-                delivery: str = delivery, outcomes: list[dict[str, Any]] = outcomes
-            ) -> bool:
-                outcomes[:] = hs.http.get(f"/deliveries/{delivery}").json().get("outcomes") or []
-                return bool(outcomes)
-
-            wait_for(dispatched, what=f"delivery {delivery} dispatched")
-            assert [o["outcome"] for o in outcomes] == ["dispatched"], outcomes
-            ended.append(_ended(hs, str(outcomes[0]["sessionId"])))
+            ended.append(_ended(hs, dispatched_session(hs.http, raw, delivery)))
     assert [s["status"] for s in ended] == ["succeeded", "succeeded"], ended
     assert ended[0]["id"] != ended[1]["id"]
 

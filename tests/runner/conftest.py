@@ -219,7 +219,7 @@ def running_runner(
     queue, and its sweep; `prepare` sees the service before its worker takes a session.
 
     A delivery worker in this process (`running_worker`) keeps taking deliveries beside it
-    (`in_process_worker`); both stop when either does."""
+    (`in_process_worker`); leaving either may stop both (Celery's stop flag is per process)."""
     service = RunnerService(settings, requeue_after=requeue_after)
     if prepare is not None:
         prepare(service)

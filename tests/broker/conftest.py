@@ -133,11 +133,19 @@ class BrokerEnv:
             ["git", *config, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
         )
 
-    def clone(self, session: Session, name: str = "clone") -> subprocess.CompletedProcess[str]:
+    def clone(
+        self, session: Session, name: str = "clone"
+    ) -> tuple[subprocess.CompletedProcess[str], Path]:
+        """`git clone` of acme/widgets as the session; how it ended, and where it went."""
         dest = self.tmp / f"{name}-{uuid.uuid4().hex[:6]}"
         done = self.run_git(session, "clone", "-q", self.git.url_of("acme/widgets"), str(dest))
-        done.args = dest  # where the checkout is
-        return done
+        return done, dest
+
+    def checkout(self, session: Session, name: str = "clone") -> Path:
+        """A clone of acme/widgets as the session, which must succeed."""
+        done, dest = self.clone(session, name)
+        assert done.returncode == 0, done.stderr
+        return dest
 
 
 @pytest.fixture

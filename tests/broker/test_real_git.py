@@ -28,9 +28,7 @@ def _pushed(env: BrokerEnv, session: Session, checkout: Path) -> tuple[int, str]
 
 def test_contents_read_clones_and_cannot_push(broker_env: BrokerEnv) -> None:
     reader = broker_env.start("reader")
-    cloned = broker_env.clone(reader)
-    assert cloned.returncode == 0, cloned.stderr
-    checkout = Path(str(cloned.args))
+    checkout = broker_env.checkout(reader)
     assert (checkout / "README.md").read_text() == "widgets\n"
 
     _commit(broker_env, reader, checkout, "notes.txt", "read-only\n")
@@ -44,9 +42,7 @@ def test_contents_read_clones_and_cannot_push(broker_env: BrokerEnv) -> None:
 
 def test_contents_write_pushes_but_not_workflows(broker_env: BrokerEnv) -> None:
     writer = broker_env.start("writer")
-    cloned = broker_env.clone(writer)
-    assert cloned.returncode == 0, cloned.stderr
-    checkout = Path(str(cloned.args))
+    checkout = broker_env.checkout(writer)
 
     _commit(broker_env, writer, checkout, "src/app.py", "print('hi')\n")
     code, stderr = _pushed(broker_env, writer, checkout)
@@ -60,20 +56,18 @@ def test_contents_write_pushes_but_not_workflows(broker_env: BrokerEnv) -> None:
 
 def test_workflows_write_pushes_workflow_changes(broker_env: BrokerEnv) -> None:
     session = broker_env.start("workflows")
-    cloned = broker_env.clone(session)
-    assert cloned.returncode == 0, cloned.stderr
-    checkout = Path(str(cloned.args))
+    checkout = broker_env.checkout(session)
     _commit(broker_env, session, checkout, ".github/workflows/ci.yml", "on: push\n")
     code, stderr = _pushed(broker_env, session, checkout)
     assert code == 0, stderr
-    fresh = broker_env.clone(session, "again")
-    assert (Path(str(fresh.args)) / ".github/workflows/ci.yml").read_text() == "on: push\n"
+    fresh = broker_env.checkout(session, "again")
+    assert (fresh / ".github/workflows/ci.yml").read_text() == "on: push\n"
 
 
 def test_contents_none_gets_no_credential_and_git_says_why(broker_env: BrokerEnv) -> None:
     blind = broker_env.start("blind")
     before = broker_env.github.count("access_tokens")
-    cloned = broker_env.clone(blind)
+    cloned, _ = broker_env.clone(blind)
     assert cloned.returncode != 0
     assert "git-credential-hookspawn: HTTP 403 no_git_credential" in cloned.stderr
     assert broker_env.github.count("access_tokens") == before  # nothing minted
@@ -81,12 +75,12 @@ def test_contents_none_gets_no_credential_and_git_says_why(broker_env: BrokerEnv
 
 def test_revoked_session_credential_is_refused(broker_env: BrokerEnv) -> None:
     writer = broker_env.start("writer")
-    assert broker_env.clone(writer).returncode == 0
+    broker_env.checkout(writer)
     ended = broker_env.client.post(f"/sessions/{writer.id}/end")
     assert ended.status_code == 200
     assert ended.json() == {"id": writer.id, "revoked": 1}
 
-    cloned = broker_env.clone(writer, "after-end")
+    cloned, _ = broker_env.clone(writer, "after-end")
     assert cloned.returncode != 0
     assert "HTTP 401 invalid_credential" in cloned.stderr
 
@@ -105,6 +99,6 @@ def test_expired_session_credential_is_refused(broker_env: BrokerEnv) -> None:
         rewrites=rt.settings.git_url_rewrite,
     )
     broker_env.app.state.broker = app_broker
-    cloned = broker_env.clone(writer, "expired")
+    cloned, _ = broker_env.clone(writer, "expired")
     assert cloned.returncode != 0
     assert "HTTP 401 invalid_credential" in cloned.stderr

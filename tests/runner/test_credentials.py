@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from hookspawn.demo import record_connection
-from tests.runner.conftest import Origin, hookspawn_web, runner_settings, write_agent
+from tests.runner.conftest import Hookspawn, Origin, hookspawn_web, runner_settings, write_agent
 from tests.runner.test_lifecycle import MOUNT_GITHUB_APP
 from tests.runner.test_staging import refusing_host
 from workers import keys
@@ -20,6 +20,15 @@ CREDENTIAL = "hs-issued-credential-5b1e0d"
 
 def _files_holding(root: Path, text: bytes) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and text in p.read_bytes()]
+
+
+def _broker_url_only(hs: Hookspawn, session_id: str) -> None:
+    """The stored spec names a broker nobody listens at (port 9), by its url only: the
+    credential has to come from the runner's issuer."""
+    record = keys.session(session_id)
+    spec = json.loads(hs.rt.client.hget(record, "spec") or b"{}")
+    spec["broker"] = {"url": "http://127.0.0.1:9/sessions/" + session_id}
+    hs.rt.client.hset(record, "spec", json.dumps(spec))
 
 
 def test_an_issued_credential_reaches_git_and_no_file(
@@ -45,12 +54,7 @@ def test_an_issued_credential_reaches_git_and_no_file(
         write_agent(settings.agents_dir, "app", mounts=MOUNT_GITHUB_APP.format(ref="main"))
         with hookspawn_web(settings) as hs:
             session_id = hs.start("app")
-            # the stored spec names a broker nobody listens at (port 9), by its url only; the
-            # credential comes from the runner's issuer
-            record = keys.session(session_id)
-            spec = json.loads(hs.rt.client.hget(record, "spec") or b"{}")
-            spec["broker"] = {"url": "http://127.0.0.1:9/sessions/" + session_id}
-            hs.rt.client.hset(record, "spec", json.dumps(spec))
+            _broker_url_only(hs, session_id)
             runner = SessionRunner(
                 settings,
                 hs.rt.client,
@@ -77,10 +81,7 @@ def test_without_an_issuer_a_broker_url_alone_fails_the_preflight(
     write_agent(settings.agents_dir, "app", mounts=MOUNT_GITHUB_APP.format(ref="main"))
     with hookspawn_web(settings) as hs:
         session_id = hs.start("app")
-        record = keys.session(session_id)
-        spec = json.loads(hs.rt.client.hget(record, "spec") or b"{}")
-        spec["broker"] = {"url": "http://127.0.0.1:9/sessions/" + session_id}
-        hs.rt.client.hset(record, "spec", json.dumps(spec))
+        _broker_url_only(hs, session_id)
         runner = SessionRunner(
             settings, hs.rt.client, "test-runner", sandbox=open_runner_sandbox(settings)
         )

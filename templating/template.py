@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import enum
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from templating.dialect import Dialect
 from templating.errors import OutputTooLargeError, UnresolvableTokenError
 from templating.tokens import Token, scan
 
 __all__ = ["MAX_TEXT_OUTPUT", "Dialect", "Template", "Token", "compile_template"]
 
 MAX_TEXT_OUTPUT = 64 * 1024
-
-
-class Dialect(enum.StrEnum):
-    """Where a template is used, which decides what it renders against (SPEC §3)."""
-
-    REF = "ref"  # mounts[].ref: the session input {triggerEventId, payload}
-    TEXT = "text"  # trigger message, initialPrompt, displayTitle: the payload itself
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,15 +24,12 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import jinja2
 from jinja2 import nodes
 
+from templating.dialect import Dialect
 from templating.errors import TemplateSyntaxError
-
-if TYPE_CHECKING:
-    from templating.template import Dialect
 
 __all__ = ["Token", "scan"]
 

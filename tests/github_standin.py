@@ -361,7 +361,8 @@ class GitHubStandin:
             return [r for r in self.requests if r.route == route]
 
     def token_grant(self, token: str) -> tuple[int, tuple[int, ...] | None, dict[str, str]] | None:
-        """(installation, repository ids or None for all, permissions) of a token it issued."""
+        """(installation, repository ids or None for all, permissions) of a token it issued
+        (revoked ones too)."""
         with self._lock:
             issued = self._tokens.get(token)
         if issued is None:
@@ -370,11 +371,13 @@ class GitHubStandin:
 
     def permissions_on(self, full_name: str, token: str) -> dict[str, str] | None:
         """What a token it issued may do on one repository (by name), as GitHub would decide
-        it: None when the token is unknown, expired, or not for that repository."""
+        it: None when the token is unknown, expired, revoked, or not for that repository."""
         with self._lock:
             issued = self._tokens.get(token)
             installation = self._installations.get(issued.installation_id) if issued else None
         if issued is None or installation is None or issued.expires_at <= time.time():
+            return None
+        if token in self.revoked:
             return None
         ids = [
             i for i, name in installation.repositories.items() if name.lower() == full_name.lower()
@@ -483,7 +486,7 @@ class GitHubStandin:
     def _installation_token(self, headers: Mapping[str, str]) -> _IssuedToken | _Answer:
         scheme, _, credential = headers.get("authorization", "").partition(" ")
         issued = self._tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
-        if issued is None or issued.expires_at <= time.time():
+        if issued is None or issued.expires_at <= time.time() or credential in self.revoked:
             return _error(401, "Bad credentials")
         installation = self._installations.get(issued.installation_id)
         if installation is None:
@@ -513,9 +516,7 @@ class GitHubStandin:
             issued = self._installation_token(headers)
             if isinstance(issued, _Answer):
                 return issued
-            credential = headers["authorization"].partition(" ")[2]
-            del self._tokens[credential]
-            self.revoked.add(credential)
+            self.revoked.add(headers["authorization"].partition(" ")[2])
             return _Answer(204, None)
         if route == "installation_repositories":
             issued = self._installation_token(headers)

@@ -59,6 +59,7 @@ ROUTES: dict[str, tuple[str, re.Pattern[str]]] = {
     "installations": ("GET", re.compile(r"^/app/installations$")),
     "access_tokens": ("POST", re.compile(r"^/app/installations/(\d+)/access_tokens$")),
     "installation_repositories": ("GET", re.compile(r"^/installation/repositories$")),
+    "revoke_token": ("DELETE", re.compile(r"^/installation/token$")),
     "hook_deliveries": ("GET", re.compile(r"^/app/hook/deliveries$")),
     "hook_delivery_attempts": ("POST", re.compile(r"^/app/hook/deliveries/(\d+)/attempts$")),
 }
@@ -185,6 +186,8 @@ class GitHubStandin:
         self.public_key_pem = public_key_pem
         self.requests: list[RecordedRequest] = []
         self.redelivered: list[int] = []
+        #: tokens revoked through `DELETE /installation/token` (refused from then on)
+        self.revoked: set[str] = set()
         self._installations: dict[int, StandinInstallation] = {}
         self._tokens: dict[str, _IssuedToken] = {}
         self._deliveries: list[_HookDelivery] = []
@@ -358,7 +361,8 @@ class GitHubStandin:
             return [r for r in self.requests if r.route == route]
 
     def token_grant(self, token: str) -> tuple[int, tuple[int, ...] | None, dict[str, str]] | None:
-        """(installation, repository ids or None for all, permissions) of a token it issued."""
+        """(installation, repository ids or None for all, permissions) of a token it issued
+        (revoked ones too)."""
         with self._lock:
             issued = self._tokens.get(token)
         if issued is None:
@@ -367,11 +371,13 @@ class GitHubStandin:
 
     def permissions_on(self, full_name: str, token: str) -> dict[str, str] | None:
         """What a token it issued may do on one repository (by name), as GitHub would decide
-        it: None when the token is unknown, expired, or not for that repository."""
+        it: None when the token is unknown, expired, revoked, or not for that repository."""
         with self._lock:
             issued = self._tokens.get(token)
             installation = self._installations.get(issued.installation_id) if issued else None
         if issued is None or installation is None or issued.expires_at <= time.time():
+            return None
+        if token in self.revoked:
             return None
         ids = [
             i for i, name in installation.repositories.items() if name.lower() == full_name.lower()
@@ -480,7 +486,7 @@ class GitHubStandin:
     def _installation_token(self, headers: Mapping[str, str]) -> _IssuedToken | _Answer:
         scheme, _, credential = headers.get("authorization", "").partition(" ")
         issued = self._tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
-        if issued is None or issued.expires_at <= time.time():
+        if issued is None or issued.expires_at <= time.time() or credential in self.revoked:
             return _error(401, "Bad credentials")
         installation = self._installations.get(issued.installation_id)
         if installation is None:
@@ -505,6 +511,13 @@ class GitHubStandin:
             return _page(items, query, base, "/app/installations", self.max_per_page)
         if route == "access_tokens":
             return self._mint(int(args[0]), body)
+        if route == "revoke_token":
+            # https://docs.github.com/en/rest/apps/installations#revoke-an-installation-access-token
+            issued = self._installation_token(headers)
+            if isinstance(issued, _Answer):
+                return issued
+            self.revoked.add(headers["authorization"].partition(" ")[2])
+            return _Answer(204, None)
         if route == "installation_repositories":
             issued = self._installation_token(headers)
             if isinstance(issued, _Answer):
@@ -721,11 +734,12 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
         answer = self.standin._handle(self.command, self.path, headers, raw)
-        payload = json.dumps(answer.body).encode()
+        payload = b"" if answer.status == 204 else json.dumps(answer.body).encode()
         try:
             self.send_response(answer.status, HTTPStatus(answer.status).phrase)
-            self.send_header("content-type", "application/json; charset=utf-8")
-            self.send_header("content-length", str(len(payload)))
+            if answer.status != 204:  # no content: neither a body nor its length
+                self.send_header("content-type", "application/json; charset=utf-8")
+                self.send_header("content-length", str(len(payload)))
             self.send_header("x-github-request-id", secrets.token_hex(8).upper())
             if "x-ratelimit-remaining" not in answer.headers:
                 # GitHub sends these on every answer; a refusal carrying them with budget left

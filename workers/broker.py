@@ -1,10 +1,12 @@
-"""The credential broker (SPEC §15): git credentials and GitHub tool tokens for a session.
+"""The credential broker: git credentials and GitHub tool decisions for a session.
 
-Authenticates the session credential, decides from the stored spec (triggers.session_access),
-re-checks coverage at every request and mints through the spawn path's token cache
-(workers.token_cache in front of GitHubApp.mint_token). A definitive refusal from GitHub
-prunes the store as at spawn. Each decision is audited on the session; tokens go only into
-the answer, never into a record or a log line.
+Authenticates the session credential (failures are counted and rate-limited per session, never
+audited), decides from the stored spec (triggers.session_access), re-checks coverage at every
+request against only the installations the session was spawned with, and mints the session's
+own tokens (workers.session_tokens, never the spawn path's shared cache), which are revoked at
+GitHub when the session ends. A definitive refusal from GitHub prunes the store as at spawn.
+Each decision is audited on the session. A git token goes only into the git credential answer;
+a tool call is answered with the decision alone, never a token.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from triggers.session_access import (
     AccessRefused,
+    ToolGrant,
     find_git_mount,
     git_permissions,
     session_mounts,
@@ -32,14 +35,16 @@ from workers.errors import (
     BrokerNotFound,
     InvalidCredential,
     PermissionNotGranted,
+    TooManyFailures,
     WorkerError,
 )
 from workers.github import MintedToken
+from workers.installation import Installation
 from workers.pipeline import prune_refused
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
+from workers.session_tokens import Revoked, SessionTokens
 from workers.sessions import SessionStore
-from workers.token_cache import TokenCache
 
 __all__ = ["Broker", "GitRequest"]
 
@@ -72,7 +77,7 @@ class Broker:
         credentials: SessionCredentials,
         audit: SessionAudit,
         connections: ConnectionStore,
-        tokens: TokenCache | None,
+        tokens: SessionTokens | None,
         rewrites: list[str] | None = None,
     ) -> None:
         self.sessions = sessions
@@ -89,7 +94,14 @@ class Broker:
             if spec is not None:
                 return spec
         if self.sessions.client.exists(keys.session(session_id)):
-            self.audit.record(session_id, kind, "denied", code="invalid_credential")
+            retry_after = self.audit.failed_authentication(session_id, kind)
+            if retry_after is not None:
+                raise TooManyFailures(
+                    f"session {session_id}: too many failed authentications lately; "
+                    f"try again in {retry_after}s",
+                    sessionId=session_id,
+                    retryAfter=retry_after,
+                )
         raise InvalidCredential(
             f"session {session_id}: the session credential is missing, wrong, expired or revoked",
             sessionId=session_id,
@@ -114,7 +126,7 @@ class Broker:
             permissions = git_permissions(mount)
             fields["permissions"] = permissions
             token = self._mint(
-                mount.repository, permissions, mount.mount_path, mount.installation_id
+                session_id, mount.repository, permissions, mount.mount_path, mount.installation_id
             )
         except (AccessRefused, WorkerError) as exc:
             raise self._denied(session_id, "git", exc, fields) from None
@@ -135,83 +147,128 @@ class Broker:
     def tool_call(
         self, session_id: str, spec: Mapping[str, Any], tool: str, repository: str
     ) -> dict[str, Any]:
-        """The gate's decision on one call, with a token scoped to it when allowed."""
+        """The gate's decision on one call: what it may do, on which repository, through which
+        installation. Nothing is minted and no token is answered."""
         fields: dict[str, Any] = {"tool": tool, "repository": repository}
         try:
-            grant = tool_grant(spec, tool, repository)
-            fields["permissions"] = grant.permissions
-            if grant.mount is not None:
-                fields["mountPath"] = grant.mount.mount_path
-            if grant.mount is not None:
-                token = self._mint(
-                    repository,
-                    grant.permissions,
-                    grant.mount.mount_path,
-                    grant.mount.installation_id,
-                )
-            else:
-                token = self._mint(repository, grant.permissions, hint=_any_installation(spec))
+            grant, installation, _ = self._tool_decision(spec, tool, repository, fields)
+        except (AccessRefused, WorkerError) as exc:
+            raise self._denied(session_id, "tool", exc, fields) from None
+        self.audit.record(session_id, "tool", "allowed", **fields)
+        return {
+            "allowed": True,
+            "permissions": grant.permissions,
+            "repository": repository,
+            "installationId": installation.id,
+        }
+
+    def tool_token(
+        self, session_id: str, spec: Mapping[str, Any], tool: str, repository: str
+    ) -> MintedToken:
+        """A token scoped to one allowed tool call, the session's own (revoked when it ends),
+        for hookspawn to make the call itself: never to be answered to the session."""
+        fields: dict[str, Any] = {"tool": tool, "repository": repository}
+        try:
+            grant, installation, repository_id = self._tool_decision(spec, tool, repository, fields)
+            where = grant.mount.mount_path if grant.mount is not None else None
+            token = self._session_token(
+                session_id, installation, repository_id, repository, grant.permissions, where
+            )
         except (AccessRefused, WorkerError) as exc:
             raise self._denied(session_id, "tool", exc, fields) from None
         self.audit.record(
             session_id, "tool", "allowed", **{**fields, "permissions": token.permissions}
         )
-        return {
-            "allowed": True,
-            "permissions": token.permissions,
-            "token": token.token,
-            "expiresAt": _iso(token),
-        }
+        return token
+
+    def _tool_decision(
+        self, spec: Mapping[str, Any], tool: str, repository: str, fields: dict[str, Any]
+    ) -> tuple[ToolGrant, Installation, int]:
+        """The gate, then coverage: a mounted repository through its mount's installation, any
+        other through an installation the session's githubApp mounts were granted at spawn."""
+        grant = tool_grant(spec, tool, repository)
+        fields["permissions"] = grant.permissions
+        if grant.mount is not None:
+            fields["mountPath"] = grant.mount.mount_path
+            pinned = [grant.mount.installation_id]
+        else:
+            pinned = _session_installations(spec)
+        where = f"mount {grant.mount.mount_path}: " if grant.mount is not None else ""
+        installation, repository_id = self._covered(repository, pinned, where)
+        return grant, installation, repository_id
 
     # end ------------------------------------------------------------------------------
-    def end(self, session_id: str) -> int:
-        """Revoke the session's credentials (admin); 404 for an unknown session."""
+    def end(self, session_id: str, *, by: str = "admin") -> tuple[int, Revoked]:
+        """End the session: revoke its credentials, then its GitHub tokens (at GitHub, before
+        this returns); 404 for an unknown session. `by`: who ended it, for the audit."""
         if self.sessions.get(session_id) is None:
             raise BrokerNotFound(
                 f"no session {session_id!r}", code="session_not_found", sessionId=session_id
             )
         revoked = self.credentials.revoke(session_id)
-        self.audit.record(
-            session_id,
-            "session",
-            "denied",
-            code="session_ended",
-            message=f"session ended: {revoked} credential(s) revoked",
+        tokens = self.tokens.revoke(session_id) if self.tokens is not None else Revoked()
+        message = (
+            f"session ended by {by}: {revoked} credential(s) revoked, "
+            f"{tokens.revoked + tokens.already} GitHub token(s) revoked"
         )
-        return revoked
+        if tokens.failed:
+            message += f", {tokens.failed} could not be revoked (GitHub unreachable)"
+        self.audit.record(session_id, "session", "denied", code="session_ended", message=message)
+        return revoked, tokens
 
     # minting --------------------------------------------------------------------------
     def _mint(
         self,
+        session_id: str,
         repository: str,
         permissions: Mapping[str, str],
-        mount_path: str | None = None,
-        pinned: int | None = None,
-        *,
-        hint: int | None = None,
+        mount_path: str | None,
+        pinned: int | None,
     ) -> MintedToken:
-        """A token for exactly `repository`, coverage re-checked now (SPEC §7 resolution).
-
-        A mount's repository is minted only from the installation its session was spawned with
-        (`pinned`, the spec's `installationId`), while that installation still covers it; a
-        repository no mount names resolves like an unpinned mount, preferring `hint`.
-        """
+        """The session's own token for exactly `repository`, from the installation its mount
+        was spawned with (`pinned`), coverage re-checked now."""
         where = f"mount {mount_path}: " if mount_path else ""
-        resolved = self.connections.resolve(repository, pinned=pinned, delivery_installation=hint)
-        if resolved is None:
-            raise BrokerDenied(
-                f"{where}repository {repository} is not covered by an active GitHub App connection",
-                code="repository_not_covered",
-                repository=repository,
+        installation, repository_id = self._covered(repository, [pinned], where)
+        return self._session_token(
+            session_id, installation, repository_id, repository, permissions, mount_path
+        )
+
+    def _covered(
+        self, repository: str, installations: list[int | None], where: str
+    ) -> tuple[Installation, int]:
+        """The first of `installations` that covers `repository` now; never another one."""
+        for installation_id in installations:
+            if installation_id is None:
+                continue
+            found = self.connections.resolve(
+                repository, pinned=installation_id, delivery_installation=None
             )
+            if found is not None:
+                return found
+        raise BrokerDenied(
+            f"{where}repository {repository} is not covered by the GitHub App installation "
+            "the session was spawned with",
+            code="repository_not_covered",
+            repository=repository,
+        )
+
+    def _session_token(
+        self,
+        session_id: str,
+        installation: Installation,
+        repository_id: int,
+        repository: str,
+        permissions: Mapping[str, str],
+        mount_path: str | None,
+    ) -> MintedToken:
         if self.tokens is None:
             raise BrokerDenied(
                 "no GitHub App credentials are configured: no token can be minted",
                 code="github_not_configured",
             )
-        installation, repository_id = resolved
+        where = f"mount {mount_path}: " if mount_path else ""
         try:
-            return self.tokens.get(installation.id, [repository_id], dict(permissions))
+            token = self.tokens.get(session_id, installation.id, [repository_id], permissions)
         except AccessRevoked as exc:
             prune_refused(self.connections, exc, Grant(installation.id, repository_id))
             raise BrokerDenied(
@@ -229,6 +286,14 @@ class Broker:
                 repository=repository,
                 permissions=dict(permissions),
             ) from None
+        if self.sessions.client.exists(keys.session_ended(session_id)):
+            # ended while this token was being minted: it goes with the others, unanswered
+            self.tokens.revoke(session_id)
+            raise InvalidCredential(
+                f"session {session_id} was ended: the session credential is revoked",
+                sessionId=session_id,
+            )
+        return token
 
     def _denied(
         self, session_id: str, kind: str, exc: AccessRefused | WorkerError, fields: dict[str, Any]
@@ -244,12 +309,13 @@ class Broker:
         return error
 
 
-def _any_installation(spec: Mapping[str, Any]) -> int | None:
-    """For a repository no mount names: prefer an installation the session's mounts use."""
+def _session_installations(spec: Mapping[str, Any]) -> list[int | None]:
+    """The installations the session's githubApp mounts were granted at spawn, in mount order."""
+    found: list[int | None] = []
     for mount in session_mounts(spec):
-        if mount.installation_id is not None:
-            return mount.installation_id
-    return None
+        if mount.github_app and mount.installation_id not in found:
+            found.append(mount.installation_id)
+    return found
 
 
 def _iso(token: MintedToken) -> str:

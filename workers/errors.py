@@ -91,6 +91,12 @@ class InvalidCredential(BrokerError):
     code = "invalid_credential"
 
 
+class TooManyFailures(InvalidCredential):
+    """Too many failed authentications against one session lately: `retryAfter` seconds."""
+
+    code = "too_many_failures"
+
+
 class BrokerDenied(BrokerError):
     """`no_git_credential`, `repository_not_covered`, `repository_access_revoked`,
     `tool_not_granted`, `permission_not_granted`."""

@@ -183,6 +183,18 @@ class GitHubApp:
         )
         return minted
 
+    def revoke_token(self, token: str, installation_id: int | None = None) -> None:
+        """Revoke an installation token at GitHub (`DELETE /installation/token`, authenticated
+        by the token itself); GitHub refuses it from then on. A token GitHub already refuses
+        (expired or revoked) raises GitHubUnavailable with `status` 401."""
+        as_installation = self._github.with_auth(TokenAuthStrategy(token))
+        call = GitHubCall(
+            what="revoking an installation token",
+            installation_id=installation_id,
+            with_installation_token=True,
+        )
+        self._send(call, lambda: as_installation.rest.apps.revoke_installation_access_token())
+
     def list_installations(self) -> list[RemoteInstallation]:
         """Every installation of the App (App JWT, all pages)."""
         call = GitHubCall(what=f"listing the installations of GitHub App {self.app_id}")

@@ -113,8 +113,9 @@ def session_credentials(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}:credentials"
 
 
-#: string with a TTL (the credential lifetime): set by `POST /sessions/{id}/end`, so no new
-#: credential is issued for an ended session (a runner that takes it later gets none)
+#: string: set by `POST /sessions/{id}/end` (and by the runner as a run ends), so no new
+#: credential is issued for an ended session (a runner that takes it later gets none); expires
+#: with the session record (never before the credential lifetime)
 def session_ended(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}:ended"
 
@@ -124,3 +125,16 @@ def session_ended(session_id: str) -> str:
 #: newest entry
 def session_audit(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}:audit"
+
+
+#: hash count, lastAt (ISO time): failed authentications against a session (a wrong, expired
+#: or revoked credential), counted instead of audited so they never push real decisions out of
+#: the audit; expires with the session's retention after the latest failure
+def session_auth_failures(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:auth-failures"
+
+
+#: string with a TTL (the rate limit's window): failed authentications against a session in the
+#: current window; past the limit the broker answers 429 until the window ends
+def session_auth_window(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:auth-window"

@@ -19,7 +19,7 @@ from celery import Celery
 from agents.sandbox_config import SandboxConfig
 from workers import keys
 from workers.celery_app import make_celery
-from workers.errors import SessionEnded
+from workers.run_credentials import RunCredentials
 from workers.runtime import redis_client
 from workers.sandbox_exec import SRT_SHARED_TMP, SandboxUnavailable, open_sandbox, runtime_for
 from workers.session_audit import SessionAudit
@@ -29,6 +29,7 @@ from workers.session_prune import SessionPruner
 from workers.session_queue import RUN_SESSION
 from workers.session_runner import SessionRunner
 from workers.session_runs import SessionRuns
+from workers.sessions import SessionStore
 from workers.settings import Settings
 
 __all__ = ["RunnerService", "open_runner_sandbox", "run_runner"]
@@ -146,12 +147,13 @@ class RunnerService:
             ttl=settings.session_credential_ttl,
             audit=SessionAudit(self.client, retention=settings.sessions_kept),
         )
+        held = RunCredentials(credentials, SessionStore(self.client))
         self.runner = SessionRunner(
             settings,
             self.client,
             owner,
             sandbox=open_runner_sandbox(settings),
-            issue_credential=lambda session_id: _credential(credentials, session_id),
+            issue_credential=held.issue,
         )
         self.celery: Celery = make_celery(settings.redis_url)
         # a session runs as long as its harness does: no task time limit on this queue. No
@@ -167,7 +169,10 @@ class RunnerService:
             name=RUN_SESSION, acks_late=True, shared=False
         )
         def run_session(session_id: str) -> str:
-            return runner.run(session_id)
+            outcome = runner.run(session_id)
+            if outcome != "not queued":  # this runner ran it: its credentials end with the run
+                held.end(session_id)
+            return outcome
 
         self.sweeper = _Sweeper(
             SessionRuns(self.client),
@@ -210,12 +215,3 @@ def run_runner(settings: Settings, concurrency: int) -> int:
     finally:
         sweeper.stop()
         service.close()
-
-
-def _credential(credentials: SessionCredentials, session_id: str) -> str | None:
-    """A session credential for the run, or None for a session ended before it ran (its
-    githubApp mounts then fail their auth preflight, `git_auth_failed`)."""
-    try:
-        return credentials.issue(session_id).value
-    except SessionEnded:
-        return None

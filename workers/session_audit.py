@@ -1,4 +1,10 @@
-"""The broker's audit trail per session: every credential and tool decision, never a token."""
+"""The broker's audit trail per session: every credential and tool decision, never a token.
+
+Failed authentications are not decisions: they are counted per session (how many, the latest
+time), never appended, so a flood of wrong credentials cannot push real entries out of the
+bounded trail, and past `FAILURE_LIMIT` in `FAILURE_WINDOW` they are refused 429. The limit is
+keyed on the session, not the client address: every sandbox reaches the broker from loopback.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +18,35 @@ import redis
 from workers import keys, metrics
 from workers.sessions import SESSION_RETENTION, retention_seconds
 
-__all__ = ["AUDIT_LIMIT", "SessionAudit"]
+__all__ = ["AUDIT_LIMIT", "FAILURE_LIMIT", "FAILURE_WINDOW", "SessionAudit"]
 
 #: entries kept per session (the newest); older ones are dropped
 AUDIT_LIMIT = 200
+
+#: failed authentications against one session answered 401 per window; later ones, 429
+FAILURE_LIMIT = 20
+
+#: seconds of the failed-authentication window
+FAILURE_WINDOW = 60
+
+# Count one failed authentication: the total and its time, and the current window's count.
+# KEYS: failures hash, window counter; ARGV: now (ISO), retention (s), window (s)
+# Returns {failures in this window, seconds left in the window}.
+_FAILED = """
+local failures, window = KEYS[1], KEYS[2]
+local now, retention, span = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('HINCRBY', failures, 'count', 1)
+redis.call('HSET', failures, 'lastAt', now)
+redis.call('EXPIRE', failures, retention)
+local in_window = redis.call('INCR', window)
+if in_window == 1 then redis.call('EXPIRE', window, span) end
+local left = redis.call('TTL', window)
+if left < 0 then
+  redis.call('EXPIRE', window, span)
+  left = span
+end
+return {in_window, left}
+"""
 
 #: the only fields an entry may have: nothing else (and never a token) reaches the record
 _FIELDS = ("kind", "result", "code", "repository", "mountPath", "tool", "permissions", "message")
@@ -31,10 +62,15 @@ class SessionAudit:
         *,
         limit: int = AUDIT_LIMIT,
         retention: timedelta = SESSION_RETENTION,
+        failure_limit: int = FAILURE_LIMIT,
+        failure_window: int = FAILURE_WINDOW,
     ) -> None:
         self.client = client
         self.limit = limit
         self.ttl = retention_seconds(retention)
+        self.failure_limit = failure_limit
+        self.failure_window = failure_window
+        self._failed = client.register_script(_FAILED)
 
     def record(self, session_id: str, kind: str, result: str, **fields: Any) -> dict[str, Any]:
         """Record one decision (`kind`: git, tool or session; `result`: allowed or denied)."""
@@ -61,3 +97,24 @@ class SessionAudit:
             if isinstance(loaded, Mapping):
                 out.append(dict(loaded))
         return out
+
+    def failed_authentication(self, session_id: str, kind: str) -> int | None:
+        """Count one failed authentication against the session (`kind`: what was asked, git
+        or tool, as `hookspawn_credentials_total` counts it); None while it is within the
+        limit, else the seconds until the window ends (answer 429 with `Retry-After`)."""
+        now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        in_window, left = cast(
+            list[int],
+            self._failed(
+                keys=[keys.session_auth_failures(session_id), keys.session_auth_window(session_id)],
+                args=[now, self.ttl, self.failure_window],
+            ),
+        )
+        metrics.inc(metrics.CREDENTIALS, kind, "denied")
+        return None if int(in_window) <= self.failure_limit else max(int(left), 1)
+
+    def failures(self, session_id: str) -> dict[str, Any]:
+        """`{count, lastAt}`: failed authentications against the session (count 0: none)."""
+        raw = cast(dict[bytes, bytes], self.client.hgetall(keys.session_auth_failures(session_id)))
+        last = raw.get(b"lastAt")
+        return {"count": int(raw.get(b"count", b"0")), "lastAt": last.decode() if last else None}

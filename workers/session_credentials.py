@@ -8,7 +8,8 @@ try it took and answers 409 to later ones). So each try carries a fresh credenti
 is added before the POST; a 2xx keeps only that one (the target took this try), a 409 drops
 it (the target kept an earlier one, which stays valid), a failed try keeps it (the target may
 have taken it). Once the session is recorded, no spawn path dispatches it again, so no further
-credential is made. `POST /sessions/{id}/end` deletes them all.
+credential is made. `POST /sessions/{id}/end` deletes them all, and so does the runner as a
+run ends.
 
 A session kept in hookspawn's own store (no dispatch URL) is handed to nobody at dispatch:
 whatever starts it (a runner) calls `issue` and passes the credential into the sandbox.
@@ -55,6 +56,24 @@ return 1
 """
 
 
+# Revoke every credential and mark the session ended for as long as its record is kept (never
+# shorter than the credential lifetime, so a record gone early still ends what it issued).
+# KEYS: credentials, ended mark, session record; ARGV: the credential lifetime (ms)
+_END = """
+local credentials, ended, record = KEYS[1], KEYS[2], KEYS[3]
+local lifetime = tonumber(ARGV[1])
+local count = redis.call('HLEN', credentials)
+redis.call('DEL', credentials)
+local kept = redis.call('PTTL', record)
+if kept == -1 then
+  redis.call('SET', ended, '1')
+else
+  redis.call('SET', ended, '1', 'PX', math.max(kept, lifetime))
+end
+return count
+"""
+
+
 def credential_hash(credential: str) -> str:
     return hashlib.sha256(credential.encode()).hexdigest()
 
@@ -87,10 +106,11 @@ class SessionCredentials:
         self._clock = clock
         self._add = client.register_script(_ADD)
         self._keep_only = client.register_script(_KEEP_ONLY)
+        self._end = client.register_script(_END)
 
     def issue(self, session_id: str) -> IssuedCredential:
         """A fresh credential for the session, valid from now on; earlier ones stay valid.
-        Raises SessionEnded for a session `revoke` ended (within the credential lifetime)."""
+        Raises SessionEnded for a session `revoke` ended."""
         if self.client.exists(keys.session_ended(session_id)):
             raise SessionEnded(f"session {session_id} was ended: it gets no new credential")
         value = secrets.token_urlsafe(32)
@@ -134,12 +154,16 @@ class SessionCredentials:
         return valid
 
     def revoke(self, session_id: str) -> int:
-        """Revoke every credential of the session, and issue none for it from now on (for the
-        credential lifetime); returns how many there were."""
-        key = keys.session_credentials(session_id)
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hlen(key)
-        pipe.delete(key)
-        pipe.set(keys.session_ended(session_id), "1", ex=max(int(self.ttl.total_seconds()), 1))
-        count, _, _ = pipe.execute()
-        return int(count)
+        """Revoke every credential of the session, and issue none for it from now on (as long
+        as the session record is kept); returns how many there were."""
+        lifetime = max(int(self.ttl.total_seconds() * 1000), 1000)
+        return int(
+            self._end(
+                keys=[
+                    keys.session_credentials(session_id),
+                    keys.session_ended(session_id),
+                    keys.session(session_id),
+                ],
+                args=[lifetime],
+            )
+        )

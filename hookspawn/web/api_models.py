@@ -170,11 +170,20 @@ class AuditEntry(_View):
     message: str | None = None
 
 
+class FailedAuthentications(_View):
+    """Requests to the broker with a wrong, expired or revoked credential for this session:
+    counted, never put in the audit."""
+
+    count: int
+    last_at: str | None = None
+
+
 class SessionView(SessionWithRun):
     """GET /sessions/{id}: the session, how its local run stands (HOOKSPAWN_RUNNER=local), and
     the broker's decisions on it, newest first."""
 
     audit: list[AuditEntry] = Field(default_factory=list)
+    failed_authentications: FailedAuthentications | None = None
 
 
 class SessionRef(_View):

@@ -121,6 +121,7 @@ STATUS: dict[type[Exception], int] = {
     work.Transient: 503,
     work.ConfigurationError: 500,
     work.InvalidCredential: 401,
+    work.TooManyFailures: 429,
     work.BrokerDenied: 403,
     work.BrokerNotFound: 404,
     redis.RedisError: 503,
@@ -160,7 +161,11 @@ def to_response(exc: Exception) -> JSONResponse:
         body = error_body(exc.code, exc.message, exc.details)
     else:
         body = error_body("internal_error", str(exc))
-    return JSONResponse(body, status_code=status_of(exc))
+    status = status_of(exc)
+    headers = {}
+    if status == 429 and isinstance(exc, Error) and "retryAfter" in exc.details:
+        headers["retry-after"] = str(exc.details["retryAfter"])
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def install(app: FastAPI) -> None:

@@ -1,7 +1,9 @@
-"""The session side of the API (SPEC §15): git credentials, the GitHub tool gate, ending a session.
+"""The session side of the API: git credentials, the GitHub tool gate, ending a session.
 
 Every route but `/end` authenticates with the session credential (`Authorization: Bearer`),
-never the admin token: the sandbox holds that credential and nothing else.
+never the admin token: the sandbox holds that credential and nothing else. `/end` takes the
+admin token or the session's own credential (a session may always give up what it holds; the
+runner ends each session it ran that way).
 """
 
 from __future__ import annotations
@@ -18,10 +20,15 @@ from workers.broker import Broker, GitRequest
 from workers.pipeline import SpawnPipeline
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
+from workers.session_tokens import SessionTokens
 
 router = APIRouter()
 
-_BEARER = {401: "invalid_credential: the session credential is missing, wrong, expired or revoked"}
+_BEARER = {
+    401: "invalid_credential: the session credential is missing, wrong, expired or revoked",
+    429: "too_many_failures: too many failed authentications against this session lately "
+    "(see Retry-After)",
+}
 
 
 class GitCredentialBody(BaseModel):
@@ -52,16 +59,24 @@ class ToolCallBody(BaseModel):
     repository: str = Field(min_length=3, max_length=256, pattern=r"^[^/\s]+/[^/\s]+$")
 
 
-class ToolToken(BaseModel):
+class ToolDecision(BaseModel):
+    """The gate's decision on one call; never a token (hookspawn makes GitHub calls itself)."""
+
     allowed: bool
     permissions: dict[str, str]
-    token: str
-    expiresAt: str
+    repository: str
+    installationId: int
+
+
+class TokensRevoked(BaseModel):
+    revoked: int = Field(description="GitHub tokens of the session GitHub refuses from now on")
+    failed: int = Field(description="tokens GitHub could not be asked to revoke (unreachable)")
 
 
 class Ended(BaseModel):
     id: str
-    revoked: int
+    revoked: int = Field(description="session credentials revoked")
+    tokens: TokensRevoked
 
 
 def broker(request: Request) -> Broker:
@@ -70,12 +85,13 @@ def broker(request: Request) -> Broker:
     if found is None:
         rt = runtime(request)
         pipeline = rt.pipeline
+        github = pipeline.github if isinstance(pipeline, SpawnPipeline) else None
         found = Broker(
             sessions=rt.sessions,
             credentials=SessionCredentials(rt.client, ttl=rt.settings.session_credential_ttl),
             audit=SessionAudit(rt.client, retention=rt.settings.sessions_kept),
             connections=rt.connections,
-            tokens=pipeline.tokens if isinstance(pipeline, SpawnPipeline) else None,
+            tokens=SessionTokens(github.mint_token, github.revoke_token) if github else None,
             rewrites=rt.settings.git_url_rewrite,
         )
         request.app.state.broker = found
@@ -144,7 +160,7 @@ async def github_tools(request: Request, session_id: str, spec: ToolSession) -> 
 
 @router.post(
     "/sessions/{session_id}/github-tools/{tool}",
-    response_model=ToolToken,
+    response_model=ToolDecision,
     responses=errors(
         _BEARER,
         UNPARSEABLE,
@@ -169,13 +185,27 @@ async def github_tool_call(
     )
 
 
+def _ended_by(request: Request, session_id: str) -> str:
+    """Who may end the session: the session's own credential, else the admin token."""
+    credential = _credential(request)
+    if credential and broker(request).credentials.verify(session_id, credential):
+        return "its own credential"
+    require_admin(request)
+    return "admin"
+
+
 @router.post(
     "/sessions/{session_id}/end",
     response_model=Ended,
-    dependencies=[Depends(require_admin)],
     responses=errors(ADMIN, STORE, {404: "session_not_found: no session has this id"}),
 )
 async def end_session(request: Request, session_id: str) -> dict[str, Any]:
-    """Revoke the session's credentials: the broker answers it 401 from now on."""
-    revoked = await run_in_threadpool(broker(request).end, session_id)
-    return {"id": session_id, "revoked": revoked}
+    """Revoke the session's credentials (the broker answers it 401 from now on) and its GitHub
+    tokens at GitHub, before answering."""
+    by = await run_in_threadpool(_ended_by, request, session_id)
+    revoked, tokens = await run_in_threadpool(broker(request).end, session_id, by=by)
+    return {
+        "id": session_id,
+        "revoked": revoked,
+        "tokens": {"revoked": tokens.revoked + tokens.already, "failed": tokens.failed},
+    }

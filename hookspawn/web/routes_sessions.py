@@ -164,7 +164,9 @@ async def get_session(request: Request, session_id: str) -> dict[str, Any]:
     session = await run_in_threadpool(rt.sessions.get, session_id)
     if session is None:
         raise ApiError(404, "session_not_found", f"no session {session_id!r}")
-    session["audit"] = await run_in_threadpool(SessionAudit(rt.client).entries, session_id)
+    audit = SessionAudit(rt.client)
+    session["audit"] = await run_in_threadpool(audit.entries, session_id)
+    session["failedAuthentications"] = await run_in_threadpool(audit.failures, session_id)
     run = await run_in_threadpool(run_view, rt, session_id)
     return {**session, **(run or {})}
 

@@ -303,9 +303,16 @@ async def session(request: Request, session_id: str) -> Response:
         found = rt.sessions.get(session_id)
         if found is None:
             raise ApiError(404, "session_not_found", f"no session {session_id!r}")
-        audit = SessionAudit(rt.client).entries(session_id)
+        trail = SessionAudit(rt.client)
+        audit, failed = trail.entries(session_id), trail.failures(session_id)
         run = run_view(rt, session_id)
-        return {"title": f"Session {session_id}", "s": found, "audit": audit, "run": run}
+        return {
+            "title": f"Session {session_id}",
+            "s": found,
+            "audit": audit,
+            "failed": failed,
+            "run": run,
+        }
 
     return await _page(request, "session.html", load)
 

@@ -78,7 +78,7 @@ def test_revoked_session_credential_is_refused(broker_env: BrokerEnv) -> None:
     broker_env.checkout(writer)
     ended = broker_env.client.post(f"/sessions/{writer.id}/end")
     assert ended.status_code == 200
-    assert ended.json() == {"id": writer.id, "revoked": 1}
+    assert ended.json() == {"id": writer.id, "revoked": 1, "tokens": {"revoked": 1, "failed": 0}}
 
     cloned, _ = broker_env.clone(writer, "after-end")
     assert cloned.returncode != 0

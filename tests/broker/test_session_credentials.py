@@ -3,6 +3,8 @@ spawn is dispatched more than once (redelivery, retries after a lost answer)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 import redis
 
@@ -128,3 +130,15 @@ def test_an_ended_session_gets_no_new_credential(redis_client: redis.Redis) -> N
     with pytest.raises(SessionEnded, match="s1 was ended"):
         store.issue("s1")
     assert store.issue("s2").value  # other sessions are not affected
+
+
+def test_the_ended_mark_lasts_as_long_as_the_session_record(redis_client: redis.Redis) -> None:
+    week = 7 * 24 * 3600
+    redis_client.set(keys.session("kept"), "record", ex=week)
+    store = SessionCredentials(redis_client, ttl=timedelta(hours=1))
+    store.issue("kept")
+    store.revoke("kept")
+    assert week - 5 <= int(redis_client.ttl(keys.session_ended("kept"))) <= week
+    # a record already gone (or kept shorter): never less than the credential lifetime
+    store.revoke("gone")
+    assert 3590 <= int(redis_client.ttl(keys.session_ended("gone"))) <= 3600

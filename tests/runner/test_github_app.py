@@ -165,8 +165,9 @@ def test_a_pull_request_delivery_checks_out_its_head_through_the_broker(
     # the fetch went over smart HTTP with an installation token the broker minted for the mount
     assert 200 in stack.git.statuses()
     tokens = [v for k, v in stack.secrets.items() if k.startswith("installation token")]
-    granted = [stack.github.permissions_on("acme/widgets", t) for t in tokens]
-    assert granted and all(p == {"contents": "read", "metadata": "read"} for p in granted), granted
+    granted = [stack.github.token_grant(t) for t in tokens]  # revoked since: see their grant
+    read = (INSTALLATION, (WIDGETS_ID,), {"contents": "read", "metadata": "read"})
+    assert granted and all(g == read for g in granted), granted
     assert any(k.startswith("session credential") for k in stack.secrets)
     git_audit = [(e["result"], e.get("code")) for e in session["audit"] if e["kind"] == "git"]
     assert git_audit and {result for result, _ in git_audit} == {"allowed"}, session["audit"]

@@ -29,16 +29,22 @@ def agents_notice(directory: Path, secret_names: Collection[str] = ()) -> tuple[
             + _WHAT_TO_DO.format(dir=shown)
         )
     result = compile_dir(directory, secret_names=secret_names)
-    if not result.ok:
-        count = len(result.errors)
-        return logging.ERROR, (
-            f"no agents loaded: the agent files in {shown} do not compile "
-            f"({count} error{'s' if count != 1 else ''}; the first: {result.errors[0]}); "
-            f"`hookspawn check {shown}` lists them all"
-        )
     count = len(result.agents)
     names = ", ".join(agent.name for agent in result.agents)
-    return logging.INFO, f"loaded {count} agent{'s' if count != 1 else ''} from {shown}: {names}"
+    loaded = f"loaded {count} agent{'s' if count != 1 else ''} from {shown}: {names}"
+    if not result.ok:
+        errors = len(result.errors)
+        problems = (
+            f"({errors} error{'s' if errors != 1 else ''}; the first: {result.errors[0]}); "
+            f"`hookspawn check {shown}` lists them all"
+        )
+        if not count:
+            return logging.ERROR, (
+                f"no agents loaded: the agent files in {shown} do not compile {problems}"
+            )
+        # the files that compile are loaded; those that do not are left out
+        return logging.ERROR, f"{loaded}; files that do not compile are left out {problems}"
+    return logging.INFO, loaded
 
 
 def log_agents(logger: logging.Logger, directory: Path, secret_names: Collection[str]) -> None:

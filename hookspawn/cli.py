@@ -195,6 +195,11 @@ def _parser() -> argparse.ArgumentParser:
     sessions.add_argument(
         "--follow", action="store_true", help="logs: keep printing until the session ends"
     )
+    sessions.add_argument(
+        "--raw",
+        action="store_true",
+        help="logs: print the log's bytes as they are, control sequences included",
+    )
     sessions.add_argument("id", nargs="?")
     sessions.add_argument("--agent", default=None)
     sessions.add_argument("--limit", type=int, default=100)

@@ -78,7 +78,11 @@ def web(args: argparse.Namespace) -> int:
     rt = build_runtime(settings)
     try:
         serve_web(
-            create_app(rt), rt.settings, host=args.host, port=args.port, access_log=args.access_log
+            create_app(rt, bound_host=args.host),
+            rt.settings,
+            host=args.host,
+            port=args.port,
+            access_log=args.access_log,
         )
     finally:
         rt.close()

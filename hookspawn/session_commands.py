@@ -1,4 +1,4 @@
-"""`hookspawn runner` and `hookspawn sessions logs ID [--follow]`."""
+"""`hookspawn runner` and `hookspawn sessions logs ID [--follow] [--raw]`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from urllib.parse import quote
 
 from hookspawn import client_commands, commands
 from hookspawn.client import CommandError, error_line
+from hookspawn.terminal_text import ControlStripper
 
 __all__ = ["runner", "sessions"]
 
@@ -41,16 +42,23 @@ def sessions(args: argparse.Namespace) -> int:
     path = f"/sessions/{quote(args.id, safe='')}/log"
     offset = 0
     out = sys.stdout.buffer
+    # the log holds what session commands printed: their control sequences never reach the
+    # terminal unless --raw asks for the bytes as they are
+    stripper = None if args.raw else ControlStripper()
     while True:
         response = server.request("GET", path, params={"offset": offset})
         if not response.is_success:
             raise CommandError(error_line(response))
-        out.write(response.content)
+        shown = response.content if stripper is None else stripper.feed(response.content).encode()
+        out.write(shown)
         out.flush()
         offset = int(response.headers.get("x-log-offset", offset + len(response.content)))
         status = response.headers.get("x-session-status")
         if response.content:
             continue  # there may be more right away
         if not args.follow or status is None or status in _ENDED:
+            if stripper is not None:
+                out.write(stripper.end().encode())
+                out.flush()
             return 0
         time.sleep(_FOLLOW_POLL)

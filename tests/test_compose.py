@@ -20,6 +20,7 @@ from hookspawn.cli import _parser
 from tests.conftest import wait_for
 from tests.procs import environment, launch
 from workers.celery_app import PROCESS_DELIVERY, make_celery
+from workers.settings import split_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,6 +108,20 @@ def test_the_admin_token_is_required(compose: dict[str, Any]) -> None:
     for service in ("web", "worker"):
         token = compose["services"][service]["environment"]["HOOKSPAWN_ADMIN_TOKEN"]
         assert token.startswith("${HOOKSPAWN_ADMIN_TOKEN:?")
+
+
+def test_each_served_service_answers_to_its_own_name(compose: dict[str, Any]) -> None:
+    # web listens on 0.0.0.0 there: without allowed hosts every Host would be answered
+    served = [
+        name
+        for name, spec in compose["services"].items()
+        if spec.get("command", [None, None])[:2] == ["hookspawn", "web"]
+    ]
+    assert served == ["web"]
+    for name in served:
+        allowed = compose["services"][name]["environment"]["HOOKSPAWN_ALLOWED_HOSTS"]
+        assert name in split_csv(allowed.replace("${HOOKSPAWN_ALLOWED_HOSTS:-}", ""))
+        assert "${HOOKSPAWN_ALLOWED_HOSTS:-}" in allowed  # the operator's names come on top
 
 
 def test_every_variable_compose_reads_is_documented_in_readme() -> None:

@@ -9,6 +9,7 @@ from agents.errors import AgentsError
 from hookspawn.web.http_errors import (
     STATUS,
     ApiError,
+    MisdirectedRequest,
     StartFailed,
     StartRefused,
     UnauthorizedRepository,
@@ -73,6 +74,16 @@ def test_the_nearest_class_wins_whatever_the_table_order() -> None:
 
 def test_an_explicit_api_status_wins() -> None:
     assert status_of(ApiError(404, "agent_not_found", "no agent 'x'")) == 404
+
+
+def test_a_misdirected_request_is_421_with_the_shared_body() -> None:
+    error = MisdirectedRequest("this server does not answer to 'x'", host="x")
+    assert error.code == "misdirected_request"
+    assert status_of(error) == STATUS[MisdirectedRequest] == 421
+    assert to_response(error).body == (
+        b'{"error":{"code":"misdirected_request","message":"this server does not answer to '
+        b'\'x\'","details":{"host":"x"}}}'
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,16 @@
-"""The compiled agent set a process works with, reloaded when the files change."""
+"""The compiled agent set a process works with, reloaded when the files change.
+
+A file that cannot be read or compiled is reported and left out; the files that compile are
+loaded. The set is a function of the files alone, never of what a process loaded before, so
+every process (web, each worker pool process) works with the same set once it has looked,
+and its `generation` (a hash of the compiled set) says which one decided a delivery.
+"""
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import hashlib
 import logging
 import os
 import threading
@@ -13,10 +20,19 @@ from dataclasses import dataclass, field
 from multiprocessing.sharedctypes import RawValue
 from pathlib import Path
 
+import orjson
+
 from agents import CompiledAgent, CompileResult, compile_dir
 from triggers.matching import TriggerIndex
 
 log = logging.getLogger(__name__)
+
+
+def generation(agents: tuple[CompiledAgent, ...]) -> str:
+    """A hash of the compiled agents, as `GET /agents` shows them: equal in every process
+    that compiled the same files, different after any change that matters."""
+    canonical = orjson.dumps([agent.to_json() for agent in agents], option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(canonical).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -27,6 +43,7 @@ class AgentSet:
     index: TriggerIndex
     fingerprint: tuple[tuple[str, int, int], ...] = ()
     loaded_at: float = field(default_factory=time.time)
+    generation: str = field(default_factory=lambda: generation(()))
 
     def agent(self, name: str) -> CompiledAgent | None:
         return self.result.agent(name)
@@ -118,7 +135,7 @@ class AgentsSource:
 
     Without a `watch` it looks at the files itself, at most every `check_interval` seconds;
     with one it looks only when the watch has counted a change since its last look.
-    A set that no longer compiles is reported (`last_errors`) and the last good one stays.
+    The agents that compile are loaded; the errors of the rest are reported (`last_errors`).
     """
 
     def __init__(
@@ -167,20 +184,27 @@ class AgentsSource:
             self.last_errors = ()
             return empty_set(fingerprint)
         result = compile_dir(self.directory, secret_names=self.secret_names)
-        if not result.ok:
-            self.last_errors = tuple(str(e) for e in result.errors)
+        self.last_errors = tuple(str(e) for e in result.errors)
+        loaded = AgentSet(
+            result, TriggerIndex(result.agents), fingerprint, generation=generation(result.agents)
+        )
+        if result.errors:
             log.error(
-                "agent files in %s do not compile (%d errors); keeping the last good set:\n%s",
+                "agent files in %s have %d errors: what they name is left out, %d agent(s) "
+                "that compile are loaded (generation %s):\n%s",
                 self.directory,
                 len(result.errors),
+                len(result.agents),
+                loaded.generation,
                 "\n".join(self.last_errors[:20]),
             )
-            if self._current is not None:
-                return AgentSet(self._current.result, self._current.index, fingerprint)
-            return empty_set(fingerprint)
-        self.last_errors = ()
-        log.info("loaded %d agent(s) from %s", len(result.agents), self.directory)
-        loaded = AgentSet(result, TriggerIndex(result.agents), fingerprint)
+        else:
+            log.info(
+                "loaded %d agent(s) from %s (generation %s)",
+                len(result.agents),
+                self.directory,
+                loaded.generation,
+            )
         # a large agent set is long-lived: keep it out of the collector's full passes,
         # which would otherwise stall a worker for a noticeable time every so often
         gc.freeze()

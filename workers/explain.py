@@ -116,8 +116,8 @@ def _notes(event: str, given: bool, minting: bool, agent_errors: Sequence[str]) 
         notes.append("no GitHub App is configured: no installation token would be minted")
     if agent_errors:
         notes.append(
-            f"the agent files do not compile ({len(agent_errors)} errors); "
-            "the last good set is explained"
+            f"some agent files do not compile ({len(agent_errors)} errors): what they name is "
+            "left out, the agents that compile are explained"
         )
     return notes
 

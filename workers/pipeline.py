@@ -137,7 +137,11 @@ class SpawnPipeline:
             )
             raise pending
         return RunResult(
-            outcomes=outcomes, decisions=decisions, connections=notes, staged=staged or []
+            outcomes=outcomes,
+            decisions=decisions,
+            connections=notes,
+            staged=staged or [],
+            agents_generation=agent_set.generation,
         )
 
     def close(self) -> None:

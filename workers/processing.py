@@ -40,6 +40,8 @@ class RunResult:
     #: sessions decided (their outcomes say `dispatched`) but not written yet: they are
     #: created together with the run's record, in one atomic step (`DeliveryStore.finish`)
     staged: list[SessionSpec] = field(default_factory=list)
+    #: the generation of the agent set that decided (workers/agents_source.py)
+    agents_generation: str | None = None
 
 
 class Pipeline(Protocol):
@@ -250,10 +252,13 @@ class DeliveryProcessor:
 
 def _run_record(delivery: Delivery, started: float, result: RunResult) -> dict[str, Any]:
     """The run as stored with the delivery: its typed outcomes as JSON, made at the store."""
-    return {
+    record = {
         "run": delivery.runs + 1,
         "startedAt": iso(started),
         "outcomes": [outcome.to_json() for outcome in result.outcomes],
         "decisions": ([{"connections": result.connections}] if result.connections else [])
         + [decision.to_json() for decision in result.decisions],
     }
+    if result.agents_generation is not None:
+        record["agentsGeneration"] = result.agents_generation
+    return record

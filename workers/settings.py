@@ -71,6 +71,17 @@ def proxy_addresses(value: list[str]) -> list[str]:
     return value
 
 
+_HOST_ENTRY = re.compile(r"^(\*|[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(:\d+)?$")
+
+
+def host_entries(value: list[str]) -> list[str]:
+    """Each item a host name or address (a port is allowed and ignored), or `*`."""
+    for item in value:
+        if not _HOST_ENTRY.match(item):
+            raise ValueError(f"not a host name (no scheme, no path): {item!r}")
+    return value
+
+
 def srt_domains(value: list[str]) -> list[str]:
     """Each item a domain pattern for srt's `network.allowedDomains` (domain_problem)."""
     for item in value:
@@ -101,6 +112,9 @@ class Settings(BaseSettings):
     #: the base URL sessions reach this server at (the broker URL in a dispatched spec);
     #: unset: the server's own (`serve` fills it in from where it listens)
     public_url: str | None = None
+    #: host names (beside loopback, the bound host and the public URL's) this server answers
+    #: requests for; any other `Host` is refused 421 (`*`: every host)
+    allowed_hosts: Annotated[Csv, AfterValidator(host_entries)] = Field(default_factory=list)
     #: how long a session credential (the sandbox's key to the broker) stays valid
     session_credential_ttl: Duration = timedelta(hours=24)
     #: `FROM=TO` address prefixes with git's `insteadOf` meaning: applied to every staging

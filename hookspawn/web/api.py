@@ -17,6 +17,7 @@ from starlette.types import Receive, Scope, Send
 from hookspawn.web import (
     deps,
     error_models,
+    host_check,
     http_errors,
     receiver,
     routes_agents,
@@ -37,14 +38,22 @@ log = logging.getLogger(__name__)
 
 
 class HookspawnApp(FastAPI):
-    """FastAPI, with the webhook intake answered before the middleware stack and router.
+    """FastAPI, with the Host check before everything, and the webhook intake answered
+    before the middleware stack and router.
 
     `POST /webhooks/github` is the one hot path: it is declared on the router like every
     route (so it is in the OpenAPI document and behaves the same), but requests for it go
     straight to its endpoint, with the same error table, skipping a dozen ASGI layers.
     """
 
+    hosts: host_check.HostGate
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self.hosts.refusal(_host(scope))
+            if refusal is not None:
+                await http_errors.to_response(refusal)(scope, receive, send)
+                return
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == receiver.PATH:
             scope["app"] = self
             try:
@@ -62,7 +71,16 @@ class HookspawnApp(FastAPI):
         await super().__call__(scope, receive, send)
 
 
-def create_app(rt: Runtime) -> HookspawnApp:
+def _host(scope: Scope) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == b"host":
+            return bytes(value)
+    return None
+
+
+def create_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> HookspawnApp:
+    """The app for a server listening on `bound_host` (for the Host check)."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
@@ -86,6 +104,18 @@ def create_app(rt: Runtime) -> HookspawnApp:
         redoc_url=None,
     )
     app.state.runtime = rt
+    settings = rt.settings
+    hosts = host_check.HostPolicy.of(
+        bound=bound_host, public_url=settings.public_url, allowed=settings.allowed_hosts
+    )
+    if hosts.any_host:
+        log.warning(
+            "listening on %s with neither HOOKSPAWN_PUBLIC_URL nor HOOKSPAWN_ALLOWED_HOSTS set: "
+            "requests for every Host are answered (set either to answer only the names this "
+            "server is reached by)",
+            bound_host,
+        )
+    app.hosts = host_check.HostGate(hosts)
     http_errors.install(app)
     app.include_router(receiver.router)
     app.include_router(routes_deliveries.router)

@@ -135,6 +135,9 @@ class RunView(_View):
     outcomes: list[OutcomeView]
     decisions: list[DecisionView]
     error: str | None = Field(None, description="the failure code, when processing gave up")
+    agents_generation: str | None = Field(
+        None, description="the generation of the agent set that decided (GET /agents)"
+    )
 
 
 class DeliveryView(DeliverySummary):
@@ -143,6 +146,9 @@ class DeliveryView(DeliverySummary):
     outcomes: list[OutcomeView]
     decisions: list[DecisionView]
     runs: list[RunView]
+    agents_generation: str | None = Field(
+        None, description="the generation of the agent set that decided the latest run"
+    )
 
 
 class DeliveryList(_View):
@@ -258,8 +264,15 @@ class AgentView(_View):
 
 class AgentList(_View):
     items: list[AgentView]
-    errors: list[str] = Field(description="why the agent files on disk do not compile, if so")
+    errors: list[str] = Field(
+        description="why files on disk do not compile, if so: what they name is left out"
+    )
     directory: str | None = Field(None, description="absent when there is no spawn pipeline")
+    generation: str | None = Field(
+        None,
+        description="a hash of the loaded set: a delivery's agentsGeneration names the one "
+        "that decided it (absent when there is no spawn pipeline)",
+    )
 
 
 # -- connections --------------------------------------------------------------------------------

@@ -61,6 +61,11 @@ CROSS_ORIGIN = (
     "cross_origin_request: the /ui cookie authenticated a request that changes state and did "
     "not come from this server's own pages"
 )
+#: every request for a host this server does not answer to, before any route (host_check.py)
+MISDIRECTED = (
+    "misdirected_request: the request's Host is not one this server answers to (loopback, "
+    "the bound host, HOOKSPAWN_PUBLIC_URL's host, HOOKSPAWN_ALLOWED_HOSTS)"
+)
 #: the methods that change nothing, so are never refused for their origin
 _SAFE = frozenset({"get", "head", "options"})
 
@@ -88,6 +93,7 @@ def document_validation_errors(document: dict[str, Any]) -> dict[str, Any]:
                 answer["description"] = VALIDATION
                 content["schema"] = dict(shared)
     _document_origin_check(document)
+    _document_host_check(document)
     components = document.setdefault("components", {}).setdefault("schemas", {})
     components.pop("HTTPValidationError", None)
     components.pop("ValidationError", None)
@@ -115,3 +121,15 @@ def _document_origin_check(document: dict[str, Any]) -> None:
                 }
             elif "cross_origin_request" not in own.get("description", ""):
                 own["description"] = f"{own['description']}; or {CROSS_ORIGIN}"
+
+
+def _document_host_check(document: dict[str, Any]) -> None:
+    """Every operation may answer 421 misdirected_request: the Host check runs before all."""
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            operation.setdefault("responses", {})["421"] = {
+                "description": MISDIRECTED,
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}
+                },
+            }

@@ -26,6 +26,13 @@ class ApiError(HookspawnError):
         self.status = status
 
 
+class MisdirectedRequest(ApiError):
+    """A request for a host this server does not answer to (hookspawn/web/host_check.py)."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(None, "misdirected_request", message, **details)
+
+
 class StartRefused(ApiError):
     """A manual or agent start the spawn pipeline refused (SPEC §10), answered as an error.
 
@@ -125,6 +132,7 @@ STATUS: dict[type[Exception], int] = {
     work.BrokerDenied: 403,
     work.BrokerNotFound: 404,
     redis.RedisError: 503,
+    MisdirectedRequest: 421,
     StartRefused: 409,
     StartFailed: 502,
     UnauthorizedRepository: 403,

@@ -32,6 +32,7 @@ async def list_agents(request: Request) -> dict[str, Any]:
             "items": [agent.to_json() for agent in current.agents],
             "errors": list(source.last_errors),
             "directory": str(source.directory),
+            "generation": current.generation,
         }
 
     return await run_in_threadpool(load)

@@ -27,6 +27,8 @@ def delivery_view(rt: Runtime, delivery_id: str) -> dict[str, Any]:
     view = delivery.to_json()
     view["outcomes"] = latest.get("outcomes", [])
     view["decisions"] = latest.get("decisions", [])
+    if "agentsGeneration" in latest:
+        view["agentsGeneration"] = latest["agentsGeneration"]
     view["runs"] = runs
     return view
 

@@ -149,6 +149,14 @@ def test_with_no_agents_the_start_line_says_what_to_do(tmp_path: Path) -> None:
     assert level == logging.ERROR
     assert line.startswith(f"no agents loaded: the agent files in {missing} do not compile (")
     assert f"`hookspawn check {missing}` lists them all" in line
+    # beside a file that compiles, the bad one is left out and the good one loaded
+    (missing / "agents" / "b.yaml").write_text(
+        "name: b\nharness: codex\nenvironment: {name: e, image: {kind: preset, name: node24}}\n"
+    )
+    level, line = agents_notice(missing)
+    assert level == logging.ERROR
+    assert line.startswith(f"loaded 1 agent from {missing}: b; files that do not compile are left")
+    assert "a.yaml" in line and f"`hookspawn check {missing}` lists them all" in line
 
 
 def test_the_package_data_patterns_ship_the_examples_and_samples() -> None:

@@ -260,6 +260,13 @@ def test_untyped_response_bodies(findings: Findings) -> None:
     # app's handler answers {"error": {...}}, not FastAPI's default {"detail": [...]}
     assert failures, "no failure is documented"
     assert {label: s for label, s in failures.items() if s != ERROR_BODY} == {}
+    # the Host check answers before any route: every operation documents its 421
+    operations = {label.rsplit(" ", 1)[0] for label in failures} | {
+        f"{method.upper()} {path}"
+        for path, methods in findings.document["paths"].items()
+        for method in methods
+    }
+    assert {op for op in operations if f"{op} 421" not in failures} == set()
     assert any(label.endswith(" 422") for label in failures)
     components = findings.document["components"]["schemas"]
     assert "HTTPValidationError" not in components

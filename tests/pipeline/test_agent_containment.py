@@ -1,6 +1,6 @@
 """Agent files are contained like imports: a FIFO, or a symlink leading outside the .auto
-directory, is an error for that file (never opened, never followed) while the last good set
-keeps processing deliveries, `GET /agents` keeps answering and `check` names both files."""
+directory, is an error for that file (never opened, never followed) while the agents that
+compile keep processing deliveries, `GET /agents` keeps answering and `check` names both files."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_a_fifo_and_an_outward_symlink_change_nothing_but_errors(
     assert any("importer.yaml" in e and "not a regular file" in e for e in errors), errors
     assert not any(OUTSIDE_VALUE in e or "elsewhere" in e for e in errors), errors
 
-    # the last good set keeps working, delivery after delivery
+    # the agents that compile keep working, delivery after delivery
     for _ in range(2):
         view = hs.processed(hs.send("pull_request", hs.pr()))
         assert view["status"] == "processed", view

@@ -1,5 +1,7 @@
 """The worker's agent set follows the files: edits, new files and deletions are picked up,
-a broken edit keeps the last good set, and one watch serves every forked pool process."""
+a file that does not compile is left out (the others load, on the first look too), the set's
+generation is the same wherever the same files are compiled, and one watch serves every
+forked pool process."""
 
 from __future__ import annotations
 
@@ -74,19 +76,54 @@ def test_without_a_watch_the_files_are_looked_at_once_per_interval(tmp_path: Pat
     assert names(source) == ["first"], "looked at the files again within the interval"
 
 
-def test_a_broken_edit_keeps_the_last_good_set_and_says_why(tmp_path: Path) -> None:
+def test_a_broken_edit_leaves_that_file_out_and_says_why(tmp_path: Path) -> None:
     first = write(tmp_path, "first", agent_file("first"))
+    write(tmp_path, "second", agent_file("second"))
     source = AgentsSource(tmp_path, check_interval=0.0)
     good = source.current()
+    assert names(source) == ["first", "second"] and source.last_errors == ()
     first.write_text(agent_file("first") + "mounts: [{kind: git}]\n")
-    kept = source.current()
-    assert [a.name for a in kept.agents] == ["first"]
-    assert kept.index is good.index
-    assert source.last_errors and any("first.yaml" in e for e in source.last_errors)
+    broken = source.current()
+    assert [a.name for a in broken.agents] == ["second"]
+    assert broken.generation != good.generation
+    assert source.last_errors and all("first.yaml" in e for e in source.last_errors)
+    assert broken.index.candidates("pull_request")
 
     first.write_text(agent_file("first", event="issues"))
+    assert names(source) == ["first", "second"]
     assert [t.event for t in source.current().agents[0].triggers] == ["issues"]
     assert source.last_errors == ()
+
+
+def test_a_first_look_at_a_directory_with_a_bad_file_loads_the_others(tmp_path: Path) -> None:
+    write(tmp_path, "first", agent_file("first"))
+    write(tmp_path, "second", agent_file("second"))
+    os.mkfifo(tmp_path / "agents" / "pipe.yaml")
+    (tmp_path / "agents" / "unreadable.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    source = AgentsSource(tmp_path, check_interval=0.0)
+    assert names(source) == ["first", "second"]
+    errors = source.last_errors
+    assert any("pipe.yaml" in e and "FIFO" in e for e in errors), errors
+    assert any("unreadable.yaml" in e for e in errors), errors
+
+
+def test_the_same_files_give_the_same_generation_whatever_was_loaded_before(
+    tmp_path: Path,
+) -> None:
+    first = write(tmp_path, "first", agent_file("first"))
+    write(tmp_path, "second", agent_file("second"))
+    early = AgentsSource(tmp_path, check_interval=0.0)
+    assert names(early) == ["first", "second"]  # this one saw the good set first
+    first.write_text("name: first\nharness: nonsense\n")
+    late = AgentsSource(tmp_path, check_interval=0.0)
+    assert names(early) == names(late) == ["second"]
+    assert early.current().generation == late.current().generation
+    assert len(late.current().generation) == 16
+    first.write_text(agent_file("first", event="issues"))
+    edited = early.current().generation
+    assert edited == late.current().generation
+    first.write_text(agent_file("first", event="push"))
+    assert early.current().generation != edited, "a change that matters changes the generation"
 
 
 def test_with_a_watch_the_source_looks_only_when_the_watch_counted_a_change(

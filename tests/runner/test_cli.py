@@ -75,6 +75,49 @@ def test_logs_prints_the_log_and_follow_waits_for_the_end(
     assert b"session_not_found" in missing.stderr
 
 
+#: prints an OSC 8 link (shown text and target differ), CSI colours and a carriage return
+#: (printf's octal escapes: \033 ESC, \134 backslash, \015 CR)
+ESCAPING_HARNESS = (
+    "/usr/bin/printf '\\033]8;;https://evil.example/x\\033\\134https://github.com/acme"
+    "\\033]8;;\\033\\134 \\033[31mred\\033[0m\\015done\\n'"
+)
+
+
+def test_logs_prints_no_control_sequence_unless_raw(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin, harness_command=ESCAPING_HARNESS)
+    write_agent(settings.agents_dir, "escaping")
+    env = settings_env(settings)
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        url = str(hs.http.base_url)
+        session_id = hs.start("escaping")
+        hs.wait_status(session_id, "succeeded", "failed", timeout=60)
+
+        def logs(*flags: str) -> bytes:
+            done = subprocess.run(
+                [str(HOOKSPAWN), "sessions", "logs", session_id, *flags, "--url", url],
+                env=env,
+                capture_output=True,
+                check=True,
+            )
+            return done.stdout
+
+        shown, followed, raw = logs(), logs("--follow"), logs("--raw")
+    log_file = settings.data_dir / "sessions" / session_id / "log"
+    assert b"\x1b]8;;https://evil.example/x\x1b\\" in raw, raw
+    assert raw == log_file.read_bytes()
+    for out in (shown, followed):
+        # the link's text stays, its target (and the carriage return) are gone
+        assert b"\nhttps://github.com/acme reddone\n" in out, out
+        controls = [
+            c for c in out.decode() if c not in "\n\t" and (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F)
+        ]
+        assert controls == [], out
+    assert followed == shown
+    assert shown.count(b"\n") == raw.count(b"\n")
+
+
 def test_get_session_gains_exactly_the_runner_fields(
     redis_url: str, shared_dir: Path, origin: Origin
 ) -> None:

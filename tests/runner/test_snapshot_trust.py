@@ -82,3 +82,62 @@ def test_a_writer_on_main_never_restores_what_a_pull_request_head_planted(
     assert writer["snapshotKey"] != pull["snapshotKey"]
     assert "restored" not in writer["logTail"]
     assert "branch:acme/widgets@main" in page and "saved" in page
+
+
+#: says who filled the cache (`main`, or `pr` when the checkout has the pull request's file)
+FILL = [
+    {
+        "name": "deps",
+        "commands": [
+            'if [ -f "$HOME/.cache/deps/by" ]; then cp "$HOME/.cache/deps/by" ../found; else '
+            'mkdir -p "$HOME/.cache/deps"; if [ -f widget.py ]; then echo pr; else echo main; fi'
+            ' > "$HOME/.cache/deps/by"; echo none > ../found; fi'
+        ],
+    }
+]
+#: read-only everywhere: not privileged
+READER = """\
+mounts:
+  - kind: git
+    repository: acme/widgets
+    mountPath: /workspace/widgets
+    ref: {ref}
+    auth:
+      kind: githubApp
+      capabilities: {{contents: read, pullRequests: read, issues: read}}
+"""
+
+
+def test_a_pull_request_reads_its_base_branch_s_snapshot(
+    redis_url: str, shared_dir: Path, origin: Origin, webhooks_dir: Path
+) -> None:
+    def reader_on_main(agents_dir: Path) -> None:
+        write_agent(agents_dir, "reader", mounts=READER.format(ref="main"), setup=FILL)
+
+    pull_ref = "refs/pull/{{payload.github.pullRequest.number}}/head"
+    with (
+        github_app_stack(
+            redis_url,
+            shared_dir,
+            origin,
+            pr_review={"setup": FILL, "mounts": READER.format(ref=pull_ref)},
+            agents=reader_on_main,
+        ) as stack,
+        stack.runner(),
+    ):
+        started = stack.http.post("/agents/reader/sessions", json={})
+        assert started.status_code == 201, started.text
+        main = stack.ended(started.json()["id"])
+        pull = stack.ended(stack.deliver("base-pr-2", webhooks_dir))
+
+    def found(session: dict[str, object]) -> str:
+        assert session["status"] == "succeeded", (session["failure"], session["logTail"])
+        return (Path(str(session["workspace"])) / "workspace" / "found").read_text().strip()
+
+    assert found(main) == "none"
+    assert (main["snapshotScope"], main["snapshot"]) == ("branch:acme/widgets@main", "saved")
+    # the pull request's setup started from what main's left: read, never written
+    assert found(pull) == "main", pull["logTail"]
+    assert (pull["snapshotScope"], pull["snapshot"]) == ("branch:acme/widgets@main", "restored")
+    assert "restored from branch:acme/widgets@main" in pull["logTail"]
+    assert pull["snapshotKey"] != main["snapshotKey"]  # its own key has its own ref

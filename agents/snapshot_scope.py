@@ -19,6 +19,7 @@ __all__ = [
     "may_restore",
     "plan_scopes",
     "privileges",
+    "secret_names",
 ]
 
 #: a pull request's head or merge ref, fully qualified or as git's fetch resolves a short name
@@ -71,6 +72,8 @@ class ScopePlan:
     pull_request_code: bool
     #: why it is privileged (write, merge, workflows, secrets, `$secret`); empty: it is not
     privileged: tuple[str, ...]
+    #: the secrets its env names: setup may have left them in the home it saves
+    secrets: tuple[str, ...] = ()
 
 
 def _get(value: Any, *path: str) -> Any:
@@ -162,6 +165,17 @@ def privileges(mounts: Sequence[Mapping[str, Any]], env: Sequence[Mapping[str, A
     return reasons
 
 
+def secret_names(env: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The secrets the env layers name (`$secret`), sorted, once each."""
+    names = {
+        str(value["$secret"])
+        for layer in env
+        for value in layer.values()
+        if isinstance(value, Mapping) and "$secret" in value
+    }
+    return tuple(sorted(names))
+
+
 def _scope(kind: str, parts: Sequence[str]) -> str:
     unique = list(dict.fromkeys(parts))
     return f"{kind}:{', '.join(unique)}" if unique else UNMOUNTED
@@ -178,10 +192,11 @@ def plan_scopes(
     checkouts = [classify(m, github if isinstance(github, Mapping) else {}) for m in mounts]
     own_refs = tuple(m.get("ref") for m in mounts)
     reasons = tuple(privileges(mounts, env))
+    secrets = secret_names(env)
     untrusted = [c for c in checkouts if not c.trusted]
     if not untrusted:
         save = _scope("branch", [c.label for c in checkouts])
-        return ScopePlan(save, (Candidate(save, own_refs),), False, reasons)
+        return ScopePlan(save, (Candidate(save, own_refs),), False, reasons, secrets)
     kind = "pull" if any(c.kind == "pull" for c in untrusted) else "ref"
     save = _scope(kind, [c.part for c in untrusted])
     restore = [] if reasons else [Candidate(save, own_refs)]
@@ -191,13 +206,18 @@ def plan_scopes(
         ]
         refs = tuple(r if c.trusted else c.base for r, c in zip(own_refs, checkouts, strict=True))
         restore.append(Candidate(_scope("branch", [c.label for c in base]), refs))
-    return ScopePlan(save, tuple(restore), True, reasons)
+    return ScopePlan(save, tuple(restore), True, reasons, secrets)
 
 
 def may_restore(plan: ScopePlan, candidate: Candidate, saved: Mapping[str, Any]) -> bool:
-    """Whether a snapshot saved with `saved` (its record: `scope`, `pullRequestCode`) may be
-    restored into the session `plan` is for, looked up in `candidate`: it must be of that
-    scope, and a privileged session never takes one pull-request code saved."""
+    """Whether a snapshot saved with `saved` (its record: `scope`, `pullRequestCode`,
+    `secrets`) may be restored into the session `plan` is for, looked up in `candidate`: it
+    must be of that scope; a privileged session never takes one pull-request code saved; and
+    no session takes one saved by a setup given a secret it is not given itself (setup may
+    have written it into the home)."""
     if saved.get("scope") != candidate.scope or candidate not in plan.restore:
         return False
-    return not (plan.privileged and saved.get("pullRequestCode") is not False)
+    if plan.privileged and saved.get("pullRequestCode") is not False:
+        return False
+    secrets = saved.get("secrets") or []
+    return isinstance(secrets, list) and set(map(str, secrets)) <= set(plan.secrets)

@@ -109,6 +109,7 @@ class SetupSnapshot:
             "scope": self.plan.save,
             "key": self.key,
             "pullRequestCode": self.plan.pull_request_code,
+            "secrets": list(self.plan.secrets),
             "sessionId": self.session["id"],
         }
         slot = slot_of(self.plan.save, self.key)

@@ -150,3 +150,20 @@ def test_privileges_name_what_makes_a_session_privileged() -> None:
         "/workspace/widgets secrets: read",
         "env S: $secret",
     ]
+
+
+def test_a_snapshot_saved_with_a_secret_goes_only_to_sessions_given_it() -> None:
+    writer = plan_scopes([_mount("main")], [{"TOKEN": {"$secret": "npm"}}], None)
+    assert writer.secrets == ("npm",)
+    pull = plan_scopes([_mount("refs/pull/2/head")], [{}], _pull_event())
+    base = pull.restore[-1]
+    saved = {"scope": base.scope, "pullRequestCode": False}
+    assert may_restore(pull, base, saved)
+    assert not may_restore(pull, base, {**saved, "secrets": ["npm"]})
+    (own,) = writer.restore
+    assert may_restore(
+        writer, own, {"scope": own.scope, "pullRequestCode": False, "secrets": ["npm"]}
+    )
+    assert not may_restore(
+        writer, own, {"scope": own.scope, "pullRequestCode": False, "secrets": "npm"}
+    )

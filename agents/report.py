@@ -15,6 +15,7 @@ from agents.compiler import compile_dir
 from agents.errors import Diagnostic
 from agents.import_resolver import FILE_PATH
 from agents.model import CompileResult
+from agents.snapshot_sharing import sharing_groups
 
 __all__ = ["ExtraCheck", "directory_problem", "format_result", "run_check", "with_extra"]
 
@@ -55,6 +56,7 @@ def run_check(
             "environments": dict(result.environments),
             "errors": [_json(d) for d in result.errors],
             "warnings": [_json(d) for d in result.warnings],
+            "snapshots": [group.to_json() for group in sharing_groups(result.agents)],
         }
         out.write(json.dumps(body, indent=2, sort_keys=False) + "\n")
     else:
@@ -165,6 +167,7 @@ def format_result(result: CompileResult) -> str:
                 f"{len(agent.triggers)} trigger{'s' if len(agent.triggers) != 1 else ''}, "
                 f"event-dependent {'yes' if agent.event_dependent else 'no'}"
             )
+        lines += [line for group in sharing_groups(result.agents) for line in group.lines()]
         count = len(result.agents)
         lines.append(f"ok: {count} agent{'s' if count != 1 else ''} compiled")
     else:

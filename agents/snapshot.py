@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["DEFAULT_TTL_SECONDS", "snapshot_key", "ttl_seconds"]
+__all__ = ["DEFAULT_TTL_SECONDS", "cache_files", "files_digest", "snapshot_key", "ttl_seconds"]
 
 #: the seed's default reuse window when `setupCache` is absent: 7 days
 DEFAULT_TTL_SECONDS = 7 * 86400
@@ -21,26 +21,55 @@ def snapshot_key(
     environment: Mapping[str, Any],
     mounts: Sequence[Mapping[str, Any]],
     working_directory: str | None,
+    files: str = "",
 ) -> str:
     """A hex digest of what the setup results depend on: the image build (image and steps),
-    the mounts, the setup commands with their `cache` objects, and the working directory.
+    the setup commands with their `cache` objects, each mount (where it comes from, which ref,
+    where it lands, how deep, with which auth), the working directory, and `files` (the
+    `files_digest` of the `cache.files` contents).
 
     `environment` is the generated resource's `spec`; `mounts` the session's mounts (JSON).
-    A mount counts by where it comes from and where it lands (url, mountPath, depth), not by
-    its ref: the ref differs per pull request and is fetched afresh on every start anyway.
     """
     material = {
         "image": environment.get("image"),
         "steps": list(environment.get("steps") or []),
         "setup": list(environment.get("setup") or []),
         "mounts": [
-            {"url": m.get("url"), "mountPath": m.get("mountPath"), "depth": m.get("depth")}
+            {
+                "url": m.get("url"),
+                "mountPath": m.get("mountPath"),
+                "ref": m.get("ref"),
+                "depth": m.get("depth"),
+                "auth": m.get("auth"),
+                "capabilities": m.get("capabilities"),
+            }
             for m in mounts
         ],
         "workingDirectory": working_directory,
+        "files": files,
     }
     canonical = json.dumps(material, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def cache_files(environment: Mapping[str, Any]) -> list[str]:
+    """Every setup entry's `cache.files` (relative to the working directory), once each."""
+    found: list[str] = []
+    for entry in environment.get("setup") or []:
+        cache = entry.get("cache") if isinstance(entry, Mapping) else None
+        for name in (cache or {}).get("files") or []:
+            if isinstance(name, str) and name not in found:
+                found.append(name)
+    return found
+
+
+def files_digest(hashes: Mapping[str, str | None]) -> str:
+    """One digest of the `cache.files` contents, given each file's sha256 (None: absent);
+    '' when there are none."""
+    if not hashes:
+        return ""
+    material = json.dumps(dict(sorted(hashes.items())), separators=(",", ":"))
+    return hashlib.sha256(material.encode()).hexdigest()[:32]
 
 
 def ttl_seconds(environment: Mapping[str, Any]) -> int:

@@ -33,7 +33,9 @@ class CommitAuthor(_Model):
 class SessionMount(_Model):
     """One checkout. `url` is the address staging fetches (the mounts seed's resolution);
     `repository` is owner/name on GitHub (App auth and coverage use it); `git_permissions` is
-    the scope of the mount's git credential, None when it gets none (SPEC §8)."""
+    the scope of the mount's git credential, None when it gets none (SPEC §8).
+    `event_dependent`: the ref was rendered from the event (a ref template), so the event's
+    author may have chosen it (setup snapshots are scoped by it)."""
 
     repository: str
     url: str
@@ -45,6 +47,7 @@ class SessionMount(_Model):
     commit_author: CommitAuthor | None = None
     installation_id: int | None = None
     git_permissions: dict[str, str] | None = None
+    event_dependent: bool = False
 
 
 class Requester(_Model):

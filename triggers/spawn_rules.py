@@ -168,6 +168,7 @@ def session_mount(mount: Mount, ref: str | None, grant: Grant | None) -> Session
         commit_author=CommitAuthor(name=author["name"], email=author["email"]) if author else None,
         installation_id=grant.installation_id if grant else None,
         git_permissions=mount.auth.capabilities.git_permissions() if github else None,
+        event_dependent=mount.event_dependent,
     )
 
 

@@ -70,8 +70,9 @@ def ui_session(digest: str) -> str:
 
 
 #: hash: a locally run session's lifecycle (SPEC §15): status, failure (JSON), workspace,
-#: snapshotKey, owner (the runner holding it), cancel ("1" once asked), `<status>At` times and
-#: ttl (its retention in seconds); expires with its session, never while a runner holds it
+#: snapshotKey, snapshotScope and snapshot (its setup snapshot's key, scope and outcome),
+#: owner (the runner holding it), cancel ("1" once asked), `<status>At` times and ttl (its
+#: retention in seconds); expires with its session, never while a runner holds it
 def session_run(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}:run"
 

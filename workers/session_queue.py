@@ -7,7 +7,6 @@ from pathlib import Path
 
 import redis
 
-from agents.snapshot import snapshot_key
 from triggers.session_spec import SessionSpec
 from workers import keys
 from workers.celery_app import make_celery
@@ -16,16 +15,10 @@ from workers.session_runs import SessionRuns
 from workers.sessions import SessionStore
 from workers.settings import Settings
 
-__all__ = ["RUN_SESSION", "RunnerDispatcher", "runner_dispatcher", "spec_snapshot_key"]
+__all__ = ["RUN_SESSION", "RunnerDispatcher", "runner_dispatcher"]
 
 #: the Celery task a runner runs, one per session, on keys.SESSIONS_QUEUE
 RUN_SESSION = "hookspawn.run_session"
-
-
-def spec_snapshot_key(spec: SessionSpec) -> str:
-    document = spec.to_json()
-    resource = document["environment"]["resource"]
-    return snapshot_key(resource.get("spec", {}), document["mounts"], spec.working_directory)
 
 
 class RunnerDispatcher:
@@ -52,7 +45,6 @@ class RunnerDispatcher:
         status = self.runs.queue(
             spec.id,
             workspace=str(workspace_path(self.data_dir, spec.id)),
-            snapshot_key=spec_snapshot_key(spec),
             ttl=self.sessions.retention_seconds,
         )
         created = self.sessions.create(spec)

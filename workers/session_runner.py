@@ -19,7 +19,6 @@ import redis
 
 from agents.sandbox_config import SandboxConfig
 from agents.session_env import MissingSecret, resolve_env
-from agents.snapshot import ttl_seconds
 from workers import metrics
 from workers.errors import SessionFailed
 from workers.sandbox_exec import SandboxUnavailable, confine, srt_scratch
@@ -35,6 +34,7 @@ from workers.session_logs import log_path, workspace_path
 from workers.session_runs import SessionRuns
 from workers.sessions import SessionStore
 from workers.settings import Settings
+from workers.setup_snapshot import SetupSnapshot
 from workers.snapshots import SnapshotCache
 from workers.staging import (
     Staging,
@@ -367,15 +367,20 @@ class SessionRunner:
 
     def _setup(self, run: _Run, spec: Mapping[str, Any], cwd: Path, env: dict[str, str]) -> None:
         entries = spec.get("setup") or []
-        paths = [p for e in entries for p in (e.get("cache") or {}).get("paths", [])]
-        record = self.runs.get(run.session["id"]) or {}
-        key = record.get("snapshotKey") or ""
-        restored = None
-        if paths and key:
-            restored = self.snapshots.restore(
-                key, run.workspace, ttl=ttl_seconds(spec), account=self.account
-            )
-            run.note(f"snapshot {key}: " + ("miss" if restored is None else f"restored {restored}"))
+        snapshot = SetupSnapshot(
+            self.snapshots,
+            self.runs,
+            self.owner,
+            run.session,
+            spec,
+            workspace=run.workspace,
+            home=run.home,
+            cwd=cwd,
+            account=self.account,
+            note=run.note,
+        )
+        if entries:
+            snapshot.restore()
         for entry in entries:
             script = "set -eu\n" + "\n".join(entry["commands"])
             run.note(f"setup {entry['name']}")
@@ -397,11 +402,8 @@ class SessionRunner:
                 raise SessionFailed(
                     f"setup entry {entry['name']!r} exited with status {code}", code="setup_failed"
                 )
-        if paths and key and restored is None:
-            # saved on a miss only: a hit re-saving would keep a snapshot fresh forever, and
-            # setupCache.ttl is there to bound how stale its results may get
-            saved = self.snapshots.save(key, run.workspace, paths, ttl=ttl_seconds(spec))
-            run.note(f"snapshot {key}: saved {saved}")
+        if entries:
+            snapshot.save()
 
     def _harness(self, run: _Run, cwd: Path, env: dict[str, str]) -> None:
         command = self.settings.harness_command

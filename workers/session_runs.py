@@ -23,15 +23,12 @@ TERMINAL = ("succeeded", "failed", "cancelled")
 # never expires under its runner).
 
 # Record a session as queued unless it has a run record. KEYS: run, queued index; ARGV:
-# workspace, snapshot key, now (ISO), now (epoch), session id, ttl (seconds). Answers the
-# status it has now.
+# workspace, now (ISO), now (epoch), session id, ttl (seconds). Answers the status it has now.
 _QUEUE = """
 local run, queued = KEYS[1], KEYS[2]
-local workspace, snapshot, now, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local id, ttl = ARGV[5], ARGV[6]
+local workspace, now, epoch, id, ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if redis.call('HSETNX', run, 'status', 'queued') == 1 then
-  redis.call('HSET', run, 'workspace', workspace, 'snapshotKey', snapshot, 'queuedAt', now,
-    'ttl', ttl)
+  redis.call('HSET', run, 'workspace', workspace, 'queuedAt', now, 'ttl', ttl)
   redis.call('EXPIRE', run, ttl)
   redis.call('ZADD', queued, epoch, id)
 end
@@ -83,6 +80,21 @@ redis.call('ZADD', leases, deadline, id)
 return redis.call('HGET', run, 'cancel') or '0'
 """
 
+# The holder records its setup snapshot. KEYS: run; ARGV: owner, then field/value pairs (of
+# SNAPSHOT_FIELDS). Answers 1 when recorded, 0 when the session is no longer the owner's.
+_SNAPSHOT = """
+local run, owner = KEYS[1], ARGV[1]
+if redis.call('HGET', run, 'owner') ~= owner then return 0 end
+for i = 2, #ARGV, 2 do
+  local field, value = ARGV[i], ARGV[i + 1]
+  redis.call('HSET', run, field, value)
+end
+return 1
+"""
+
+#: the run record's setup snapshot fields, as the API shows them
+SNAPSHOT_FIELDS = ("snapshotKey", "snapshotScope", "snapshot")
+
 # Cancel. KEYS: run, queued index; ARGV: now, session id. A queued session ends `cancelled`
 # at once; an active one is flagged for its runner, which kills what runs and ends it.
 # Answers the status it has now ('' when the session has no run record).
@@ -133,7 +145,15 @@ class SessionWithRun(SessionSpec):
     )
     failure: Failure | None = None
     workspace: str | None = Field(None, description="the session root on the host")
-    snapshot_key: str | None = None
+    snapshot_key: str | None = Field(
+        None, description="the setup snapshot's key, once setup has computed it"
+    )
+    snapshot_scope: str | None = Field(
+        None,
+        description="the scope of the snapshot restored or saved (branch:OWNER/NAME@BRANCH, "
+        "pull:OWNER/NAME#N, ref:OWNER/NAME@REF); before either, the one it would save into",
+    )
+    snapshot: str | None = Field(None, description="restored, saved or missed")
     log_tail: str | None = None
     times: dict[str, str] | None = Field(None, description="when it entered each status")
 
@@ -161,14 +181,15 @@ class SessionRuns:
         self._advance = client.register_script(_ADVANCE)
         self._renew = client.register_script(_RENEW)
         self._cancel = client.register_script(_CANCEL)
+        self._snapshot = client.register_script(_SNAPSHOT)
         self._lost = client.register_script(_LOST)
 
-    def queue(self, session_id: str, *, workspace: str, snapshot_key: str, ttl: int) -> str:
+    def queue(self, session_id: str, *, workspace: str, ttl: int) -> str:
         """Record the session as queued (once), kept `ttl` seconds (as its session is); its
         status now."""
         status = self._queue(
             keys=[keys.session_run(session_id), keys.RUNNER_QUEUED],
-            args=[workspace, snapshot_key, _now(), time.time(), session_id, ttl],
+            args=[workspace, _now(), time.time(), session_id, ttl],
         )
         return cast(bytes, status).decode()
 
@@ -189,6 +210,15 @@ class SessionRuns:
                 args=[owner, status, _now(), json.dumps(failure) if failure else "", session_id],
             )
         )
+
+    def note_snapshot(self, session_id: str, owner: str, **fields: str) -> bool:
+        """Record the setup snapshot's fields (SNAPSHOT_FIELDS) while the session is the
+        owner's; whether it was."""
+        unknown = set(fields) - set(SNAPSHOT_FIELDS)
+        if unknown:
+            raise ValueError(f"not a snapshot field of the run record: {sorted(unknown)}")
+        pairs = [item for pair in fields.items() for item in pair]
+        return bool(self._snapshot(keys=[keys.session_run(session_id)], args=[owner, *pairs]))
 
     def renew(self, session_id: str, owner: str, lease: float) -> bool | None:
         """Extend the lease; whether a cancel was asked (None: the session is not ours now)."""
@@ -250,7 +280,8 @@ class SessionRuns:
         )
 
     def get(self, session_id: str) -> dict[str, Any] | None:
-        """The run record as the API shows it (status, failure, workspace, snapshotKey, times);
+        """The run record as the API shows it (status, failure, workspace, the snapshot's key,
+        scope and outcome, times);
         None when the session is not run by a local runner."""
         raw = cast(dict[bytes, bytes], self.client.hgetall(keys.session_run(session_id)))
         return _view(raw) if raw else None
@@ -273,7 +304,7 @@ def _view(raw: dict[bytes, bytes]) -> dict[str, Any]:
         "status": record["status"],
         "failure": json.loads(record["failure"]) if "failure" in record else None,
         "workspace": record.get("workspace"),
-        "snapshotKey": record.get("snapshotKey"),
+        **{name: record.get(name) for name in SNAPSHOT_FIELDS},
         "times": {
             name[: -len("At")]: value for name, value in record.items() if name.endswith("At")
         },

@@ -1,98 +1,146 @@
-"""The setup snapshot cache on disk: `cache.paths` saved per key after setup, restored before it,
-removed once past its reuse window."""
+"""The setup snapshot cache on disk: the session's home as setup left it, saved per scope and
+key, restored before setup, removed once past its reuse window."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import re
 import shutil
+import stat
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
+from typing import Any
 
 from agents.snapshot import DEFAULT_TTL_SECONDS
 from workers.session_exec import Account
-from workers.staging import host_path, inside, make_dirs
+from workers.staging import inside
 from workers.tree_removal import remove_tree
 
-__all__ = ["SnapshotCache"]
+__all__ = ["SnapshotCache", "slot_of"]
 
 log = logging.getLogger(__name__)
 
 _META = "snapshot.json"
-#: a snapshot key (agents.snapshot.snapshot_key), and so the only name a saved snapshot has
+#: a slot (`slot_of`), and so the only name a saved snapshot has
 _KEY = re.compile(r"[0-9a-f]{32}")
-#: a save in progress, or what an interrupted save or replacement left (`.<key>.<suffix>`)
+#: a save in progress, or what an interrupted save or replacement left (`.<slot>.<suffix>`)
 _TRANSIENT = re.compile(r"\.[0-9a-f]{32}\..+")
 #: how long a transient directory is left alone: far longer than one save takes
 TRANSIENT_GRACE = 3600.0
 
 
+def slot_of(scope: str, key: str) -> str:
+    """Where the snapshot of `key` in `scope` is kept: one name per (scope, key), so no scope
+    can ever name another's snapshot."""
+    return hashlib.sha256(f"{scope}\0{key}".encode()).hexdigest()[:32]
+
+
 def _chown_tree(root: Path, account: Account) -> None:
     os.chown(root, account.uid, account.gid, follow_symlinks=False)
+    if root.is_symlink() or not root.is_dir():
+        return
     for parent, dirs, files in os.walk(root):
         for name in (*dirs, *files):
             os.chown(Path(parent) / name, account.uid, account.gid, follow_symlinks=False)
 
 
+def _left_out(skip: Collection[Path]) -> Callable[[str, list[str]], set[str]]:
+    """copytree's `ignore`: the skipped paths (checkouts, staged afresh each session) and
+    anything but directories, regular files and links (a FIFO would block the copy)."""
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        out = set()
+        for name in names:
+            path = Path(directory) / name
+            mode = path.lstat().st_mode
+            if path in skip or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                out.add(name)
+        return out
+
+    return ignore
+
+
 class SnapshotCache:
-    """`<root>/<key>/` holds `snapshot.json` (saved time, paths) and `files/<path>` per
-    cached path (its sandbox path without the leading `/`)."""
+    """`<root>/<slot>/` holds `snapshot.json` (saved time, expiry, the saver's record: scope,
+    key, whether it ran pull-request code) and `home/`, the session's home as setup left it."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def restore(
-        self, key: str, workspace: Path, *, ttl: float, account: Account | None
-    ) -> list[str] | None:
-        """Copy a fresh snapshot's paths into the workspace; the paths, or None on a miss
-        (none saved, or saved longer than `ttl` seconds ago)."""
-        meta_file = self.root / key / _META
+    def record(self, slot: str, *, ttl: float) -> dict[str, Any] | None:
+        """The record of a fresh snapshot in `slot`; None when there is none, or it was saved
+        longer than `ttl` seconds ago."""
         try:
-            meta = json.loads(meta_file.read_text())
-        except (OSError, ValueError):
+            meta = json.loads((self.root / slot / _META).read_text())
+            if time.time() - float(meta.get("savedAt", 0)) > ttl:
+                return None
+        except (OSError, ValueError, TypeError, AttributeError):
             return None
-        if time.time() - float(meta.get("savedAt", 0)) > ttl:
-            return None
-        restored = []
-        for path in meta.get("paths", []):
-            source = self.root / key / "files" / path.lstrip("/")
-            if not source.exists():
-                continue
-            target = host_path(workspace, path)
-            if not inside(workspace, target.parent):
-                continue  # a link out of the session root: never write through it as root
-            if target.is_symlink():
-                target.unlink()
-            elif target.exists():
-                shutil.rmtree(target)
-            make_dirs(workspace, target.parent, account)
-            shutil.copytree(source, target, symlinks=True)
-            if account:
-                _chown_tree(target, account)
-            restored.append(path)
-        return restored
+        return meta if isinstance(meta, dict) else None
 
-    def save(self, key: str, workspace: Path, paths: Iterable[str], *, ttl: float) -> list[str]:
-        """Save the paths that exist in the workspace under `key` (replacing an older save),
-        to be pruned `ttl` seconds on; the paths saved."""
-        staging = self.root / f".{key}.{uuid.uuid4().hex}"
-        saved = []
-        for path in paths:
-            source = host_path(workspace, path)
-            if not inside(workspace, source) or not source.is_dir():
+    def restore(
+        self,
+        slot: str,
+        home: Path,
+        workspace: Path,
+        *,
+        account: Account | None,
+        skip: Collection[Path],
+    ) -> bool:
+        """Copy the snapshot's home into the session's `home` (never into a `skip`ped path, nor
+        through a link); False when it holds none."""
+        source = self.root / slot / "home"
+        if not source.is_dir() or home.is_symlink() or not inside(workspace, home):
+            return False
+        self._merge(source, home, account, set(skip))
+        return True
+
+    def _merge(self, source: Path, target: Path, account: Account | None, skip: set[Path]) -> None:
+        for entry in sorted(source.iterdir()):
+            dest = target / entry.name
+            if dest in skip:
                 continue
-            shutil.copytree(source, staging / "files" / path.lstrip("/"), symlinks=True)
-            saved.append(path)
-        staging.mkdir(parents=True, exist_ok=True)
+            if dest.is_dir() and not dest.is_symlink():
+                if entry.is_dir() and not entry.is_symlink():
+                    self._merge(entry, dest, account, skip)  # a directory staging made
+                continue
+            if dest.is_symlink() or dest.exists():
+                dest.unlink()
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.copytree(entry, dest, symlinks=True, ignore=_left_out(skip))
+            else:
+                shutil.copy2(entry, dest, follow_symlinks=False)
+            if account:
+                _chown_tree(dest, account)
+
+    def save(
+        self,
+        slot: str,
+        home: Path,
+        workspace: Path,
+        *,
+        ttl: float,
+        record: Mapping[str, Any],
+        skip: Collection[Path],
+    ) -> bool:
+        """Save `home` (but the `skip`ped paths) into `slot` with `record`, replacing an older
+        save, to be pruned `ttl` seconds on; False when the home is not there to save (or is
+        a link out of the session root)."""
+        if home.is_symlink() or not home.is_dir() or not inside(workspace, home):
+            return False
+        staging = self.root / f".{slot}.{uuid.uuid4().hex}"
+        self.root.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(home, staging / "home", symlinks=True, ignore=_left_out(set(skip)))
         now = time.time()
-        meta = {"savedAt": now, "expiresAt": now + ttl, "paths": saved}
+        meta = {**record, "savedAt": now, "expiresAt": now + ttl}
         (staging / _META).write_text(json.dumps(meta))
-        final = self.root / key
-        old = self.root / f".{key}.old.{uuid.uuid4().hex}"
+        final = self.root / slot
+        old = self.root / f".{slot}.old.{uuid.uuid4().hex}"
         if final.exists():
             final.rename(old)
         staging.rename(final)
@@ -101,7 +149,7 @@ class SnapshotCache:
                 remove_tree(old)
             except OSError as exc:  # the saved snapshot stands; the sweep retries this one
                 log.warning("could not remove the replaced setup snapshot %s: %s", old, exc)
-        return saved
+        return True
 
     def _expired(self, entry: Path, now: float) -> bool:
         if _TRANSIENT.fullmatch(entry.name):

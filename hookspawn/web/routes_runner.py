@@ -31,8 +31,8 @@ class CancelAnswer(BaseModel):
 
 
 def run_view(rt: Runtime, session_id: str) -> dict[str, Any] | None:
-    """The runner's fields of GET /sessions/{id} (status, failure, workspace, snapshotKey,
-    logTail); None when the session is not run by a local runner."""
+    """The runner's fields of GET /sessions/{id} (status, failure, workspace, the snapshot's
+    key, scope and outcome, logTail); None when the session is not run by a local runner."""
     runs = SessionRuns(rt.client)
     view = runs.get(session_id)
     if view is None:

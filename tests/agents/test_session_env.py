@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from agents.session_env import MissingSecret, resolve_env
-from agents.snapshot import DEFAULT_TTL_SECONDS, snapshot_key, ttl_seconds
+from agents.snapshot import (
+    DEFAULT_TTL_SECONDS,
+    cache_files,
+    files_digest,
+    snapshot_key,
+    ttl_seconds,
+)
 
 SPEC: dict[str, Any] = {
     "image": {"kind": "preset", "name": "node24"},
@@ -16,7 +22,15 @@ SPEC: dict[str, Any] = {
     "env": {},
 }
 MOUNTS = [
-    {"url": "https://github.com/a/b.git", "mountPath": "/workspace/b", "depth": 1, "ref": "main"}
+    {
+        "url": "https://github.com/a/b.git",
+        "mountPath": "/workspace/b",
+        "depth": 1,
+        "ref": "main",
+        "auth": "githubApp",
+        "capabilities": {"contents": "read"},
+        "eventDependent": False,
+    }
 ]
 
 
@@ -45,7 +59,9 @@ def _changed(**change: Any) -> dict[str, Any]:
 def test_the_snapshot_key_changes_with_what_setup_depends_on() -> None:
     key = snapshot_key(SPEC, MOUNTS, "/workspace/b")
     assert key == snapshot_key(dict(reversed(list(SPEC.items()))), MOUNTS, "/workspace/b")
-    assert key == snapshot_key(SPEC, [{**MOUNTS[0], "ref": "refs/pull/9/head"}], "/workspace/b")
+    # how the ref was written is the scope's business, not the key's
+    assert key == snapshot_key(SPEC, [{**MOUNTS[0], "eventDependent": True}], "/workspace/b")
+    assert key == snapshot_key(SPEC, MOUNTS, "/workspace/b", files_digest({}))
     different = [
         snapshot_key(_changed(image={"kind": "preset", "name": "node22"}), MOUNTS, "/workspace/b"),
         snapshot_key(_changed(steps=["RUN false"]), MOUNTS, "/workspace/b"),
@@ -67,9 +83,27 @@ def test_the_snapshot_key_changes_with_what_setup_depends_on() -> None:
         ),
         snapshot_key(SPEC, [{**MOUNTS[0], "mountPath": "/workspace/c"}], "/workspace/b"),
         snapshot_key(SPEC, MOUNTS, "/workspace/b/sub"),
+        snapshot_key(SPEC, [{**MOUNTS[0], "ref": "refs/pull/9/head"}], "/workspace/b"),
+        snapshot_key(SPEC, [{**MOUNTS[0], "auth": "none", "capabilities": None}], "/workspace/b"),
+        snapshot_key(SPEC, [{**MOUNTS[0], "capabilities": {"contents": "write"}}], "/workspace/b"),
+        snapshot_key(SPEC, MOUNTS, "/workspace/b", files_digest({"package-lock.json": "ab"})),
+        snapshot_key(SPEC, MOUNTS, "/workspace/b", files_digest({"package-lock.json": None})),
     ]
     assert key not in different
     assert len(set(different)) == len(different)
+
+
+def test_cache_files_are_every_entry_s_files_once() -> None:
+    spec = _changed(
+        setup=[
+            {"name": "a", "commands": ["x"], "cache": {"key": "k", "files": ["a.lock", "b.lock"]}},
+            {"name": "b", "commands": ["y"]},
+            {"name": "c", "commands": ["z"], "cache": {"key": "k", "files": ["b.lock"]}},
+        ]
+    )
+    assert cache_files(spec) == ["a.lock", "b.lock"]
+    assert files_digest({"a": "1", "b": None}) == files_digest({"b": None, "a": "1"})
+    assert files_digest({"a": "1"}) != files_digest({"a": "2"})
 
 
 def test_ttl() -> None:

@@ -189,3 +189,49 @@ def test_files_named_inside_messages_open_from_here_too(tmp_path: Path) -> None:
         "project/.auto/fragments/b.yaml → project/.auto/fragments/c.yaml → "
         "project/.auto/fragments/b.yaml"
     ) in lines
+
+
+def test_the_examples_say_which_agents_run_the_same_setup_and_where_each_snapshot_goes(
+    tmp_path: Path,
+) -> None:
+    lines = check(str(EXAMPLES), cwd=tmp_path).stdout.splitlines()
+    start = lines.index("snapshots: fix-command, pr-review run the same setup")
+    assert lines[start + 1] == (
+        "  fix-command: saves into branch:acme/widgets@main; saves and restores there"
+    )
+    assert lines[start + 2].startswith(
+        "  pr-review: saves into pull:acme/widgets#N (pull-request code; N: its pull request); "
+        "restores only from its base branch's scope (privileged: "
+    )
+    assert "env TS_AUTHKEY: $secret" in lines[start + 2]
+    assert lines[start + 3] == "  none of them shares a snapshot: their refs or auth differ"
+    body = json.loads(check(str(EXAMPLES), "--json", cwd=tmp_path).stdout)
+    (group,) = body["snapshots"]
+    assert (group["agents"], group["shared"]) == (["fix-command", "pr-review"], [])
+    assert group["scopes"]["fix-command"] == "branch:acme/widgets@main"
+
+
+SETUP_AGENT = """\
+environment:
+  name: shared
+  image: {kind: preset, name: node24}
+  setup: [{name: deps, commands: [npm ci]}]
+mounts:
+  - {kind: git, repository: acme/widgets, mountPath: /w, ref: main, auth: {kind: none}}
+"""
+
+
+def test_agents_with_the_same_setup_ref_and_auth_share_one_snapshot(tmp_path: Path) -> None:
+    for name in ("one", "two"):
+        write(tmp_path, f"{name}.yaml", f"name: {name}\nharness: claude-code\n" + SETUP_AGENT)
+    other = SETUP_AGENT.replace("ref: main", "ref: '{{payload.github.pullRequest.head.sha}}'")
+    write(tmp_path, "three.yaml", "name: three\nharness: claude-code\n" + other)
+    lines = check(".auto", cwd=tmp_path).stdout.splitlines()
+    assert "snapshots: one, three, two run the same setup" in lines
+    assert "  one and two share one snapshot in branch:acme/widgets@main" in lines
+    assert (
+        "  three: saves into the ref the event names (acme/widgets at "
+        "{{payload.github.pullRequest.head.sha}}): a branch scope when the event shows it is a "
+        "branch of the repository, else its pull request's; restores from there, else (as "
+        "pull-request code) from its base branch's scope"
+    ) in lines

@@ -204,7 +204,7 @@ mounts:
   - kind: git
     repository: Codertocat/Space
     mountPath: /workspace/space
-    ref: main
+    ref: "{{payload.github.pullRequest.head.sha}}"
     auth: {kind: githubApp, capabilities: {contents: none}}
   - kind: git
     repository: Codertocat/Ops
@@ -258,6 +258,11 @@ def test_each_github_app_mount_carries_its_git_credential_scope(tree: Tree) -> N
     # the one source: the capabilities' own rule
     agent = tree.agent(MOUNTS)
     assert hello["gitPermissions"] == agent.mounts[0].auth.capabilities.git_permissions()
+
+
+def test_a_mount_whose_ref_the_event_supplied_says_so(tree: Tree) -> None:
+    mounts = _agent_spec(tree)["mounts"]
+    assert [m["eventDependent"] for m in mounts] == [False, False, True, False]
 
 
 def _sender(**sender: Any) -> dict[str, Any]:

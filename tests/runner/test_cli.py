@@ -135,6 +135,8 @@ def test_get_session_gains_exactly_the_runner_fields(
         "failure",
         "workspace",
         "snapshotKey",
+        "snapshotScope",
+        "snapshot",
         "logTail",
         "times",
     }
@@ -142,10 +144,11 @@ def test_get_session_gains_exactly_the_runner_fields(
     assert queued["failure"] is None
     assert queued["logTail"] == ""
     assert queued["workspace"] == str((settings.data_dir / "workspaces" / session_id).absolute())
-    assert len(queued["snapshotKey"]) == 32
+    # the key covers the cache.files in the checkout: known once setup computes it
+    assert (queued["snapshotKey"], queued["snapshotScope"], queued["snapshot"]) == (None,) * 3
     (item,) = listed
     assert item["status"] == "queued"
-    assert item["snapshotKey"] == queued["snapshotKey"]
+    assert item["snapshotKey"] is None
     assert "logTail" not in item
 
 

@@ -96,9 +96,19 @@ class Stack:
 
 
 @contextmanager
-def github_app_stack(redis_url: str, shared_dir: Path, origin: Origin) -> Iterator[Stack]:
+def github_app_stack(
+    redis_url: str,
+    shared_dir: Path,
+    origin: Origin,
+    *,
+    pr_review: dict[str, Any] | None = None,
+    agents: Callable[[Path], None] | None = None,
+    **overrides: Any,
+) -> Iterator[Stack]:
     """The stack, its runner not started (`Stack.runner`): HOOKSPAWN_PUBLIC_URL is the web
-    app's own address, HOOKSPAWN_GIT_URL_REWRITE maps https://github.com/ to the git server."""
+    app's own address, HOOKSPAWN_GIT_URL_REWRITE maps https://github.com/ to the git server.
+    `pr_review`: `write_agent` arguments for the agent the delivery spawns, over the default;
+    `agents(agents_dir)` writes more agents; `overrides`: more settings."""
     secrets: dict[str, str] = {}
     lock = threading.Lock()
 
@@ -126,14 +136,17 @@ def github_app_stack(redis_url: str, shared_dir: Path, origin: Origin) -> Iterat
                 # git and its credential helper run as the session's account, which must be able
                 # to run this interpreter; a root-run suite may keep it in root's home
                 runner_user="",
+                **overrides,
             )
-            write_agent(
-                settings.agents_dir,
-                "pr-review",
-                mounts=MOUNT_GITHUB_APP.format(ref=PR_HEAD_REF),
-                setup=[{"name": "deps", "commands": ["cp widget.py ../setup.txt"]}],
-                triggers=PR_REVIEW_TRIGGER,
-            )
+            review: dict[str, Any] = {
+                "mounts": MOUNT_GITHUB_APP.format(ref=PR_HEAD_REF),
+                "setup": [{"name": "deps", "commands": ["cp widget.py ../setup.txt"]}],
+                "triggers": PR_REVIEW_TRIGGER,
+                **(pr_review or {}),
+            }
+            write_agent(settings.agents_dir, "pr-review", **review)
+            if agents is not None:
+                agents(settings.agents_dir)
             rt = build_runtime(settings)
             try:
                 with live_client(create_app(rt), port) as http, running_worker(rt):

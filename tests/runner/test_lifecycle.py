@@ -81,11 +81,14 @@ triggers:
 
 
 def widgets_payload(webhooks_dir: Path) -> dict[str, object]:
-    """GitHub's pull_request.opened example, moved to acme/widgets."""
+    """GitHub's pull_request.opened example, moved to acme/widgets (its base; its head stays
+    in Codertocat/Hello-World, a fork's as it were)."""
     payload = json.loads((webhooks_dir / "pull_request" / "opened.payload.json").read_text())
-    payload["repository"]["name"] = "widgets"
-    payload["repository"]["full_name"] = "acme/widgets"
-    payload["repository"]["owner"]["login"] = "acme"
+    for repository in (payload["repository"], payload["pull_request"]["base"]["repo"]):
+        repository["name"] = "widgets"
+        repository["full_name"] = "acme/widgets"
+        repository["owner"]["login"] = "acme"
+    payload["pull_request"]["base"]["ref"] = "main"  # the branch `origin` has
     assert payload["number"] == PR_NUMBER
     return dict(payload)
 

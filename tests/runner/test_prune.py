@@ -40,7 +40,7 @@ def _session_files(data_dir: Path, session_id: str) -> list[Path]:
 
 
 def _queue(runs: SessionRuns, session_id: str, ttl: int) -> None:
-    runs.queue(session_id, workspace="/w", snapshot_key="k", ttl=ttl)
+    runs.queue(session_id, workspace="/w", ttl=ttl)
 
 
 def test_only_the_files_of_expired_sessions_are_removed(
@@ -75,13 +75,16 @@ def _workspace(root: Path) -> Path:
     return root
 
 
+def _save(cache: SnapshotCache, slot: str, workspace: Path, *, ttl: float) -> bool:
+    home = workspace / "home" / "user"
+    return cache.save(slot, home, workspace, ttl=ttl, record={"scope": "s"}, skip=())
+
+
 def test_snapshots_past_their_reuse_window_are_removed_and_nothing_else(tmp_path: Path) -> None:
     cache = SnapshotCache(tmp_path / "snapshots")
     workspace = _workspace(tmp_path / "ws")
-    assert cache.save(KEY_FRESH, workspace, ["/home/user/.cache"], ttl=3600) == [
-        "/home/user/.cache"
-    ]
-    assert cache.save(KEY_STALE, workspace, ["/home/user/.cache"], ttl=60) == ["/home/user/.cache"]
+    assert _save(cache, KEY_FRESH, workspace, ttl=3600)
+    assert _save(cache, KEY_STALE, workspace, ttl=60)
     root = tmp_path / "snapshots"
     interrupted = root / f".{KEY_FRESH}.0123abcd"  # what a save cut short leaves
     interrupted.mkdir()
@@ -103,8 +106,11 @@ def test_snapshots_past_their_reuse_window_are_removed_and_nothing_else(tmp_path
     )
     assert (outside / "precious").read_text() == "kept"
     fresh = tmp_path / "fresh"
-    assert cache.restore(KEY_STALE, fresh, ttl=10**6, account=None) is None
-    assert cache.restore(KEY_FRESH, fresh, ttl=3600, account=None) == ["/home/user/.cache"]
+    (fresh / "home/user").mkdir(parents=True)
+    assert cache.record(KEY_STALE, ttl=10**6) is None
+    assert not cache.restore(KEY_STALE, fresh / "home/user", fresh, account=None, skip=())
+    assert cache.record(KEY_FRESH, ttl=3600) is not None
+    assert cache.restore(KEY_FRESH, fresh / "home/user", fresh, account=None, skip=())
     assert (fresh / "home/user/.cache/mod/module.go").read_text() == "package mod\n"
     assert cache.prune() == []
 
@@ -127,8 +133,8 @@ def test_a_runner_prunes_as_it_sweeps(redis_url: str, tmp_path: Path) -> None:
     (tmp_path / "outside").mkdir()
     files = _session_files(tmp_path, EXPIRED)
     cache = SnapshotCache(tmp_path / "snapshots")
-    cache.save(KEY_STALE, _workspace(tmp_path / "ws"), ["/home/user/.cache"], ttl=0)
-    cache.save(KEY_FRESH, tmp_path / "ws", ["/home/user/.cache"], ttl=3600)
+    assert _save(cache, KEY_STALE, _workspace(tmp_path / "ws"), ttl=0)
+    assert _save(cache, KEY_FRESH, tmp_path / "ws", ttl=3600)
     service = RunnerService(settings, prune_every=0.2)
     sweeper = service.sweeper.start()
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from tests.conftest import make_settings, wait_for
@@ -24,7 +25,7 @@ TTL = 3600
 
 
 def _queued(runs: SessionRuns, session_id: str = "s1") -> str:
-    return runs.queue(session_id, workspace="/w/s1", snapshot_key="k1", ttl=TTL)
+    return runs.queue(session_id, workspace="/w/s1", ttl=TTL)
 
 
 def _status(runs: SessionRuns, session_id: str) -> tuple[str, str | None]:
@@ -33,14 +34,34 @@ def _status(runs: SessionRuns, session_id: str) -> tuple[str, str | None]:
     return view["status"], (view["failure"] or {}).get("code")
 
 
+def test_only_the_holder_records_the_snapshot(redis_client: redis.Redis) -> None:
+    runs = SessionRuns(redis_client)
+    _queued(runs)
+    assert not runs.note_snapshot("s1", "a", snapshot="saved")  # queued: nobody holds it
+    assert runs.claim("s1", "a", 30)
+    assert not runs.note_snapshot("s1", "b", snapshot="saved")
+    assert runs.note_snapshot("s1", "a", snapshotKey="k", snapshotScope="pull:o/r#2")
+    assert runs.note_snapshot("s1", "a", snapshot="saved")
+    view = runs.get("s1")
+    assert view is not None
+    assert (view["snapshotKey"], view["snapshotScope"], view["snapshot"]) == (
+        "k",
+        "pull:o/r#2",
+        "saved",
+    )
+    with pytest.raises(ValueError, match="status"):
+        runs.note_snapshot("s1", "a", status="succeeded")
+    assert runs.get("s1") == view
+
+
 def test_queue_records_once(redis_client: redis.Redis) -> None:
     runs = SessionRuns(redis_client)
     assert _queued(runs) == "queued"
     assert runs.claim("s1", "a", 30)
-    assert runs.queue("s1", workspace="/other", snapshot_key="k2", ttl=TTL) == "staging"
+    assert runs.queue("s1", workspace="/other", ttl=TTL) == "staging"
     view = runs.get("s1")
     assert view is not None
-    assert (view["workspace"], view["snapshotKey"], view["failure"]) == ("/w/s1", "k1", None)
+    assert (view["workspace"], view["snapshotKey"], view["failure"]) == ("/w/s1", None, None)
     assert set(view["times"]) == {"queued", "staging"}
     assert runs.get("nope") is None
 
@@ -182,7 +203,7 @@ def test_a_queued_session_whose_record_expired_is_not_queued_again(
 ) -> None:
     runs = SessionRuns(redis_client)
     _queued(runs, "kept")
-    runs.queue("expiring", workspace="/w/e", snapshot_key="k", ttl=1)
+    runs.queue("expiring", workspace="/w/e", ttl=1)
     wait_for(lambda: not redis_client.exists(keys.session_run("expiring")), timeout=5)
     assert runs.waiting_since(-1) == ["kept"]
     assert redis_client.zrange(keys.RUNNER_QUEUED, 0, -1) == [b"kept"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ from tests.runner.conftest import (
     running_runner,
     write_agent,
 )
-from workers.snapshots import SnapshotCache
+from workers.snapshots import SnapshotCache, slot_of
 
 FILL = (
     'if [ -f "$HOME/.cache/deps/marker" ]; then echo restored > "$HOME/outcome"; '
@@ -52,8 +54,12 @@ def test_a_later_session_with_the_same_key_restores_the_cached_paths(
     assert outcome(first) == "filled"
     assert outcome(second) == "restored"
     assert first["snapshotKey"] == second["snapshotKey"]
-    assert (settings.data_dir / "snapshots" / first["snapshotKey"]).is_dir()
-    assert "restored ['/home/user/.cache/deps']" in second["logTail"]
+    scope = "branch:acme/widgets@main"
+    assert (first["snapshot"], first["snapshotScope"]) == ("saved", scope)
+    assert (second["snapshot"], second["snapshotScope"]) == ("restored", scope)
+    slot = slot_of(scope, first["snapshotKey"])
+    assert (settings.data_dir / "snapshots" / slot / "home" / ".cache" / "deps").is_dir()
+    assert f"snapshot {first['snapshotKey']}: restored from {scope}" in second["logTail"]
     assert "saved" in first["logTail"]
     assert "saved" not in second["logTail"]  # a hit keeps the snapshot's age: the TTL holds
     for name in ("changed-command", "bumped-key"):
@@ -61,6 +67,7 @@ def test_a_later_session_with_the_same_key_restores_the_cached_paths(
         assert session["snapshotKey"] != first["snapshotKey"]
         assert outcome(session) == "filled"
         assert f"snapshot {session['snapshotKey']}: miss" in session["logTail"]
+        assert session["snapshot"] == "saved"
 
 
 def test_the_cache_never_copies_through_a_link_out_of_the_session_root(tmp_path: Path) -> None:
@@ -73,13 +80,26 @@ def test_the_cache_never_copies_through_a_link_out_of_the_session_root(tmp_path:
     (home / ".cache").symlink_to(outside)
     (home / "kept").mkdir()
     (home / "kept" / "file").write_text("cached\n")
+    os.mkfifo(home / "pipe")  # copied, it would block the save for good
+    checkout = home / "src"
+    checkout.mkdir()
+    (checkout / "tracked").write_text("staged\n")
     cache = SnapshotCache(tmp_path / "snapshots")
-    saved = cache.save("k", workspace, ["/home/user/.cache", "/home/user/kept"], ttl=60)
-    assert saved == ["/home/user/kept"]
+    assert cache.save("k", home, workspace, ttl=60, record={"scope": "s"}, skip=[checkout])
+    saved = tmp_path / "snapshots" / "k" / "home"
+    assert sorted(p.name for p in saved.iterdir()) == [".cache", "kept"]
+    assert (saved / ".cache").is_symlink()  # kept as a link, its target never read
     fresh = tmp_path / "fresh"
     (fresh / "home").mkdir(parents=True)
     (fresh / "home" / "user").symlink_to(outside)
-    assert cache.restore("k", fresh, ttl=60, account=None) == []
+    assert not cache.restore("k", fresh / "home" / "user", fresh, account=None, skip=())
     assert sorted(p.name for p in outside.iterdir()) == ["private"]
-    assert cache.restore("k", workspace, ttl=60, account=None) == ["/home/user/kept"]
+    # restored over a fresh home: never over the checkout staged there
+    shutil.rmtree(home)
+    (checkout).mkdir(parents=True)
+    (checkout / "tracked").write_text("fresh\n")
+    assert cache.restore("k", home, workspace, account=None, skip=[checkout])
     assert (home / "kept" / "file").read_text() == "cached\n"
+    assert (checkout / "tracked").read_text() == "fresh\n"
+    assert (home / ".cache").is_symlink()
+    assert sorted(p.name for p in outside.iterdir()) == ["private"]

@@ -131,6 +131,7 @@ def test_get_session_gains_exactly_the_runner_fields(
     # beside the spec: the run's fields, and the broker's audit (issue 18)
     assert set(queued) - spec_fields == {
         "audit",
+        "failedAuthentications",
         "status",
         "failure",
         "workspace",

@@ -98,6 +98,27 @@ def test_a_normal_session_runs_in_a_cgroup_of_its_own_with_the_environments_reso
 
 
 @needs_cgroups
+def test_a_session_run_as_root_cannot_lift_its_own_limits(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(
+        redis_url, shared_dir, origin, runner_user="", session_max_processes=64
+    )
+    lift = (
+        'p=$(grep ":pids:" /proc/self/cgroup | cut -d: -f3); f="/sys/fs/cgroup/pids$p/pids.max"; '
+        'if echo max > "$f"; then echo lifted > "$HOME/outcome"; fi; '
+        'if echo $$ > /sys/fs/cgroup/pids/cgroup.procs; then echo left >> "$HOME/outcome"; fi; '
+        'cat "$f" >> "$HOME/outcome"'
+    )
+    _agent(settings.agents_dir, "lifter", [lift])
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session = _ended(hs, hs.start("lifter"))
+    assert session["status"] == "succeeded", session
+    outcome = Path(session["workspace"]) / "home" / "user" / "outcome"
+    assert outcome.read_text() == "64\n"
+
+
+@needs_cgroups
 def test_a_setup_past_its_memory_limit_fails_and_the_runner_goes_on(
     redis_url: str, shared_dir: Path, origin: Origin
 ) -> None:

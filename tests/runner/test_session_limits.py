@@ -80,7 +80,8 @@ def test_a_normal_session_runs_in_a_cgroup_of_its_own_with_the_environments_reso
     redis_url: str, shared_dir: Path, origin: Origin
 ) -> None:
     assert CGROUPS is not None and CGROUPS.version == 1  # this host's kind
-    settings = runner_settings(redis_url, shared_dir, origin)
+    harness = '/bin/sh -c \'grep -E ":(memory|pids|cpu):" /proc/self/cgroup > "$HOME/harness"\''
+    settings = runner_settings(redis_url, shared_dir, origin, harness_command=harness)
     _agent(settings.agents_dir, "bounded", [RECORD], "{memoryMB: 256, cpuCount: 1}")
     with hookspawn_web(settings) as hs, running_runner(settings):
         session = _ended(hs, hs.start("bounded"))
@@ -89,6 +90,7 @@ def test_a_normal_session_runs_in_a_cgroup_of_its_own_with_the_environments_reso
     lines = home.joinpath("cgroups").read_text().splitlines()
     assert len(lines) == 3
     assert all(line.endswith(f"/hookspawn/{session['id']}") for line in lines), lines
+    assert home.joinpath("harness").read_text().splitlines() == lines  # the harness too
     assert home.joinpath("memory").read_text().strip() == str(256 * 1024 * 1024)
     assert home.joinpath("pids").read_text().strip() == "512"
     assert home.joinpath("quota").read_text().strip() == "100000"

@@ -205,37 +205,56 @@ class SessionCgroup:
             return 0
         return int(found.group(1)) if found else 0
 
-    def _tasks(self) -> set[int]:
-        pids: set[int] = set()
-        for path in self.paths:
-            with contextlib.suppress(OSError):
-                pids.update(int(p) for p in (path / "cgroup.procs").read_text().split())
-        return pids
-
     def remove(self) -> None:
         """Kill what is left in the cgroup, then remove it (a failure is logged)."""
         for fd in self._fds:
             os.close(fd)
         self._fds = []
-        deadline = time.monotonic() + _REMOVE_SECONDS
-        while (left := self._tasks()) and time.monotonic() < deadline:
-            for pid in left:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.02)
-        for path in self.paths:
-            try:
-                path.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                log.warning("could not remove the session cgroup %s: %s", path, exc.strerror)
+        _remove(self.paths)
+
+
+def _remove(paths: list[Path]) -> None:
+    """Kill every process in the cgroups `paths` (one per hierarchy), then remove them."""
+    deadline = time.monotonic() + _REMOVE_SECONDS
+    while time.monotonic() < deadline:
+        left: set[int] = set()
+        for path in paths:
+            with contextlib.suppress(OSError):
+                left.update(int(p) for p in (path / "cgroup.procs").read_text().split())
+        if not left:
+            break
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+    for path in paths:
+        try:
+            path.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("could not remove the session cgroup %s: %s", path, exc.strerror)
+
+
+def _sweep(top: Path) -> None:
+    """Remove what runners no longer running left in `top` (`<pid>/<session id>`: a runner
+    killed outright cannot remove its sessions' cgroups itself)."""
+    try:
+        runners = [e for e in top.iterdir() if e.is_dir() and e.name.isdigit()]
+    except OSError:
+        return
+    for runner in runners:
+        if int(runner.name) == os.getpid() or Path(f"/proc/{runner.name}").exists():
+            continue
+        with contextlib.suppress(OSError):
+            _remove([e for e in runner.iterdir() if e.is_dir()])
+            runner.rmdir()
 
 
 @dataclass(frozen=True)
 class SessionCgroups:
-    """Where a runner makes its sessions' cgroups: `hookspawn/` in its own cgroup of each
-    hierarchy, so whatever limits the runner itself stay above every session."""
+    """Where a runner makes its sessions' cgroups: `hookspawn/<its pid>/` in its own cgroup of
+    each hierarchy, so whatever limits the runner itself stay above every session."""
 
     version: int
     parents: Mapping[str, Path]
@@ -245,16 +264,20 @@ class SessionCgroups:
         """This host's, checked by making (and removing) one cgroup with every limit set.
         Raises CgroupsUnavailable saying why none can be made."""
         version, own = _own_dirs(proc)
-        parents = {c: path / PARENT for c, path in own.items()}
+        tops = {c: path / PARENT for c, path in own.items()}
+        parents = {c: path / str(os.getpid()) for c, path in tops.items()}
         try:
             if version == 2:
                 # controllers reach a cgroup's children only when its parent hands them down
                 enable = " ".join(f"+{c}" for c in CONTROLLERS)
                 _write(own["memory"] / "cgroup.subtree_control", enable)
-                parents["memory"].mkdir(exist_ok=True)
-                _write(parents["memory"] / "cgroup.subtree_control", enable)
-            for path in dict.fromkeys(parents.values()):
+                for path in (tops["memory"], parents["memory"]):
+                    path.mkdir(exist_ok=True)
+                    _write(path / "cgroup.subtree_control", enable)
+            for path in dict.fromkeys([*tops.values(), *parents.values()]):
                 path.mkdir(exist_ok=True)
+            for path in dict.fromkeys(tops.values()):
+                _sweep(path)
             found = cls(version, parents)
             found.make(f"probe-{os.getpid()}", CgroupLimits(_MIB * 64, 1, 64)).remove()
         except OSError as exc:

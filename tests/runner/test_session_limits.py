@@ -4,6 +4,8 @@ and CPU, the process cap) and the disk limit on its session root."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +94,8 @@ def test_a_normal_session_runs_in_a_cgroup_of_its_own_with_the_environments_reso
     home = Path(session["workspace"]) / "home" / "user"
     lines = home.joinpath("cgroups").read_text().splitlines()
     assert len(lines) == 3
-    assert all(line.endswith(f"/hookspawn/{session['id']}") for line in lines), lines
+    made = f"/hookspawn/{os.getpid()}/{session['id']}"  # the runner is this process
+    assert all(line.endswith(made) for line in lines), lines
     assert home.joinpath("harness").read_text().splitlines() == lines  # the harness too
     assert home.joinpath("memory").read_text().strip() == str(256 * 1024 * 1024)
     assert home.joinpath("pids").read_text().strip() == "512"
@@ -242,3 +245,30 @@ def test_the_disk_limit_is_checked_before_a_snapshot_is_saved(
         limits.check_disk()
     assert failed.value.code == "disk_limit_exceeded"
     assert "past HOOKSPAWN_SESSION_DISK_LIMIT (1 MiB)" in failed.value.message
+
+
+@needs_cgroups
+def test_a_runner_starting_removes_what_a_runner_killed_outright_left(tmp_path: Path) -> None:
+    assert CGROUPS is not None
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    tops = [p.parent for p in CGROUPS.parents.values()]
+    stale = [top / str(gone.pid) / "hs-left" for top in tops]
+    for path in stale:
+        path.mkdir(parents=True, exist_ok=True)
+    procs = [os.open(path / "cgroup.procs", os.O_WRONLY) for path in dict.fromkeys(stale)]
+
+    def enter() -> None:
+        for fd in procs:
+            os.write(fd, b"0")
+
+    left = subprocess.Popen(["sleep", "120"], preexec_fn=enter)
+    for fd in procs:
+        os.close(fd)
+    try:
+        SessionCgroups.find()
+        assert left.wait(10) == -9  # killed
+        assert not any(path.parent.exists() for path in stale)
+    finally:
+        left.kill()
+        left.wait()

@@ -11,6 +11,7 @@ from workers.session_runs import SessionRuns
 
 __all__ = ["Heartbeat"]
 
+#: the runner's logger: a renewal failure is reported under the name it always had
 log = logging.getLogger("workers.session_runner")
 
 

@@ -29,13 +29,17 @@ def die_with_parent(sig: int, parent: int) -> None:
         os.kill(os.getpid(), sig)
 
 
-def tied_to_this_process(sig: int = signal.SIGKILL) -> Callable[[], None]:
+def tied_to_this_process(
+    sig: int = signal.SIGKILL, *, then: Callable[[], None] | None = None
+) -> Callable[[], None]:
     """A `preexec_fn` for `subprocess.Popen`: the child gets `sig` when the calling process
     dies. (The kernel watches the thread that forks the child: call Popen from a thread that
-    lives as long as the child should, as the main thread does.)"""
+    lives as long as the child should, as the main thread does.) `then`: run after that."""
     parent = os.getpid()
 
     def preexec() -> None:
         die_with_parent(sig, parent)
+        if then is not None:
+            then()
 
     return preexec

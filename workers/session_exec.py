@@ -84,6 +84,7 @@ def run_command(
     account: Account | None = None,
     stdin: bytes | None = None,
     parent_death: int = signal.SIGKILL,
+    preexec: Callable[[], None] | None = None,
 ) -> int:
     """Run `argv` (never through a shell unless argv is one) in a process group of its own,
     its output appended to `log`; its exit status. A timeout or a cancel request kills the
@@ -92,6 +93,8 @@ def run_command(
     The one place session commands start (a sandbox has wrapped `argv` just before).
     `parent_death`: the signal the command gets when the runner dies; a confined command
     gets SIGTERM, which srt passes on to what it runs (SIGKILL would leave that running).
+    `preexec`: run in the child before it execs, after it switched to `account` (the session's
+    cgroup is entered there, so nothing the command starts is outside it).
     """
     log.flush()
     process = subprocess.Popen(
@@ -105,7 +108,7 @@ def run_command(
         user=account.uid if account else None,
         group=account.gid if account else None,
         extra_groups=[] if account else None,
-        preexec_fn=tied_to_this_process(parent_death),
+        preexec_fn=tied_to_this_process(parent_death, then=preexec),
     )
     feeder = None
     if stdin is not None:

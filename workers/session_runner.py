@@ -8,7 +8,6 @@ import shlex
 import shutil
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -30,6 +29,8 @@ from workers.session_exec import (
     run_command,
     runner_account,
 )
+from workers.session_lease import Heartbeat
+from workers.session_limits import RunnerLimits
 from workers.session_logs import log_path, workspace_path
 from workers.session_runs import SessionRuns
 from workers.sessions import SessionStore
@@ -59,36 +60,6 @@ HELPER_TIMEOUT = 30
 HOME = "/home/user"
 
 
-class _Heartbeat:
-    """Renews the session's lease while it runs; notices a cancel (or the loss of the
-    session to the sweep), which stops the running command."""
-
-    def __init__(self, runs: SessionRuns, session_id: str, owner: str, lease: float) -> None:
-        self.runs, self.session_id, self.owner, self.lease = runs, session_id, owner, lease
-        self.stop_asked = threading.Event()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="session-lease")
-
-    def _loop(self) -> None:
-        interval = min(0.25, self.lease / 4)
-        while not self._done.wait(interval):
-            try:
-                cancel = self.runs.renew(self.session_id, self.owner, self.lease)
-            except redis.RedisError as exc:
-                log.warning("session %s: lease renewal failed: %s", self.session_id, exc)
-                continue
-            if cancel is None or cancel:
-                self.stop_asked.set()
-
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._done.set()
-        self._thread.join(5)
-
-
 class _Run:
     """One session's run: its files, log and how its commands are started."""
 
@@ -97,12 +68,15 @@ class _Run:
         runner: SessionRunner,
         session: Mapping[str, Any],
         log_file: BinaryIO,
-        beat: _Heartbeat,
+        beat: Heartbeat,
     ) -> None:
         self.runner, self.session, self.log, self.beat = runner, session, log_file, beat
         settings = runner.settings
         self.workspace = workspace_path(settings.data_dir, session["id"])
         self.home = host_path(self.workspace, HOME)
+        self.limits = runner.limits.session(
+            session, self.workspace, stop=beat.stop_asked.is_set, note=self.note
+        )
         #: staging's global git config (beside the log, outside the session root)
         self.git_config = log_path(settings.data_dir, session["id"]).parent / "gitconfig"
         #: srt's own temporary directory (the sockets to its proxy), made for the first
@@ -150,10 +124,11 @@ class _Run:
                 env=full_env,
                 timeout=timeout,
                 log=self.log,
-                cancel=self.beat.stop_asked.is_set,
+                cancel=self.limits.cancel,
                 account=self.runner.account,
                 stdin=stdin,
                 parent_death=parent_death,
+                preexec=self.limits.preexec(confined),
             )
         except (PermissionError, FileNotFoundError) as exc:
             raise SessionFailed(
@@ -162,9 +137,12 @@ class _Run:
                 "by HOOKSPAWN_RUNNER_USER, and the command must exist)",
                 code="internal_error",
             ) from None
+        finally:
+            self.limits.ended()  # a session past its disk limit fails here
 
     def close(self) -> None:
         """Remove srt's temporary directory (srt leaves its sockets when it is killed)."""
+        self.limits.close()
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
@@ -234,6 +212,7 @@ class SessionRunner:
         self.account = account_of(settings.runner_user)
         self.rewrites = parse_rewrites(settings.git_url_rewrite)
         self.snapshots = SnapshotCache(settings.data_dir / "snapshots")
+        self.limits = RunnerLimits(settings)
         self.helper = str(Path(sys.executable).parent / "git-credential-hookspawn")
 
     def run(self, session_id: str) -> str:
@@ -246,7 +225,7 @@ class SessionRunner:
         lease = self.settings.runner_lease_seconds
         with (
             path.open("ab") as log_file,
-            _Heartbeat(self.runs, session_id, self.owner, lease) as beat,
+            Heartbeat(self.runs, session_id, self.owner, lease) as beat,
         ):
             if session is None:
                 return self._end(
@@ -360,6 +339,7 @@ class SessionRunner:
             raise CommandCancelled(status)
         run.note(status)
         self.runs.advance(run.session["id"], self.owner, status)
+        run.limits.phase(status)
         if status == "running":
             created = datetime.fromisoformat(str(run.session["createdAt"]))
             metrics.observe(metrics.SESSION_START_SECONDS, time.time() - created.timestamp())
@@ -403,6 +383,8 @@ class SessionRunner:
                     f"setup entry {entry['name']!r} exited with status {code}", code="setup_failed"
                 )
         if entries:
+            # past the disk limit nothing is saved: the session fails disk_limit_exceeded
+            run.limits.check_disk()
             snapshot.save()
 
     def _harness(self, run: _Run, cwd: Path, env: dict[str, str]) -> None:

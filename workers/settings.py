@@ -168,6 +168,11 @@ class Settings(BaseSettings):
     secrets_file: Path | None = None
     #: how long a runner holds a session without renewing before it counts as lost
     runner_lease_seconds: float = Field(default=30.0, gt=0, le=300)
+    #: tasks (processes and threads) one session's setup and harness may have at once (srt
+    #: alone takes about twenty)
+    session_max_processes: int = Field(default=512, ge=32)
+    #: bytes one session root may hold while setup runs and when its snapshot is saved
+    session_disk_limit: Size = Field(default=10 * 1024**3, ge=1024 * 1024)
 
     @property
     def sessions_kept(self) -> timedelta:

@@ -1,0 +1,93 @@
+"""Measuring a session root: allocated blocks, links not followed, hard links counted once;
+and where a runner's session cgroups go, read from /proc."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from workers.disk_usage import DiskWatch, disk_usage, format_size
+from workers.session_cgroup import CgroupLimits, CgroupsUnavailable, _own_dirs
+
+MIB = 1024 * 1024
+
+
+def test_usage_counts_allocated_blocks_once_and_never_through_a_link(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "dir").mkdir(parents=True)
+    empty = disk_usage(root)
+    (root / "dir" / "data").write_bytes(os.urandom(2 * MIB))
+    with (root / "sparse").open("wb") as sparse:
+        sparse.truncate(512 * MIB)  # holds nothing
+    os.link(root / "dir" / "data", root / "again")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "big").write_bytes(os.urandom(4 * MIB))
+    (root / "out").symlink_to(outside)
+    (root / "big").symlink_to(outside / "big")
+    used = disk_usage(root) - empty
+    assert 2 * MIB <= used < 3 * MIB
+
+
+def test_the_watch_keeps_what_it_saw_past_the_limit(tmp_path: Path) -> None:
+    watch = DiskWatch(tmp_path, 1 * MIB)
+    assert watch.check() is None
+    (tmp_path / "blob").write_bytes(os.urandom(2 * MIB))
+    seen = watch.check()
+    assert seen is not None and seen >= 2 * MIB
+    (tmp_path / "blob").unlink()
+    assert watch.check() == seen
+
+
+def test_sizes_read_as_people_write_them() -> None:
+    assert format_size(10 * 1024**3) == "10 GiB"
+    assert format_size(20 * MIB) == "20 MiB"
+    assert format_size(int(2.5 * MIB)) == "2.5 MiB"
+    assert format_size(640) == "640 bytes"
+
+
+def test_limits_come_from_the_environments_resources() -> None:
+    limits = CgroupLimits.of({"memoryMB": 256, "cpuCount": 2}, 512)
+    assert limits == CgroupLimits(memory=256 * MIB, cpus=2, processes=512)
+    assert limits.describe() == "memory 256 MiB, 2 CPUs, at most 512 processes"
+    assert CgroupLimits.of(None, 64).describe() == "memory unlimited, any CPU, at most 64 processes"
+
+
+def _proc(tmp_path: Path, mountinfo: str, cgroup: str) -> Path:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "mountinfo").write_text(mountinfo)
+    (proc / "cgroup").write_text(cgroup)
+    return proc
+
+
+def test_v1_cgroups_are_found_under_each_hierarchys_mount_root(tmp_path: Path) -> None:
+    # a container's view: the memory hierarchy mounted from its own cgroup, cpu with cpuacct
+    proc = _proc(
+        tmp_path,
+        "30 25 0:26 /docker/abc /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+        "31 25 0:27 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n"
+        "32 25 0:28 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+        "33 25 0:29 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+        "4:memory:/docker/abc/runner\n8:pids:/\n1:cpu,cpuacct:/svc\n0::/\n",
+    )
+    assert _own_dirs(proc) == (
+        1,
+        {
+            "memory": Path("/sys/fs/cgroup/memory/runner"),
+            "pids": Path("/sys/fs/cgroup/pids"),
+            "cpu": Path("/sys/fs/cgroup/cpu,cpuacct/svc"),
+        },
+    )
+
+
+def test_without_the_controllers_mounted_no_cgroup_is_made(tmp_path: Path) -> None:
+    proc = _proc(
+        tmp_path,
+        "31 25 0:27 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n",
+        "8:pids:/\n0::/\n",
+    )
+    with pytest.raises(CgroupsUnavailable, match="no cgroup v1 hierarchy for memory, cpu"):
+        _own_dirs(proc)

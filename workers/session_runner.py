@@ -8,12 +8,11 @@ import shlex
 import shutil
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import redis
 
@@ -31,7 +30,10 @@ from workers.session_exec import (
     run_command,
     runner_account,
 )
-from workers.session_logs import log_path, workspace_path
+from workers.session_lease import Heartbeat
+from workers.session_log import SessionLog
+from workers.session_logs import log_path
+from workers.session_roots import scratch_parent, workspaces_root
 from workers.session_runs import SessionRuns
 from workers.sessions import SessionStore
 from workers.settings import Settings
@@ -59,36 +61,6 @@ HELPER_TIMEOUT = 30
 HOME = "/home/user"
 
 
-class _Heartbeat:
-    """Renews the session's lease while it runs; notices a cancel (or the loss of the
-    session to the sweep), which stops the running command."""
-
-    def __init__(self, runs: SessionRuns, session_id: str, owner: str, lease: float) -> None:
-        self.runs, self.session_id, self.owner, self.lease = runs, session_id, owner, lease
-        self.stop_asked = threading.Event()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="session-lease")
-
-    def _loop(self) -> None:
-        interval = min(0.25, self.lease / 4)
-        while not self._done.wait(interval):
-            try:
-                cancel = self.runs.renew(self.session_id, self.owner, self.lease)
-            except redis.RedisError as exc:
-                log.warning("session %s: lease renewal failed: %s", self.session_id, exc)
-                continue
-            if cancel is None or cancel:
-                self.stop_asked.set()
-
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._done.set()
-        self._thread.join(5)
-
-
 class _Run:
     """One session's run: its files, log and how its commands are started."""
 
@@ -96,15 +68,14 @@ class _Run:
         self,
         runner: SessionRunner,
         session: Mapping[str, Any],
-        log_file: BinaryIO,
-        beat: _Heartbeat,
+        log_file: SessionLog,
+        beat: Heartbeat,
     ) -> None:
         self.runner, self.session, self.log, self.beat = runner, session, log_file, beat
-        settings = runner.settings
-        self.workspace = workspace_path(settings.data_dir, session["id"])
+        self.workspace = runner.workspaces / session["id"]
         self.home = host_path(self.workspace, HOME)
-        #: staging's global git config (beside the log, outside the session root)
-        self.git_config = log_path(settings.data_dir, session["id"]).parent / "gitconfig"
+        #: staging's global git config (beside the session root, outside it)
+        self.git_config = runner.workspaces / f"{session['id']}.gitconfig"
         #: srt's own temporary directory (the sockets to its proxy), made for the first
         #: confined command and removed when the session ends
         self.scratch: Path | None = None
@@ -113,9 +84,7 @@ class _Run:
             self.base_env["USER"] = runner.account.name
 
     def note(self, text: str) -> None:
-        stamp = datetime.now(UTC).strftime("%H:%M:%S")
-        self.log.write(f"[hookspawn {stamp}] {text}\n".encode())
-        self.log.flush()
+        self.log.note(text)
 
     def command(
         self,
@@ -135,7 +104,7 @@ class _Run:
         parent_death = signal.SIGKILL
         if confined:
             if self.scratch is None:
-                self.scratch = srt_scratch(self.runner.account)
+                self.scratch = srt_scratch(self.runner.account, within=self.runner.scratch)
             wrapped, full_env = self.runner.confine(
                 argv, self.workspace, full_env, scratch=self.scratch
             )
@@ -232,6 +201,8 @@ class SessionRunner:
         self.sessions = SessionStore(client)
         self.runs = SessionRuns(client)
         self.account = account_of(settings.runner_user)
+        self.workspaces = workspaces_root(settings)
+        self.scratch = scratch_parent(self.account, self.workspaces)
         self.rewrites = parse_rewrites(settings.git_url_rewrite)
         self.snapshots = SnapshotCache(settings.data_dir / "snapshots")
         self.helper = str(Path(sys.executable).parent / "git-credential-hookspawn")
@@ -245,8 +216,8 @@ class SessionRunner:
         path.parent.mkdir(parents=True, exist_ok=True)
         lease = self.settings.runner_lease_seconds
         with (
-            path.open("ab") as log_file,
-            _Heartbeat(self.runs, session_id, self.owner, lease) as beat,
+            SessionLog(path, self.settings.session_log_limit) as log_file,
+            Heartbeat(self.runs, session_id, self.owner, lease) as beat,
         ):
             if session is None:
                 return self._end(
@@ -419,14 +390,22 @@ class SessionRunner:
         argv = shlex.split(command)
         run.note(f"harness: {shlex.join(argv)}")
         started = time.monotonic()
-        code = run.command(
-            argv,
-            cwd,
-            harness_env,
-            timeout=None,
-            confined=True,
-            stdin=(session.get("initialPrompt") or "").encode(),
-        )
+        limit = self.settings.harness_timeout.total_seconds()
+        try:
+            code = run.command(
+                argv,
+                cwd,
+                harness_env,
+                timeout=limit,
+                confined=True,
+                stdin=(session.get("initialPrompt") or "").encode(),
+            )
+        except CommandTimedOut:
+            raise SessionFailed(
+                f"the harness `{argv[0]}` ran longer than HOOKSPAWN_HARNESS_TIMEOUT "
+                f"({limit:g}s) and was stopped",
+                code="harness_timeout",
+            ) from None
         if code != 0:
             raise SessionFailed(
                 f"the harness `{argv[0]}` exited with status {code} after "

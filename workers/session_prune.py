@@ -28,7 +28,7 @@ class SessionPruner:
     """Removes the session root `<workspaces>/<id>` (and the files beside it) and
     `<data dir>/sessions/<id>` once the session's run record is gone. A session still queued,
     held or within its retention keeps them. `workspaces`: where session roots are made
-    (`workspaces_root`; by default `<data dir>/workspaces`)."""
+    (`workspaces_root`) when not `<data dir>/workspaces`."""
 
     def __init__(
         self,
@@ -38,7 +38,10 @@ class SessionPruner:
         workspaces: Path | None = None,
     ) -> None:
         self.client = client
-        self.roots = [workspaces or data_dir / "workspaces", data_dir / "sessions"]
+        self.roots = [data_dir / "workspaces", data_dir / "sessions"]
+        if workspaces is not None and workspaces != self.roots[0].absolute():
+            # session roots an earlier runner made under the data directory are pruned too
+            self.roots.append(workspaces)
         self.snapshots = snapshots
 
     def _candidates(self) -> dict[str, list[Path]]:

@@ -176,7 +176,9 @@ def _read_output(fd: int, log: CommandOutput, ended: threading.Event) -> None:
         data = os.read(fd, 65536)
         if not data:
             return
-        log.write(data)
+        # a log that cannot be written (a full disk) loses the output, never blocks the command
+        with contextlib.suppress(OSError):
+            log.write(data)
 
 
 def _wait(process: subprocess.Popen[bytes], ended: threading.Event) -> None:

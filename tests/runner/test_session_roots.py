@@ -28,8 +28,15 @@ from tests.runner.conftest import (
 )
 from workers import keys
 from workers.runner_service import RunnerService
+from workers.session_exec import account_of
 from workers.session_prune import SessionPruner
-from workers.session_roots import WorkspacesUnavailable, open_workspaces, workspaces_root
+from workers.session_roots import (
+    WorkspacesUnavailable,
+    can_enter,
+    open_workspaces,
+    scratch_parent,
+    workspaces_root,
+)
 from workers.snapshots import SnapshotCache
 
 pytestmark = pytest.mark.skipif(
@@ -133,3 +140,14 @@ def test_a_directory_someone_else_made_in_its_place_is_refused(
             open_workspaces(settings)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_srt_scratch_goes_where_the_runner_user_can_enter(
+    private_dir: Path, shared_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    account = account_of(RUNNER_USER)
+    assert account is not None
+    assert scratch_parent(account, shared_dir) is None  # the system's temporary directory
+    monkeypatch.setattr(tempfile, "tempdir", str(private_dir))  # TMPDIR private to root
+    assert scratch_parent(account, shared_dir) == shared_dir
+    assert can_enter(shared_dir, account) and not can_enter(private_dir / "below", account)

@@ -23,7 +23,7 @@ from hookspawn.redis_server import (
     stop_servers_using,
 )
 from workers.lifeline import tied_to_this_process
-from workers.session_roots import open_workspaces, runner_readable_dir
+from workers.session_roots import WorkspacesUnavailable, open_workspaces, runner_readable_dir
 from workers.settings import Settings
 
 SECRET_FILE = "webhook-secret"  # noqa: S105 - a file name
@@ -148,8 +148,12 @@ def _prepare_demo(settings: Settings, env: dict[str, str], base_url: str) -> lis
     the notes printed under the banner."""
     record_connection(env["HOOKSPAWN_REDIS_URL"])
     readable = runner_readable_dir(settings)
-    if readable != Path(os.path.abspath(settings.data_dir)):
-        open_workspaces(settings)  # made now: the demo's repository goes in it
+    data_dir = Path(os.path.abspath(settings.data_dir))
+    if readable != data_dir:
+        try:
+            open_workspaces(settings)  # made now: the demo's repository goes in it
+        except WorkspacesUnavailable:
+            readable = data_dir  # the runner refuses to start, saying why
     env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(readable)
     notes = demo_notes(base_url, os.environ)
     if not env.get("HOOKSPAWN_SANDBOX_CONFIG"):

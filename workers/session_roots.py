@@ -65,6 +65,15 @@ def _private_default(data_dir: Path) -> Path:
     return parent / f"hookspawn-workspaces-{digest}"
 
 
+def _account(settings: Settings) -> Account | None:
+    """The runner user; None when there is none, or no such user (the runner refuses to
+    start then, naming it: the web's answer does not matter)."""
+    try:
+        return account_of(settings.runner_user)
+    except KeyError:
+        return None
+
+
 def workspaces_root(settings: Settings) -> Path:
     """The directory session roots are made in: HOOKSPAWN_WORKSPACES_DIR when set, else
     `<data dir>/workspaces` when the runner user can enter the data directory (or there is
@@ -72,7 +81,7 @@ def workspaces_root(settings: Settings) -> Path:
     directory, under /var/tmp. The same answer in every process of one deployment."""
     if settings.workspaces_dir is not None:
         return Path(os.path.abspath(settings.workspaces_dir))
-    account = account_of(settings.runner_user)
+    account = _account(settings)
     if account is None or can_enter(settings.data_dir, account):
         return Path(os.path.abspath(settings.data_dir / "workspaces"))
     return _private_default(settings.data_dir)
@@ -82,7 +91,7 @@ def runner_readable_dir(settings: Settings) -> Path:
     """A directory of the runner's the runner user can read: the data directory when that
     user can enter it, else the workspaces root (for what session commands read beside their
     session root, such as the demo's repository)."""
-    account = account_of(settings.runner_user)
+    account = _account(settings)
     if account is None or can_enter(settings.data_dir, account):
         return Path(os.path.abspath(settings.data_dir))
     return workspaces_root(settings)

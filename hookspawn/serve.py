@@ -23,6 +23,7 @@ from hookspawn.redis_server import (
     stop_servers_using,
 )
 from workers.lifeline import tied_to_this_process
+from workers.session_roots import WorkspacesUnavailable, open_workspaces, runner_readable_dir
 from workers.settings import Settings
 
 SECRET_FILE = "webhook-secret"  # noqa: S105 - a file name
@@ -141,14 +142,22 @@ def _spawn_workers(
         supervisor.spawn("runner", _child_command("runner"), env)
 
 
-def _prepare_demo(data_dir: Path, env: dict[str, str], base_url: str) -> list[str]:
-    """Record the demo connection, make its repository and (unless HOOKSPAWN_SANDBOX_CONFIG
-    names one) its sandbox configuration, all in `env`; the notes printed under the banner."""
+def _prepare_demo(settings: Settings, env: dict[str, str], base_url: str) -> list[str]:
+    """Record the demo connection, make its repository (where the runner user can read it)
+    and (unless HOOKSPAWN_SANDBOX_CONFIG names one) its sandbox configuration, all in `env`;
+    the notes printed under the banner."""
     record_connection(env["HOOKSPAWN_REDIS_URL"])
-    env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(data_dir)
+    readable = runner_readable_dir(settings)
+    data_dir = Path(os.path.abspath(settings.data_dir))
+    if readable != data_dir:
+        try:
+            open_workspaces(settings)  # made now: the demo's repository goes in it
+        except WorkspacesUnavailable:
+            readable = data_dir  # the runner refuses to start, saying why
+    env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(readable)
     notes = demo_notes(base_url, os.environ)
     if not env.get("HOOKSPAWN_SANDBOX_CONFIG"):
-        sandbox, note = demo_sandbox(data_dir)
+        sandbox, note = demo_sandbox(settings.data_dir)
         env["HOOKSPAWN_SANDBOX_CONFIG"] = str(sandbox)
         notes.insert(len(notes) - 2, note)  # before what to try
     return notes
@@ -200,7 +209,7 @@ def serve(
             env["HOOKSPAWN_WEBHOOK_SECRET"] = secret
             secret_note = f"{secret}  (kept in {settings.data_dir / SECRET_FILE})"
         if demo:
-            notes = _prepare_demo(settings.data_dir, env, f"http://{host}:{port}")
+            notes = _prepare_demo(settings, env, f"http://{host}:{port}")
         # sessions reach the broker here unless told otherwise
         env["HOOKSPAWN_PUBLIC_URL"] = settings.public_url or f"http://{host}:{port}"
         web = ["web", "--host", host, "--port", str(port)]

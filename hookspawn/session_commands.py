@@ -20,6 +20,7 @@ _FOLLOW_POLL = 0.5
 
 
 def runner(args: argparse.Namespace) -> int:
+    from workers.errors import WorkerError
     from workers.runner_service import run_runner
 
     commands._logging()
@@ -28,7 +29,7 @@ def runner(args: argparse.Namespace) -> int:
         raise CommandError(f"--concurrency {args.concurrency}: must be at least 1", exit_code=2)
     try:
         return run_runner(settings, args.concurrency)
-    except (ValueError, KeyError) as exc:
+    except (ValueError, KeyError, WorkerError) as exc:
         raise CommandError(str(exc).strip("'\""), exit_code=2) from None
 
 

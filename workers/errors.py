@@ -118,6 +118,7 @@ class BrokerNotFound(BrokerError):
 
 class SessionFailed(WorkerError):
     """A locally run session ends `failed` with this code (SPEC §15: `git_auth_failed`,
-    `fetch_failed`, `setup_failed`, `setup_timeout`, `secret_missing`, `harness_failed`)."""
+    `fetch_failed`, `setup_failed`, `setup_timeout`, `secret_missing`, `harness_failed`,
+    `harness_timeout`)."""
 
     code = "session_failed"

@@ -27,6 +27,7 @@ from workers.session_credentials import SessionCredentials
 from workers.session_exec import account_of
 from workers.session_prune import SessionPruner
 from workers.session_queue import RUN_SESSION
+from workers.session_roots import open_workspaces
 from workers.session_runner import SessionRunner
 from workers.session_runs import SessionRuns
 from workers.sessions import SessionStore
@@ -140,6 +141,7 @@ class RunnerService:
         if not settings.redis_url:
             raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
         self.settings = settings
+        log.info("session roots in %s", open_workspaces(settings))
         self.client = redis_client(settings.redis_url)
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         credentials = SessionCredentials(
@@ -179,7 +181,9 @@ class RunnerService:
             interval=min(5.0, settings.runner_lease_seconds / 2),
             requeue=self.enqueue,
             requeue_after=requeue_after,
-            prune=SessionPruner(self.client, settings.data_dir, runner.snapshots).prune,
+            prune=SessionPruner(
+                self.client, settings.data_dir, runner.snapshots, runner.workspaces
+            ).prune,
             prune_every=prune_every,
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import select
 import signal
 import subprocess
 import threading
@@ -12,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Protocol
 
 from workers.errors import WorkerError
 from workers.lifeline import tied_to_this_process
@@ -20,6 +21,7 @@ from workers.lifeline import tied_to_this_process
 __all__ = [
     "Account",
     "CommandCancelled",
+    "CommandOutput",
     "CommandTimedOut",
     "account_of",
     "run_command",
@@ -28,6 +30,18 @@ __all__ = [
 
 #: how often a running command is checked for its deadline and for a cancel request
 _POLL = 0.1
+#: how long the end of a command's output is waited for once its process group is gone (a
+#: process that left the group may still hold the pipe: what it writes later is not read)
+_OUTPUT_GRACE = 2.0
+
+
+class CommandOutput(Protocol):
+    """Where a command's output goes (a session's log): `write` gets each chunk read from
+    the command's pipe, `flush` is called once that output has ended."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+    def flush(self) -> None: ...
 
 
 class CommandTimedOut(WorkerError):
@@ -79,7 +93,7 @@ def run_command(
     cwd: Path,
     env: dict[str, str],
     timeout: float | None,
-    log: BinaryIO,
+    log: CommandOutput,
     cancel: Callable[[], bool],
     account: Account | None = None,
     stdin: bytes | None = None,
@@ -87,7 +101,8 @@ def run_command(
     preexec: Callable[[], None] | None = None,
 ) -> int:
     """Run `argv` (never through a shell unless argv is one) in a process group of its own,
-    its output appended to `log`; its exit status. A timeout or a cancel request kills the
+    its output (standard output and error) read from a pipe and handed to `log`, never a file
+    the command could truncate or seek in; its exit status. A timeout or a cancel request kills the
     whole group and raises; whatever the command left running in its group is killed too.
 
     The one place session commands start (a sandbox has wrapped `argv` just before).
@@ -96,20 +111,31 @@ def run_command(
     `preexec`: run in the child before it execs, after it switched to `account` (the session's
     cgroup is entered there, so nothing the command starts is outside it).
     """
-    log.flush()
-    process = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        process_group=0,
-        user=account.uid if account else None,
-        group=account.gid if account else None,
-        extra_groups=[] if account else None,
-        preexec_fn=tied_to_this_process(parent_death, then=preexec),
+    reading, writing = os.pipe()
+    try:
+        process = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=writing,
+            stderr=subprocess.STDOUT,
+            process_group=0,
+            user=account.uid if account else None,
+            group=account.gid if account else None,
+            extra_groups=[] if account else None,
+            preexec_fn=tied_to_this_process(parent_death, then=preexec),
+        )
+    except BaseException:
+        os.close(reading)
+        raise
+    finally:
+        os.close(writing)
+    output_ended = threading.Event()
+    reader = threading.Thread(
+        target=_read_output, args=(reading, log, output_ended), daemon=True, name="command-output"
     )
+    reader.start()
     feeder = None
     if stdin is not None:
         feeder = threading.Thread(target=_feed, args=(process, stdin), daemon=True)
@@ -134,7 +160,28 @@ def run_command(
         _kill_group(process.pid)
         if feeder is not None:
             feeder.join(1)
+        reader.join(_OUTPUT_GRACE)
+        output_ended.set()
+        reader.join()
+        os.close(reading)
+        log.flush()
     return process.wait()
+
+
+def _read_output(fd: int, log: CommandOutput, ended: threading.Event) -> None:
+    """Hand what the command writes to `log` until every writer has closed the pipe, or
+    until `ended` is set (the command is gone, something it left behind still holds it)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while not ended.is_set():
+        if not poller.poll(_POLL * 1000):
+            continue
+        data = os.read(fd, 65536)
+        if not data:
+            return
+        # a log that cannot be written (a full disk) loses the output, never blocks the command
+        with contextlib.suppress(OSError):
+            log.write(data)
 
 
 def _wait(process: subprocess.Popen[bytes], ended: threading.Event) -> None:

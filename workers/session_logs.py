@@ -11,7 +11,8 @@ TAIL_BYTES = 4096
 
 
 def workspace_path(data_dir: Path, session_id: str) -> Path:
-    """The session root on the host: mountPath `/workspace/w` lands at `<this>/workspace/w`."""
+    """The default session root on the host (`workers.session_roots` says where the runner
+    puts it): mountPath `/workspace/w` lands at `<this>/workspace/w`."""
     return (data_dir / "workspaces" / session_id).absolute()
 
 

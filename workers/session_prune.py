@@ -20,15 +20,28 @@ log = logging.getLogger(__name__)
 
 #: a session id, and so the only directory name pruning ever considers
 _SESSION_ID = re.compile(r"hs-[0-9a-f]{32}")
+#: the files the runner keeps beside a session root (srt's settings, staging's git config)
+_BESIDE = re.compile(r"(hs-[0-9a-f]{32})\.(srt\.json|gitconfig)")
 
 
 class SessionPruner:
-    """Removes `<data dir>/workspaces/<id>` and `<data dir>/sessions/<id>` once the session's
-    run record is gone. A session still queued, held or within its retention keeps both."""
+    """Removes the session root `<workspaces>/<id>` (and the files beside it) and
+    `<data dir>/sessions/<id>` once the session's run record is gone. A session still queued,
+    held or within its retention keeps them. `workspaces`: where session roots are made
+    (`workspaces_root`) when not `<data dir>/workspaces`."""
 
-    def __init__(self, client: redis.Redis, data_dir: Path, snapshots: SnapshotCache) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        data_dir: Path,
+        snapshots: SnapshotCache,
+        workspaces: Path | None = None,
+    ) -> None:
         self.client = client
         self.roots = [data_dir / "workspaces", data_dir / "sessions"]
+        if workspaces is not None and workspaces != self.roots[0].absolute():
+            # session roots an earlier runner made under the data directory are pruned too
+            self.roots.append(workspaces)
         self.snapshots = snapshots
 
     def _candidates(self) -> dict[str, list[Path]]:
@@ -44,6 +57,9 @@ class SessionPruner:
             for entry in entries:
                 if _SESSION_ID.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
                     found.setdefault(entry.name, []).append(entry)
+                beside = _BESIDE.fullmatch(entry.name)
+                if beside and entry.is_file() and not entry.is_symlink():
+                    found.setdefault(beside.group(1), []).append(entry)
         return found
 
     def prune(self) -> None:
@@ -68,7 +84,10 @@ class SessionPruner:
                 continue
             for path in found[session_id]:
                 try:
-                    remove_tree(path)
+                    if path.is_dir() and not path.is_symlink():
+                        remove_tree(path)
+                    else:
+                        path.unlink()
                 except OSError as exc:
                     log.warning("session %s: could not remove %s: %s", session_id, path, exc)
             pruned.append(session_id)

@@ -10,7 +10,7 @@ import redis
 from triggers.session_spec import SessionSpec
 from workers import keys
 from workers.celery_app import make_celery
-from workers.session_logs import workspace_path
+from workers.session_roots import workspaces_root
 from workers.session_runs import SessionRuns
 from workers.sessions import SessionStore
 from workers.settings import Settings
@@ -33,10 +33,12 @@ class RunnerDispatcher:
         self,
         sessions: SessionStore,
         runs: SessionRuns,
-        data_dir: Path,
+        workspaces: Path,
         enqueue: Callable[[str], None],
     ) -> None:
-        self.sessions, self.runs, self.data_dir, self.enqueue = sessions, runs, data_dir, enqueue
+        """`workspaces`: where the runner makes session roots (`workspaces_root`)."""
+        self.sessions, self.runs, self.enqueue = sessions, runs, enqueue
+        self.workspaces = workspaces
 
     def dispatch(self, spec: SessionSpec) -> bool:
         # recorded `queued` before the session itself: a crash between the two leaves a run
@@ -44,7 +46,7 @@ class RunnerDispatcher:
         # sweep queues again (SessionRuns.waiting_since)
         status = self.runs.queue(
             spec.id,
-            workspace=str(workspace_path(self.data_dir, spec.id)),
+            workspace=str(self.workspaces / spec.id),
             ttl=self.sessions.retention_seconds,
         )
         created = self.sessions.create(spec)
@@ -67,4 +69,4 @@ def runner_dispatcher(
     def enqueue(session_id: str) -> None:
         celery.send_task(RUN_SESSION, args=[session_id], queue=keys.SESSIONS_QUEUE)
 
-    return RunnerDispatcher(sessions, SessionRuns(client), settings.data_dir, enqueue)
+    return RunnerDispatcher(sessions, SessionRuns(client), workspaces_root(settings), enqueue)

@@ -10,9 +10,9 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import redis
 
@@ -31,7 +31,9 @@ from workers.session_exec import (
 )
 from workers.session_lease import Heartbeat
 from workers.session_limits import RunnerLimits
-from workers.session_logs import log_path, workspace_path
+from workers.session_log import SessionLog
+from workers.session_logs import log_path
+from workers.session_roots import scratch_parent, workspaces_root
 from workers.session_runs import SessionRuns
 from workers.sessions import SessionStore
 from workers.settings import Settings
@@ -67,18 +69,17 @@ class _Run:
         self,
         runner: SessionRunner,
         session: Mapping[str, Any],
-        log_file: BinaryIO,
+        log_file: SessionLog,
         beat: Heartbeat,
     ) -> None:
         self.runner, self.session, self.log, self.beat = runner, session, log_file, beat
-        settings = runner.settings
-        self.workspace = workspace_path(settings.data_dir, session["id"])
+        self.workspace = runner.workspaces / session["id"]
         self.home = host_path(self.workspace, HOME)
         self.limits = runner.limits.session(
             session, self.workspace, stop=beat.stop_asked.is_set, note=self.note
         )
-        #: staging's global git config (beside the log, outside the session root)
-        self.git_config = log_path(settings.data_dir, session["id"]).parent / "gitconfig"
+        #: staging's global git config (beside the session root, outside it)
+        self.git_config = runner.workspaces / f"{session['id']}.gitconfig"
         #: srt's own temporary directory (the sockets to its proxy), made for the first
         #: confined command and removed when the session ends
         self.scratch: Path | None = None
@@ -87,9 +88,7 @@ class _Run:
             self.base_env["USER"] = runner.account.name
 
     def note(self, text: str) -> None:
-        stamp = datetime.now(UTC).strftime("%H:%M:%S")
-        self.log.write(f"[hookspawn {stamp}] {text}\n".encode())
-        self.log.flush()
+        self.log.note(text)
 
     def command(
         self,
@@ -109,7 +108,7 @@ class _Run:
         parent_death = signal.SIGKILL
         if confined:
             if self.scratch is None:
-                self.scratch = srt_scratch(self.runner.account)
+                self.scratch = srt_scratch(self.runner.account, within=self.runner.scratch)
             wrapped, full_env = self.runner.confine(
                 argv, self.workspace, full_env, scratch=self.scratch
             )
@@ -210,6 +209,8 @@ class SessionRunner:
         self.sessions = SessionStore(client)
         self.runs = SessionRuns(client)
         self.account = account_of(settings.runner_user)
+        self.workspaces = workspaces_root(settings)
+        self.scratch = scratch_parent(self.account, self.workspaces)
         self.rewrites = parse_rewrites(settings.git_url_rewrite)
         self.snapshots = SnapshotCache(settings.data_dir / "snapshots")
         self.limits = RunnerLimits(settings)
@@ -224,7 +225,7 @@ class SessionRunner:
         path.parent.mkdir(parents=True, exist_ok=True)
         lease = self.settings.runner_lease_seconds
         with (
-            path.open("ab") as log_file,
+            SessionLog(path, self.settings.session_log_limit) as log_file,
             Heartbeat(self.runs, session_id, self.owner, lease) as beat,
         ):
             if session is None:
@@ -403,14 +404,22 @@ class SessionRunner:
         argv = shlex.split(command)
         run.note(f"harness: {shlex.join(argv)}")
         started = time.monotonic()
-        code = run.command(
-            argv,
-            cwd,
-            harness_env,
-            timeout=None,
-            confined=True,
-            stdin=(session.get("initialPrompt") or "").encode(),
-        )
+        limit = self.settings.harness_timeout.total_seconds()
+        try:
+            code = run.command(
+                argv,
+                cwd,
+                harness_env,
+                timeout=limit,
+                confined=True,
+                stdin=(session.get("initialPrompt") or "").encode(),
+            )
+        except CommandTimedOut:
+            raise SessionFailed(
+                f"the harness `{argv[0]}` ran longer than HOOKSPAWN_HARNESS_TIMEOUT "
+                f"({limit:g}s) and was stopped",
+                code="harness_timeout",
+            ) from None
         if code != 0:
             raise SessionFailed(
                 f"the harness `{argv[0]}` exited with status {code} after "

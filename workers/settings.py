@@ -164,6 +164,14 @@ class Settings(BaseSettings):
     setup_timeout: float = Field(default=600.0, gt=0)
     #: the harness run after setup (shlex-split, no shell); unset: a session ends after setup
     harness_command: str | None = None
+    #: how long the harness may run before its process group is killed (`harness_timeout`)
+    harness_timeout: Duration = timedelta(hours=2)
+    #: the most a session's log file holds, hookspawn's own lines included; output past it
+    #: is dropped, and one line says how much
+    session_log_limit: Size = Field(default=10 * 1024 * 1024, ge=16 * 1024)
+    #: where the runner puts session roots; unset: `<data dir>/workspaces`, or when the
+    #: runner user cannot enter the data directory, a directory of the runner's own for it
+    workspaces_dir: Path | None = None
     #: a JSON object of secret name → value, the store `$secret` env references resolve from
     secrets_file: Path | None = None
     #: how long a runner holds a session without renewing before it counts as lost

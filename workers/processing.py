@@ -64,11 +64,12 @@ class Pipeline(Protocol):
         """Release what it holds (the dispatcher's connections), at process shutdown."""
 
 
-def backoff(retries: int, retry_after: float | None, *, cap: float) -> float:
-    """Exponential backoff with full jitter, or the server's own `retry_after`; never above cap."""
+def backoff(retries: int, retry_after: float | None, *, cap: float, floor: float = 1.0) -> float:
+    """Exponential backoff with full jitter from `floor` seconds, or the server's own
+    `retry_after` (never below the floor); never above cap."""
     if retry_after is not None:
-        return float(min(cap, max(1.0, retry_after)))
-    return float(min(cap, random.uniform(1.0, 2.0 ** min(retries + 1, 10))))
+        return float(min(cap, max(floor, retry_after)))
+    return float(min(cap, floor * random.uniform(1.0, 2.0 ** min(retries + 1, 10))))
 
 
 class LeaseKeeper:

@@ -189,7 +189,10 @@ class Runtime:
             reply_to=str(self.celery.thread_oid),
         )
         self.process_delivery = register_tasks(
-            self.celery, self.per_process.processor, max_retries=settings.max_retries
+            self.celery,
+            self.per_process.processor,
+            max_retries=settings.max_retries,
+            backoff_floor=settings.retry_backoff_floor,
         )
 
     @property

@@ -134,6 +134,8 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(default=30.0, gt=0, le=50)
     #: retries of one delivery (transient errors) before it is dead-lettered
     max_retries: int = Field(default=8, ge=0, le=50)
+    #: seconds the first retry of a delivery waits at least; later ones up to twice as long
+    retry_backoff_floor: float = Field(default=1.0, gt=0, le=60)
     #: the running server the client commands (send, deliveries, …) talk to, when no --url
     url: str | None = None
     # HTTP limits, per connection and before any authentication (hookspawn/web/limits.py)

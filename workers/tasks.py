@@ -18,9 +18,14 @@ log = logging.getLogger(__name__)
 
 
 def register_tasks(
-    app: Celery, processor: Callable[[], DeliveryProcessor], *, max_retries: int = MAX_RETRIES
+    app: Celery,
+    processor: Callable[[], DeliveryProcessor],
+    *,
+    max_retries: int = MAX_RETRIES,
+    backoff_floor: float = 1.0,
 ) -> Any:
-    """Bind `process_delivery` to `app`; `processor()` gives this process's processor."""
+    """Bind `process_delivery` to `app`; `processor()` gives this process's processor; a retry
+    waits at least `backoff_floor` seconds."""
 
     @app.task(  # type: ignore[untyped-decorator]
         bind=True,
@@ -47,7 +52,7 @@ def register_tasks(
             log.error("delivery %s failed after %d retries: %s", delivery_id, retries, error)
             proc.give_up(delivery_id, error)
             return "failed"
-        countdown = backoff(retries, error.retry_after, cap=MAX_COUNTDOWN)
+        countdown = backoff(retries, error.retry_after, cap=MAX_COUNTDOWN, floor=backoff_floor)
         with contextlib.suppress(redis.RedisError):
             # the sweep must see a waiting retry as held work, not as lost work
             proc.store.extend_lease(delivery_id, countdown + proc.store.lease)

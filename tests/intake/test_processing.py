@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from hookspawn.web.api import create_app
 from tests.conftest import make_settings, running_worker, wait_for, webhook_headers
@@ -17,8 +18,9 @@ from tests.live_server import live_client
 from workers import keys
 from workers.delivery_record import Delivery, NewDelivery
 from workers.errors import GitHubUnavailable
-from workers.processing import RunResult
+from workers.processing import RunResult, backoff
 from workers.runtime import Runtime, build_runtime
+from workers.settings import Settings
 from workers.sweep import Sweeper
 
 
@@ -207,3 +209,22 @@ def test_each_sweep_of_a_delivery_waits_longer(rt: Runtime) -> None:
         assert want - 2 < got <= want
     rt.store.finish("s-1", {"run": 1}, status="processed", error=None)
     assert rt.client.hget(keys.SWEPT, "s-1") is None
+
+
+def test_retry_backoff_starts_at_its_floor_and_keeps_a_longer_retry_after() -> None:
+    for retries in range(6):
+        # the product's floor: 1 s, jittered up to 2**(retries + 1) s, at most the cap
+        assert 1.0 <= backoff(retries, None, cap=120) <= min(120, 2.0 ** (retries + 1))
+        lowered = backoff(retries, None, cap=120, floor=0.01)
+        assert 0.01 <= lowered <= 0.01 * 2.0 ** (retries + 1)
+    assert backoff(0, 0.5, cap=120) == 1.0  # a Retry-After below the floor waits the floor
+    assert backoff(0, 0.5, cap=120, floor=0.05) == 0.5
+    assert backoff(0, 500, cap=120, floor=0.05) == 120
+
+
+def test_retry_backoff_floor_is_a_setting() -> None:
+    assert make_settings().retry_backoff_floor < 1.0  # the tests' own, lowered
+    assert Settings.model_validate({}).retry_backoff_floor == 1.0
+    assert Settings.model_validate({"retry_backoff_floor": "0.25"}).retry_backoff_floor == 0.25
+    with pytest.raises(ValidationError, match="retry_backoff_floor"):
+        Settings.model_validate({"retry_backoff_floor": 0})

@@ -2,27 +2,27 @@
 
 from __future__ import annotations
 
+import io
 import json
-import subprocess
-import sys
+from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
+from hookspawn.cli import main
 from tests.pipeline.conftest import INSTALLATION, REPO, Hookspawn
 
 
 def cli(hs: Hookspawn, *args: str) -> tuple[int, Any]:
+    """`hookspawn ARGS --url <server>` run in this process (`cli.main`): what is tested is
+    the commands' talk with the server, not the interpreter starting."""
     url = str(hs.client.base_url).rstrip("/")
     as_json = ["--json"] if args[0] in ("deliveries", "sessions", "start", "connections") else []
-    result = subprocess.run(
-        [sys.executable, "-m", "hookspawn.cli", *args, "--url", url, *as_json],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main([*args, "--url", url, *as_json])
     try:
-        return result.returncode, json.loads(result.stdout)
+        return code, json.loads(out.getvalue())
     except ValueError:
-        return result.returncode, result.stdout + result.stderr
+        return code, out.getvalue() + err.getvalue()
 
 
 def test_cli_round_trip(connected: Hookspawn) -> None:

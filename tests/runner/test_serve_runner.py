@@ -50,7 +50,8 @@ def test_serve_runs_sessions_with_the_runner_on(
             except httpx.HTTPError:
                 return False
 
-        wait_for(ready, timeout=30)
+        # a bound, not a timing: serve starts four interpreters (web, worker, runner, redis)
+        wait_for(ready, timeout=90)
         commands = [_cmdline(pid) for pid in process_tree(serve.pid)]
         assert any("hookspawn.cli runner" in line for line in commands), commands
         started = httpx.post(f"{base}/agents/served/sessions", json={}, timeout=10)

@@ -1,0 +1,95 @@
+"""How the suite is split: which tests are `slow` (left out of the quick loop,
+`pytest -m "not slow"`), which are `serial`, and how pytest-xdist hands them to its workers.
+
+Listed by where the tests are (a folder `x/`, a module, or one test), so a new test in a
+listed place is marked too. xdist's workers each take one unit of work at a time (a test, or
+a group kept together), biggest groups first:
+- the `serial` tests are one group: one worker runs them one after another while the others
+  run the rest (the fault scenarios kill and stop real processes, wait out leases);
+- a module of `SHARED` is one group: its tests share a module-scoped fixture (a stack, a
+  schemathesis run), built once by the worker that runs them;
+- every other test is a unit of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from xdist.scheduler import LoadScopeScheduling
+
+SERIAL = ("faults/",)
+
+#: modules whose tests share a module-scoped fixture
+SHARED = (
+    "hostile/test_openapi.py",
+    "hostile/test_corpus.py",
+    "hostile/test_connection_limits.py",
+    "test_compose.py",
+)
+
+#: pytest-timeout's limit (seconds) for tests whose module fixture is a long CPU-bound run
+#: (schemathesis' hundreds of generated requests): its first test pays for it, and beside the
+#: other workers on a loaded machine that can pass the default 120 s
+TIMEOUTS = {"hostile/test_openapi.py": 360}
+
+#: whole process trees (`serve`, srt sandboxes, chromium), every example payload, fuzzing and
+#: property runs: each takes seconds to a minute; the quick loop leaves them out
+SLOW = (
+    "faults/",
+    "hostile/test_openapi.py",
+    "hostile/test_intake_fuzz.py",
+    "hostile/test_connection_limits.py",
+    "ui/test_browser.py",
+    "sandbox/test_confined.py",
+    "runner/test_confined_runner.py",
+    "runner/test_snapshots.py",
+    "runner/test_harness.py",
+    "runner/test_lifecycle.py",
+    "runner/test_github_app.py",
+    "runner/test_session_runs.py",
+    "templating/test_properties.py::test_compile_and_render_raise_only_template_errors",
+    "templating/test_refs.py::test_every_accepted_ref_is_accepted_by_git",
+)
+
+
+def _within(nodeid: str, places: tuple[str, ...]) -> bool:
+    """A folder (`x/`) holds the test; a module or test names it, or a parametrization."""
+    where = nodeid.removeprefix("tests/")
+    return any(
+        where.startswith(place if place.endswith("/") else (f"{place}::", f"{place}["))
+        or where == place
+        for place in places
+    )
+
+
+def mark(item: pytest.Item) -> None:
+    if _within(item.nodeid, SLOW):
+        item.add_marker(pytest.mark.slow)
+    if _within(item.nodeid, SERIAL):
+        item.add_marker(pytest.mark.serial)
+    for place, seconds in TIMEOUTS.items():
+        if _within(item.nodeid, (place,)) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(seconds))
+
+
+def unit(nodeid: str) -> str:
+    """The unit of work `nodeid` goes to an xdist worker in."""
+    if _within(nodeid, SERIAL):
+        return "serial"
+    module = nodeid.split("::", 1)[0]
+    if _within(module, SHARED):
+        return module
+    return nodeid
+
+
+class SuiteScheduling(LoadScopeScheduling):  # type: ignore[misc]
+    """xdist's scope scheduling (one unit at a time per worker, the units with the most
+    tests first) over the units above."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return unit(nodeid)
+
+
+def scheduler(config: pytest.Config, log: Any) -> SuiteScheduling:
+    return SuiteScheduling(config, log)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -91,6 +92,16 @@ def srt_domains(value: list[str]) -> list[str]:
     return value
 
 
+def level_name(value: object) -> str:
+    """A `logging` level name (`DEBUG`, `INFO`, `WARNING`, `ERROR`, `CRITICAL`; any case)."""
+    text = str(value).strip().upper()
+    if text not in logging.getLevelNamesMapping():
+        raise ValueError(
+            f"not a log level: {value!r} (use DEBUG, INFO, WARNING, ERROR or CRITICAL)"
+        )
+    return text
+
+
 Csv = Annotated[list[str], NoDecode, BeforeValidator(split_csv)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
@@ -134,6 +145,8 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(default=30.0, gt=0, le=50)
     #: retries of one delivery (transient errors) before it is dead-lettered
     max_retries: int = Field(default=8, ge=0, le=50)
+    #: the level of the log lines `serve`, `web`, `worker` and `runner` write to stderr
+    log_level: Annotated[str, BeforeValidator(level_name)] = "INFO"
     #: the running server the client commands (send, deliveries, …) talk to, when no --url
     url: str | None = None
     # HTTP limits, per connection and before any authentication (hookspawn/web/limits.py)

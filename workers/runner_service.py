@@ -21,7 +21,7 @@ from workers import keys
 from workers.celery_app import make_celery
 from workers.run_credentials import RunCredentials
 from workers.runtime import redis_client
-from workers.sandbox_exec import SRT_SHARED_TMP, SandboxUnavailable, open_sandbox, runtime_for
+from workers.sandbox_exec import SRT_SHARED_TMP, SandboxUnavailable, host_paths_for, open_sandbox
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
 from workers.session_exec import account_of
@@ -97,7 +97,7 @@ def open_runner_sandbox(settings: Settings) -> SandboxConfig | SandboxUnavailabl
     try:
         config = open_sandbox(
             settings.sandbox_config,
-            runtime=runtime_for(settings.data_dir),
+            host=host_paths_for(settings.data_dir),
             account=account_of(settings.runner_user),
         )
     except SandboxUnavailable as exc:

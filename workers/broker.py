@@ -34,7 +34,7 @@ from workers.errors import (
     BrokerError,
     BrokerNotFound,
     InvalidCredential,
-    PermissionNotGranted,
+    TokenPermissionNotGranted,
     TooManyFailures,
     WorkerError,
 )
@@ -278,7 +278,7 @@ class Broker:
                 installationId=installation.id,
                 kind=exc.kind,
             ) from None
-        except PermissionNotGranted as exc:
+        except TokenPermissionNotGranted as exc:
             raise BrokerDenied(
                 f"{where}installation {installation.id} does not grant what is asked on "
                 f"{repository}: {exc.message}",

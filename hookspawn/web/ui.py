@@ -23,7 +23,6 @@ from hookspawn.web.routes_runner import run_view
 from workers import keys
 from workers.pipeline import SpawnPipeline
 from workers.runtime import Runtime
-from workers.session_audit import SessionAudit
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -303,7 +302,7 @@ async def session(request: Request, session_id: str) -> Response:
         found = rt.sessions.get(session_id)
         if found is None:
             raise ApiError(404, "session_not_found", f"no session {session_id!r}")
-        trail = SessionAudit(rt.client)
+        trail = rt.audit
         audit, failed = trail.entries(session_id), trail.failures(session_id)
         run = run_view(rt, session_id)
         return {

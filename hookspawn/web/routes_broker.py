@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
+from triggers.session_spec import SessionSpec
 from workers.broker import Broker, GitRequest
 
 router = APIRouter()
@@ -89,23 +90,23 @@ def _credential(request: Request) -> str:
     return value.strip() if scheme.lower() == "bearer" else ""
 
 
-async def _authenticated(request: Request, session_id: str, kind: str) -> dict[str, Any]:
+async def _authenticated(request: Request, session_id: str, kind: str) -> SessionSpec:
     return await run_in_threadpool(
         broker(request).authenticate, session_id, _credential(request), kind
     )
 
 
-async def git_session(request: Request, session_id: str) -> dict[str, Any]:
+async def git_session(request: Request, session_id: str) -> SessionSpec:
     """The session's spec, once its credential checks out (before the body is read)."""
     return await _authenticated(request, session_id, "git")
 
 
-async def tool_session(request: Request, session_id: str) -> dict[str, Any]:
+async def tool_session(request: Request, session_id: str) -> SessionSpec:
     return await _authenticated(request, session_id, "tool")
 
 
-GitSession = Annotated[dict[str, Any], Depends(git_session)]
-ToolSession = Annotated[dict[str, Any], Depends(tool_session)]
+GitSession = Annotated[SessionSpec, Depends(git_session)]
+ToolSession = Annotated[SessionSpec, Depends(tool_session)]
 
 
 @router.post(

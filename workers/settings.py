@@ -136,6 +136,8 @@ class Settings(BaseSettings):
     #: key of the HMAC-SHA256 signature on every dispatch POST (X-Hookspawn-Signature-256)
     dispatch_secret: str | None = None
     admin_token: str | None = None
+    #: the level of the log lines `serve`, `web`, `worker` and `runner` write to stderr
+    log_level: Annotated[str, BeforeValidator(level_name)] = "INFO"
     data_dir: Path = Path(".hookspawn")
     retention: Duration = timedelta(days=3)
     #: how long session records (and their index entries) are kept; unset: as deliveries
@@ -145,8 +147,6 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(default=30.0, gt=0, le=50)
     #: retries of one delivery (transient errors) before it is dead-lettered
     max_retries: int = Field(default=8, ge=0, le=50)
-    #: the level of the log lines `serve`, `web`, `worker` and `runner` write to stderr
-    log_level: Annotated[str, BeforeValidator(level_name)] = "INFO"
     #: the running server the client commands (send, deliveries, …) talk to, when no --url
     url: str | None = None
     # HTTP limits, per connection and before any authentication (hookspawn/web/limits.py)

@@ -14,8 +14,8 @@ __all__ = [
     "MICROSANDBOX_HOME",
     "MICROSANDBOX_WORKSPACE",
     "SECURITY_HOME_DIRS",
+    "HostPaths",
     "Problem",
-    "Runtime",
     "SandboxConfig",
     "SandboxMount",
     "is_within",
@@ -55,7 +55,7 @@ _LEGACY = ("sandboxReadRoots", "sandboxWriteRoots")
 
 
 @dataclass(frozen=True)
-class Runtime:
+class HostPaths:
     """What the rules protect on this machine: the host home `~` expands to, and hookspawn's
     data directory, which holds every session root (with srt, each session's workspace and
     runtime home are there), the logs and the embedded Redis data."""
@@ -117,7 +117,7 @@ def _path(
 
 
 def _mount(
-    raw: object, where: str, backend: Backend | None, runtime: Runtime, problems: list[Problem]
+    raw: object, where: str, backend: Backend | None, host: HostPaths, problems: list[Problem]
 ) -> SandboxMount | None:
     if not isinstance(raw, dict):
         problems.append(Problem(where, "must be an object with source, target and mode"))
@@ -133,8 +133,8 @@ def _mount(
     for key in sorted(set(raw) - _MOUNT_FIELDS - {"readOnly"}):
         problems.append(Problem(f"{where}.{key}", "unknown field (source, target, mode)"))
     # the target of a VM mount is inside the VM: its `~` is the runtime home there
-    target_home = MICROSANDBOX_HOME if backend == "microsandbox" else runtime.host_home
-    source = _path(raw, "source", where, runtime.host_home, problems)
+    target_home = MICROSANDBOX_HOME if backend == "microsandbox" else host.host_home
+    source = _path(raw, "source", where, host.host_home, problems)
     target = _path(raw, "target", where, target_home, problems)
     mode = raw.get("mode")
     if mode is None and "readOnly" not in raw:
@@ -148,20 +148,20 @@ def _mount(
     return SandboxMount(source=source, target=target, mode=cast(Mode, mode))
 
 
-def _protected(backend: Backend, runtime: Runtime) -> list[tuple[str, str, bool]]:
+def _protected(backend: Backend, host: HostPaths) -> list[tuple[str, str, bool]]:
     """(path, what it is, whether a mount beneath it is refused too) where `backend`'s targets
     live: inside the VM for microsandbox, on the host otherwise."""
     if backend != "microsandbox":
-        return _host_protected(runtime)
+        return _host_protected(host)
     home = MICROSANDBOX_HOME
     paths = [(MICROSANDBOX_WORKSPACE, "the workspace", True), (home, "the runtime home", False)]
     paths += [(p, "a path the VM runtime owns", True) for p in _VM_SYSTEM]
     return paths + _security_dirs(home, "the runtime home")
 
 
-def _host_protected(runtime: Runtime) -> list[tuple[str, str, bool]]:
-    roots = (runtime.data_dir, "the data directory (session workspaces and homes)", True)
-    return [roots, *_security_dirs(runtime.host_home, "the host home")]
+def _host_protected(host: HostPaths) -> list[tuple[str, str, bool]]:
+    roots = (host.data_dir, "the data directory (session workspaces and homes)", True)
+    return [roots, *_security_dirs(host.host_home, "the host home")]
 
 
 def _security_dirs(home: str, whose: str) -> list[tuple[str, str, bool]]:
@@ -171,9 +171,9 @@ def _security_dirs(home: str, whose: str) -> list[tuple[str, str, bool]]:
     ]
 
 
-def protected_host_path(path: str, runtime: Runtime) -> str | None:
+def protected_host_path(path: str, host: HostPaths) -> str | None:
     """Why a host path may not be shared with a session (None: it may)."""
-    hit = _replaces(path, _host_protected(runtime))
+    hit = _replaces(path, _host_protected(host))
     return None if hit is None else f"{hit[0]}, {hit[1]}"
 
 
@@ -185,15 +185,15 @@ def _replaces(path: str, protected: list[tuple[str, str, bool]]) -> tuple[str, s
 
 
 def _mount_rules(
-    mounts: list[tuple[int, SandboxMount]], backend: Backend, runtime: Runtime
+    mounts: list[tuple[int, SandboxMount]], backend: Backend, host: HostPaths
 ) -> list[Problem]:
     problems: list[Problem] = []
-    protected = _protected(backend, runtime)
+    protected = _protected(backend, host)
     seen: dict[str, tuple[int, SandboxMount]] = {}
     for n, m in mounts:
         where = f"sandbox.mounts[{n}]"
         hit = _replaces(m.target, protected)
-        if hit and backend == "srt" and m.mode == "readonly" and hit[0] == runtime.data_dir:
+        if hit and backend == "srt" and m.mode == "readonly" and hit[0] == host.data_dir:
             problems.append(
                 Problem(
                     f"{where}.mode",
@@ -210,7 +210,7 @@ def _mount_rules(
                 )
             )
         if backend == "microsandbox":
-            exposed = _replaces(m.source, _host_protected(runtime))
+            exposed = _replaces(m.source, _host_protected(host))
             if exposed:
                 problems.append(
                     Problem(
@@ -317,7 +317,7 @@ def reading_order(problem: Problem) -> tuple[int, int]:
     return (0 if field.startswith("security") else 1), 0
 
 
-def well_formed_mounts(raw: object, *, runtime: Runtime) -> list[tuple[int, SandboxMount]]:
+def well_formed_mounts(raw: object, *, host: HostPaths) -> list[tuple[int, SandboxMount]]:
     """The mounts of a document that are well formed on their own, with their index: what the
     host can still be asked about when the document as a whole breaks a rule."""
     sandbox = raw.get("sandbox") if isinstance(raw, dict) else None
@@ -328,13 +328,13 @@ def well_formed_mounts(raw: object, *, runtime: Runtime) -> list[tuple[int, Sand
     known = cast(Backend, backend) if backend in BACKENDS else None
     found = []
     for n, item in enumerate(items):
-        mount = _mount(item, f"sandbox.mounts[{n}]", known, runtime, [])
+        mount = _mount(item, f"sandbox.mounts[{n}]", known, host, [])
         if mount is not None:
             found.append((n, mount))
     return found
 
 
-def validate(raw: object, *, runtime: Runtime) -> tuple[SandboxConfig | None, list[Problem]]:
+def validate(raw: object, *, host: HostPaths) -> tuple[SandboxConfig | None, list[Problem]]:
     """A parsed JSON document → the configuration, or None and every rule it breaks.
     Checks what can be known without the filesystem; sources are checked by the host."""
     problems: list[Problem] = []
@@ -363,12 +363,12 @@ def validate(raw: object, *, runtime: Runtime) -> tuple[SandboxConfig | None, li
         problems.append(Problem("sandbox.mounts", "must be a list of mounts"))
         raw_mounts = []
     for n, item in enumerate(raw_mounts):
-        mount = _mount(item, f"sandbox.mounts[{n}]", backend, runtime, problems)
+        mount = _mount(item, f"sandbox.mounts[{n}]", backend, host, problems)
         if mount is not None:
             mounts.append((n, mount))
     env = sandbox_env(sandbox.get("env"), problems)
     if backend is not None:
-        problems += _mount_rules(mounts, backend, runtime)
+        problems += _mount_rules(mounts, backend, host)
     if problems or backend is None:
         return None, sorted(problems, key=reading_order)
     return SandboxConfig(backend=backend, mounts=tuple(m for _, m in mounts), env=env), []

@@ -8,19 +8,40 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 __all__ = [
     "PULL_REF",
     "Candidate",
     "Checkout",
     "ScopePlan",
+    "ScopedMount",
     "classify",
     "may_restore",
     "plan_scopes",
     "privileges",
     "secret_names",
 ]
+
+
+class ScopedMount(Protocol):
+    """What the scopes read of a session spec's mount (triggers.session_spec.SessionMount)."""
+
+    @property
+    def repository(self) -> str: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def mount_path(self) -> str: ...
+    @property
+    def ref(self) -> str | None: ...
+    @property
+    def auth(self) -> str: ...
+    @property
+    def capabilities(self) -> Mapping[str, str] | None: ...
+    @property
+    def event_dependent(self) -> bool: ...
+
 
 #: a pull request's head or merge ref, fully qualified or as git's fetch resolves a short name
 PULL_REF = re.compile(r"(?:refs/)?pull/([0-9]+)/(?:head|merge)")
@@ -124,22 +145,22 @@ def _branches_of(repository: str, github: Mapping[str, Any]) -> set[str]:
     return found
 
 
-def classify(mount: Mapping[str, Any], github: Mapping[str, Any]) -> Checkout:
+def classify(mount: ScopedMount, github: Mapping[str, Any]) -> Checkout:
     """What `mount` (a session spec's mount) checks out, given the event (`payload.github`).
 
     A pull request's ref is pull-request code. A ref the event supplied (`eventDependent`)
     counts as a branch only when the event shows it is one of the mount's repository; any
     other (a commit, a fork's branch, a tag) is treated as pull-request code too. A ref the
     agent's authors wrote is theirs."""
-    repository = str(mount.get("repository") or mount.get("url") or "")
-    ref = mount.get("ref")
+    repository = mount.repository or mount.url
+    ref = mount.ref
     pull_repo, number, base = _pull_request(github)
     ours = _same(pull_repo, repository)
     found = PULL_REF.fullmatch(ref or "")
     if found:
         own = int(found.group(1))
         return Checkout("pull", repository, str(ref), own, base if ours and own == number else None)
-    if not mount.get("eventDependent"):
+    if not mount.event_dependent:
         return Checkout("branch", repository, ref or "HEAD")
     name = str(ref).removeprefix("refs/heads/")
     if name in _branches_of(repository, github):
@@ -149,15 +170,15 @@ def classify(mount: Mapping[str, Any], github: Mapping[str, Any]) -> Checkout:
     return Checkout("ref", repository, str(ref))
 
 
-def privileges(mounts: Sequence[Mapping[str, Any]], env: Sequence[Mapping[str, Any]]) -> list[str]:
+def privileges(mounts: Sequence[ScopedMount], env: Sequence[Mapping[str, Any]]) -> list[str]:
     """Why a session is privileged: a capability at write (merge included), `workflows` or
     `secrets` granted at all, or an env value that is a `$secret` (`env`: each env layer)."""
     reasons = []
     for mount in mounts:
-        capabilities = mount.get("capabilities") if mount.get("auth") == "githubApp" else None
+        capabilities = mount.capabilities if mount.auth == "githubApp" else None
         for name, level in (capabilities or {}).items():
             if level == "write" or (name in ("workflows", "secrets") and level != "none"):
-                reasons.append(f"{mount.get('mountPath')} {name}: {level}")
+                reasons.append(f"{mount.mount_path} {name}: {level}")
     for layer in env:
         for name, value in layer.items():
             if isinstance(value, Mapping) and "$secret" in value:
@@ -182,7 +203,7 @@ def _scope(kind: str, parts: Sequence[str]) -> str:
 
 
 def plan_scopes(
-    mounts: Sequence[Mapping[str, Any]],
+    mounts: Sequence[ScopedMount],
     env: Sequence[Mapping[str, Any]],
     session_input: Mapping[str, Any] | None,
 ) -> ScopePlan:
@@ -190,7 +211,7 @@ def plan_scopes(
     it may restore one from."""
     github = _get(session_input, "payload", "github")
     checkouts = [classify(m, github if isinstance(github, Mapping) else {}) for m in mounts]
-    own_refs = tuple(m.get("ref") for m in mounts)
+    own_refs = tuple(m.ref for m in mounts)
     reasons = tuple(privileges(mounts, env))
     secrets = secret_names(env)
     untrusted = [c for c in checkouts if not c.trusted]

@@ -4,7 +4,7 @@ scope each saves and restores, and which of them share one snapshot."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,32 @@ def _mount(mount: Mount, *, bare: bool = False) -> dict[str, Any]:
         "auth": None if bare else mount.auth.kind,
         "capabilities": mount.auth.capabilities.to_json() if github and not bare else None,
     }
+
+
+@dataclass(frozen=True)
+class _ScopedMount:
+    """A mount as the snapshot scopes read it from a session spec (agents.snapshot_scope)."""
+
+    repository: str
+    url: str
+    mount_path: str
+    ref: str | None
+    auth: str
+    capabilities: Mapping[str, str] | None
+    event_dependent: bool
+
+
+def _scoped(mount: Mount) -> _ScopedMount:
+    github = mount.auth.kind == "githubApp"
+    return _ScopedMount(
+        repository=mount.github_repository or mount.repository,
+        url=mount.url,
+        mount_path=mount.mount_path,
+        ref=mount.ref,
+        auth=mount.auth.kind,
+        capabilities=mount.auth.capabilities.to_json() if github else None,
+        event_dependent=mount.event_dependent,
+    )
 
 
 def _key(agent: CompiledAgent, *, bare: bool = False) -> str:
@@ -65,7 +91,7 @@ def _scope(agent: CompiledAgent) -> str:
 
 def _restores(agent: CompiledAgent, scope: str) -> str:
     env = agent.environment_resource.get("spec", {}).get("env") or {}
-    reasons = privileges([_mount(m) for m in agent.mounts], [env, agent.env])
+    reasons = privileges([_scoped(m) for m in agent.mounts], [env, agent.env])
     if scope.startswith("branch:") or scope == "unmounted":
         return "saves and restores there"
     base = "its base branch's scope"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -30,7 +29,7 @@ def load_settings() -> Settings:
         raise CommandError(f"{name}: {first['msg']}", exit_code=2) from None
 
 
-def _logging() -> None:
+def _logging(settings: Settings) -> None:
     # A worker logs a line per delivery; neither this format nor Celery's own read the
     # thread, the pid or the caller's file and line, so they are not collected (the switches
     # the `logging` docs list under "Optimization"). %(processName)s stays: Celery's uses it.
@@ -38,7 +37,7 @@ def _logging() -> None:
     logging.logProcesses = False
     logging._srcfile = None
     logging.basicConfig(
-        level=os.environ.get("HOOKSPAWN_LOG_LEVEL", "INFO"),
+        level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
 
@@ -70,7 +69,7 @@ def web(args: argparse.Namespace) -> int:
     if refusal:
         print(refusal, file=sys.stderr)
         return 2
-    _logging()
+    _logging(settings)
     warning = open_admin_warning(args.host, args.port, token=token)
     if warning:
         logging.getLogger("hookspawn.web").warning("%s", warning)
@@ -96,13 +95,13 @@ def worker(args: argparse.Namespace) -> int:
     from workers.runtime import build_runtime
     from workers.sweep import Sweeper
 
-    _logging()
+    settings = load_settings()
+    _logging(settings)
     # two INFO lines per task (received, succeeded) cost CPU at load and say less than the
     # delivery record does; HOOKSPAWN_LOG_LEVEL=DEBUG brings them back
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         for name in ("celery.app.trace", "celery.worker.strategy"):
             logging.getLogger(name).setLevel(logging.WARNING)
-    settings = load_settings()
     log_agents(log, settings.agents_dir, settings.secret_names)
     # one scan of the agent files a second for the whole worker, not one per pool process:
     # started before the pool is forked, which then reads its change count

@@ -13,7 +13,7 @@ from pathlib import Path
 from agents.sandbox_migrate import migrate as migrated
 from hookspawn.client import CommandError
 from hookspawn.commands import load_settings
-from workers.sandbox_exec import load_config, runtime_for
+from workers.sandbox_exec import host_paths_for, load_config
 from workers.settings import Settings
 
 __all__ = ["sandbox"]
@@ -39,7 +39,7 @@ def sandbox(args: argparse.Namespace) -> int:
 
 def _check(path: Path, settings: Settings) -> int:
     """Exit 0 when valid; else 1 and one `CONFIG: field: message` line per problem."""
-    config, problems = load_config(path, runtime=runtime_for(settings.data_dir))
+    config, problems = load_config(path, host=host_paths_for(settings.data_dir))
     for problem in problems:
         print(problem.line(str(path)))
     if config is not None and config.backend == "none":

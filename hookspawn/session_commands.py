@@ -23,8 +23,8 @@ def runner(args: argparse.Namespace) -> int:
     from workers.errors import WorkerError
     from workers.runner_service import run_runner
 
-    commands._logging()
     settings = commands.load_settings()
+    commands._logging(settings)
     if args.concurrency < 1:
         raise CommandError(f"--concurrency {args.concurrency}: must be at least 1", exit_code=2)
     try:

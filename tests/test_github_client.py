@@ -18,7 +18,7 @@ from workers.errors import (
     AccessRevoked,
     ConfigurationError,
     GitHubUnavailable,
-    PermissionNotGranted,
+    TokenPermissionNotGranted,
     Transient,
 )
 from workers.github import GitHubApp, MintedToken, RemoteInstallation, RemoteRepository
@@ -68,7 +68,7 @@ class TestMint:
         self, gh: GitHubStandin, app: GitHubApp
     ) -> None:
         # githubkit's schema would reject `workflows: read`; the body must still be ours.
-        with pytest.raises(PermissionNotGranted):
+        with pytest.raises(TokenPermissionNotGranted):
             app.mint_token(8, [201], {"workflows": "read", "metadata": "read"})
         assert gh.requests_to("access_tokens")[0].body == {
             "repository_ids": [201],
@@ -128,7 +128,7 @@ class TestDefinitiveRefusals:
     def test_422_permissions_is_permission_not_granted(
         self, gh: GitHubStandin, app: GitHubApp
     ) -> None:
-        with pytest.raises(PermissionNotGranted) as caught:
+        with pytest.raises(TokenPermissionNotGranted) as caught:
             app.mint_token(8, [201], {"contents": "write", "metadata": "read"})
         assert caught.value.code == "permission_not_granted"
         assert "contents: write" in str(caught.value)

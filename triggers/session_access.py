@@ -22,6 +22,7 @@ from agents.github_tools import (
 )
 from agents.model import Capabilities
 from triggers.errors import TriggersError
+from triggers.session_spec import SessionSpec
 
 __all__ = [
     "AccessRefused",
@@ -55,35 +56,33 @@ class SessionMountView:
     github_app: bool
     capabilities: Capabilities
     installation_id: int | None
+    #: the scope of the mount's git credential, as the spec was spawned with (None: none)
+    git_permissions: dict[str, str] | None = None
 
     @property
     def key(self) -> str:
         return self.repository.lower()
 
 
-def session_mounts(spec: Mapping[str, Any]) -> list[SessionMountView]:
-    out: list[SessionMountView] = []
-    for mount in spec.get("mounts") or ():
-        if not isinstance(mount, Mapping):
-            continue
-        installation = mount.get("installationId")
-        out.append(
-            SessionMountView(
-                repository=str(mount.get("repository") or ""),
-                url=str(mount.get("url") or ""),
-                mount_path=str(mount.get("mountPath") or ""),
-                github_app=mount.get("auth") == "githubApp",
-                capabilities=capabilities_from_json(mount.get("capabilities")),
-                installation_id=installation if isinstance(installation, int) else None,
-            )
+def session_mounts(spec: SessionSpec) -> list[SessionMountView]:
+    return [
+        SessionMountView(
+            repository=mount.repository,
+            url=mount.url,
+            mount_path=mount.mount_path,
+            github_app=mount.auth == "githubApp",
+            capabilities=capabilities_from_json(mount.capabilities),
+            installation_id=mount.installation_id,
+            git_permissions=mount.git_permissions,
         )
-    return out
+        for mount in spec.mounts
+    ]
 
 
-def allowlist(spec: Mapping[str, Any]) -> list[str] | None:
+def allowlist(spec: SessionSpec) -> list[str] | None:
     """The agent's `tools` allowlist for the github tool (None: no list, nothing narrowed)."""
     names: list[str] | None = None
-    for tool in spec.get("tools") or ():
+    for tool in spec.tools:
         if isinstance(tool, Mapping) and tool.get("kind") == "github" and "allow" in tool:
             names = (names or []) + [str(n) for n in tool.get("allow") or ()]
     return names
@@ -163,7 +162,8 @@ def find_git_mount(
 
 
 def git_permissions(mount: SessionMountView) -> dict[str, str]:
-    """The git credential scope of a mount (SPEC §8); 403 `no_git_credential` when none."""
+    """The git credential scope of a mount (SPEC §8), as its spec was spawned with (its
+    `gitPermissions`); 403 `no_git_credential` when none."""
     if not mount.github_app:
         raise AccessRefused(
             403,
@@ -172,7 +172,7 @@ def git_permissions(mount: SessionMountView) -> dict[str, str]:
             mountPath=mount.mount_path,
             repository=mount.repository,
         )
-    scope = mount.capabilities.git_permissions()
+    scope = mount.git_permissions
     if scope is None:
         raise AccessRefused(
             403,
@@ -187,7 +187,7 @@ def git_permissions(mount: SessionMountView) -> dict[str, str]:
 # tools ----------------------------------------------------------------------------------
 
 
-def session_tools(spec: Mapping[str, Any]) -> list[str]:
+def session_tools(spec: SessionSpec) -> list[str]:
     """The tools the session may see: some githubApp mount grants each (then the allowlist)."""
     granted = [m.capabilities for m in session_mounts(spec) if m.github_app]
     return visible_tools(granted, allowlist(spec)) if granted else []
@@ -202,7 +202,7 @@ class ToolGrant:
     mount: SessionMountView | None  # None: a repository no mount names (default capabilities)
 
 
-def tool_grant(spec: Mapping[str, Any], tool: str, repository: str) -> ToolGrant:
+def tool_grant(spec: SessionSpec, tool: str, repository: str) -> ToolGrant:
     """The per-call gate: 404 `unknown_tool`; 403 `tool_not_granted`.
 
     Visible to the session first, then re-checked against the target repository's own mount

@@ -70,6 +70,13 @@ class SessionEnvironment(_Model):
     name: str
     resource: dict[str, Any]
 
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        """The generated resource's `spec` (image, steps, setup, env, resources, setupCache);
+        empty when the resource has none."""
+        found = self.resource.get("spec")
+        return found if isinstance(found, Mapping) else {}
+
 
 class Origin(_Model):
     kind: Literal["trigger", "manual", "agent"]

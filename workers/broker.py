@@ -25,6 +25,7 @@ from triggers.session_access import (
     session_tools,
     tool_grant,
 )
+from triggers.session_spec import SessionSpec
 from triggers.spawn_rules import Grant
 from workers import keys
 from workers.connections import ConnectionStore
@@ -34,7 +35,7 @@ from workers.errors import (
     BrokerError,
     BrokerNotFound,
     InvalidCredential,
-    PermissionNotGranted,
+    TokenPermissionNotGranted,
     TooManyFailures,
     WorkerError,
 )
@@ -87,10 +88,11 @@ class Broker:
         self.tokens = tokens
         self.rewrites = list(rewrites or ())
 
-    def authenticate(self, session_id: str, credential: str, kind: str) -> dict[str, Any]:
-        """The session's spec when `credential` is one of its valid credentials; else 401."""
+    def authenticate(self, session_id: str, credential: str, kind: str) -> SessionSpec:
+        """The session's spec, parsed once, when `credential` is one of its valid credentials;
+        else 401."""
         if credential and self.credentials.verify(session_id, credential):
-            spec = self.sessions.get(session_id)
+            spec = self.sessions.spec(session_id)
             if spec is not None:
                 return spec
         if self.sessions.client.exists(keys.session(session_id)):
@@ -109,7 +111,7 @@ class Broker:
 
     # git ------------------------------------------------------------------------------
     def git_credential(
-        self, session_id: str, spec: Mapping[str, Any], asked: GitRequest
+        self, session_id: str, spec: SessionSpec, asked: GitRequest
     ) -> dict[str, Any]:
         """A token for the mount `asked` names (`spec`: the authenticated session's)."""
         fields: dict[str, Any] = {"mountPath": asked.mount_path}
@@ -141,11 +143,11 @@ class Broker:
         }
 
     # tools ----------------------------------------------------------------------------
-    def tools(self, spec: Mapping[str, Any]) -> list[str]:
+    def tools(self, spec: SessionSpec) -> list[str]:
         return session_tools(spec)
 
     def tool_call(
-        self, session_id: str, spec: Mapping[str, Any], tool: str, repository: str
+        self, session_id: str, spec: SessionSpec, tool: str, repository: str
     ) -> dict[str, Any]:
         """The gate's decision on one call: what it may do, on which repository, through which
         installation. Nothing is minted and no token is answered."""
@@ -163,7 +165,7 @@ class Broker:
         }
 
     def tool_token(
-        self, session_id: str, spec: Mapping[str, Any], tool: str, repository: str
+        self, session_id: str, spec: SessionSpec, tool: str, repository: str
     ) -> MintedToken:
         """A token scoped to one allowed tool call, the session's own (revoked when it ends),
         for hookspawn to make the call itself: never to be answered to the session."""
@@ -182,7 +184,7 @@ class Broker:
         return token
 
     def _tool_decision(
-        self, spec: Mapping[str, Any], tool: str, repository: str, fields: dict[str, Any]
+        self, spec: SessionSpec, tool: str, repository: str, fields: dict[str, Any]
     ) -> tuple[ToolGrant, Installation, int]:
         """The gate, then coverage: a mounted repository through its mount's installation, any
         other through an installation the session's githubApp mounts were granted at spawn."""
@@ -278,7 +280,7 @@ class Broker:
                 installationId=installation.id,
                 kind=exc.kind,
             ) from None
-        except PermissionNotGranted as exc:
+        except TokenPermissionNotGranted as exc:
             raise BrokerDenied(
                 f"{where}installation {installation.id} does not grant what is asked on "
                 f"{repository}: {exc.message}",
@@ -309,7 +311,7 @@ class Broker:
         return error
 
 
-def _session_installations(spec: Mapping[str, Any]) -> list[int | None]:
+def _session_installations(spec: SessionSpec) -> list[int | None]:
     """The installations the session's githubApp mounts were granted at spawn, in mount order."""
     found: list[int | None] = []
     for mount in session_mounts(spec):

@@ -42,13 +42,13 @@ class StoreUnavailable(Transient):
     code = "store_unavailable"
 
 
-class Refusal(WorkerError):
-    """A definitive 'no' for one spawn: recorded as its outcome and never retried."""
+class TokenRefused(WorkerError):
+    """GitHub definitively refused a token: the spawn's outcome is recorded, never retried."""
 
     code = "refused"
 
 
-class AccessRevoked(Refusal):
+class AccessRevoked(TokenRefused):
     """GitHub definitively refused a token (SPEC §7): the grant must be pruned.
 
     `kind` is `installation_deleted`, `installation_suspended` or `repository_inaccessible`.
@@ -71,7 +71,7 @@ class AccessRevoked(Refusal):
         self.repository_ids = repository_ids
 
 
-class PermissionNotGranted(Refusal):
+class TokenPermissionNotGranted(TokenRefused):
     code = "permission_not_granted"
 
 

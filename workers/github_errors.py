@@ -1,6 +1,6 @@
 """How a failed GitHub call becomes a `workers.errors` class (SPEC §7), counted by its kind.
 
-Definitive refusals become `AccessRevoked` / `PermissionNotGranted`, transient trouble
+Definitive refusals become `AccessRevoked` / `TokenPermissionNotGranted`, transient trouble
 `GitHubUnavailable` (with `retry_after` when GitHub says how long), bad App credentials or a
 call githubkit refuses `ConfigurationError`. Each failure is counted in
 `hookspawn_github_errors_total`.
@@ -27,7 +27,7 @@ from workers.errors import (
     AccessRevoked,
     ConfigurationError,
     GitHubUnavailable,
-    PermissionNotGranted,
+    TokenPermissionNotGranted,
     WorkerError,
 )
 
@@ -63,7 +63,7 @@ def counted(error: WorkerError, cause: Exception) -> WorkerError:
 def _error_class(error: WorkerError, cause: Exception) -> str:
     if isinstance(error, AccessRevoked):
         return error.kind
-    if isinstance(error, PermissionNotGranted):
+    if isinstance(error, TokenPermissionNotGranted):
         return "permission_not_granted"
     if isinstance(cause, RateLimitExceeded) or (
         isinstance(error, GitHubUnavailable) and error.retry_after is not None
@@ -162,7 +162,7 @@ def _refusal(
     if status == 422 and _PERMISSIONS in lowered and call.permissions is not None:
         asked = ", ".join(f"{name}: {level}" for name, level in sorted(call.permissions.items()))
         detail = f"; GitHub names: {', '.join(errors)}" if errors else ""
-        return PermissionNotGranted(
+        return TokenPermissionNotGranted(
             f"installation {installation_id} does not grant the permissions asked for "
             f"({asked}){detail}",
             installation_id=installation_id,

@@ -63,9 +63,9 @@ def idempotency(session_id: str) -> str:
 
 
 # The delivery explorer ---------------------------------------------------------
-#: string with a TTL (the sign-in's lifetime): one signed-in /ui session, keyed by the SHA-256
+#: string with a TTL (the sign-in's lifetime): one /ui login, keyed by the SHA-256
 #: of its cookie value; holds an HMAC of the admin token it was opened with
-def ui_session(digest: str) -> str:
+def ui_login(digest: str) -> str:
     return f"{PREFIX}:ui-session:{digest}"
 
 

@@ -30,7 +30,7 @@ from workers.agents_source import AgentsSource
 from workers.connections import ConnectionStore, resync_installation
 from workers.delivery_record import Delivery
 from workers.dispatch import Dispatcher
-from workers.errors import AccessRevoked, ConfigurationError, PermissionNotGranted, Transient
+from workers.errors import AccessRevoked, ConfigurationError, TokenPermissionNotGranted, Transient
 from workers.github import GitHubApp
 from workers.lifecycle import LIFECYCLE_EVENTS
 from workers.processing import RunResult
@@ -281,7 +281,7 @@ class SpawnPipeline:
                     installationId=grant.installation_id,
                     kind=exc.kind,
                 )
-            except PermissionNotGranted as exc:
+            except TokenPermissionNotGranted as exc:
                 return refusal(
                     "permission_not_granted",
                     f"mount {mint.mount_path}: installation {grant.installation_id} does not "

@@ -20,17 +20,14 @@ from agents.sandbox_config import SandboxConfig
 from workers import keys
 from workers.celery_app import make_celery
 from workers.run_credentials import RunCredentials
-from workers.runtime import redis_client
-from workers.sandbox_exec import SRT_SHARED_TMP, SandboxUnavailable, open_sandbox, runtime_for
-from workers.session_audit import SessionAudit
-from workers.session_credentials import SessionCredentials
+from workers.runtime import Runtime
+from workers.sandbox_exec import SRT_SHARED_TMP, SandboxUnavailable, host_paths_for, open_sandbox
 from workers.session_exec import account_of
 from workers.session_prune import SessionPruner
 from workers.session_queue import RUN_SESSION
 from workers.session_roots import open_workspaces
 from workers.session_runner import SessionRunner
 from workers.session_runs import SessionRuns
-from workers.sessions import SessionStore
 from workers.settings import Settings
 
 __all__ = ["RunnerService", "open_runner_sandbox", "run_runner"]
@@ -97,7 +94,7 @@ def open_runner_sandbox(settings: Settings) -> SandboxConfig | SandboxUnavailabl
     try:
         config = open_sandbox(
             settings.sandbox_config,
-            runtime=runtime_for(settings.data_dir),
+            host=host_paths_for(settings.data_dir),
             account=account_of(settings.runner_user),
         )
     except SandboxUnavailable as exc:
@@ -129,12 +126,15 @@ def open_runner_sandbox(settings: Settings) -> SandboxConfig | SandboxUnavailabl
 
 
 class RunnerService:
-    """The runner's Celery app with `run_session` bound to one SessionRunner."""
+    """The runner's Celery app with `run_session` bound to one SessionRunner; the Redis client
+    and the session stores come from the process's Runtime (`runtime`, built here when not
+    given), which the service closes with itself."""
 
     def __init__(
         self,
         settings: Settings,
         *,
+        runtime: Runtime | None = None,
         requeue_after: float = REQUEUE_AFTER,
         prune_every: float = PRUNE_EVERY,
     ) -> None:
@@ -142,14 +142,10 @@ class RunnerService:
             raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
         self.settings = settings
         log.info("session roots in %s", open_workspaces(settings))
-        self.client = redis_client(settings.redis_url)
+        rt = self.runtime = runtime or Runtime(settings)
+        self.client = rt.client
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        credentials = SessionCredentials(
-            self.client,
-            ttl=settings.session_credential_ttl,
-            audit=SessionAudit(self.client, retention=settings.sessions_kept),
-        )
-        held = RunCredentials(credentials, SessionStore(self.client))
+        held = RunCredentials(rt.credentials, rt.sessions)
         self.runner = SessionRunner(
             settings,
             self.client,
@@ -177,7 +173,7 @@ class RunnerService:
             return outcome
 
         self.sweeper = _Sweeper(
-            SessionRuns(self.client),
+            rt.runs,
             interval=min(5.0, settings.runner_lease_seconds / 2),
             requeue=self.enqueue,
             requeue_after=requeue_after,
@@ -206,7 +202,7 @@ class RunnerService:
 
     def close(self) -> None:
         with contextlib.suppress(redis.RedisError):
-            self.client.close()
+            self.runtime.close()
 
 
 def run_runner(settings: Settings, concurrency: int) -> int:

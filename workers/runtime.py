@@ -1,4 +1,5 @@
-"""Wires one process together from Settings: Redis client, stores, Celery app, tasks, pipeline."""
+"""Wires one process together from Settings: Redis client, stores, Celery app, tasks, pipeline,
+the session credentials and audit, and the credential broker with its session tokens."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from functools import partial
+from functools import cached_property
 from typing import cast
 
 import redis
@@ -14,6 +15,7 @@ from celery import Celery
 from celery.utils.nodenames import anon_nodename
 
 from workers.agents_source import AgentsSource, ChangeWatch
+from workers.broker import Broker
 from workers.celery_app import PROCESS_DELIVERY, make_celery
 from workers.connections import ConnectionStore
 from workers.credential_handover import CredentialHandover
@@ -25,6 +27,8 @@ from workers.processing import DeliveryProcessor, Pipeline
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
 from workers.session_queue import runner_dispatcher
+from workers.session_runs import SessionRuns
+from workers.session_tokens import SessionTokens
 from workers.sessions import SessionStore, SpawnRecords
 from workers.settings import Settings
 from workers.task_message import TaskMessages
@@ -52,6 +56,18 @@ def build_pipeline(
 ) -> SpawnPipeline:
     """The spawn pipeline with everything it needs, for this process (`agents_watch`: the
     worker's one watch of the agent files, shared by its pool processes)."""
+    return _spawn_pipeline(
+        settings, client, GitHubApp.from_settings(settings), agents_watch=agents_watch
+    )
+
+
+def _spawn_pipeline(
+    settings: Settings,
+    client: redis.Redis,
+    github: GitHubApp | None,
+    *,
+    agents_watch: ChangeWatch | None = None,
+) -> SpawnPipeline:
     sessions = SessionStore(client, retention=settings.sessions_kept)
     dispatcher: Dispatcher
     if settings.dispatch_url:
@@ -72,7 +88,6 @@ def build_pipeline(
         dispatcher = runner_dispatcher(settings, client, sessions)
     else:
         dispatcher = EmbeddedDispatcher(sessions)
-    github = GitHubApp.from_settings(settings)
     return SpawnPipeline(
         agents=AgentsSource(
             settings.agents_dir, secret_names=settings.secret_names, watch=agents_watch
@@ -86,18 +101,22 @@ def build_pipeline(
     )
 
 
-class PerProcess:
-    """Builds the Redis client and pipeline lazily, once per (forked) process."""
+#: builds a process's pipeline from its Redis client and its GitHub App (None: no App)
+PipelineFactory = Callable[[redis.Redis, GitHubApp | None], Pipeline]
 
-    def __init__(
-        self, settings: Settings, redis_url: str, pipeline: Callable[[redis.Redis], Pipeline]
-    ) -> None:
+
+class PerProcess:
+    """Builds the Redis client, the GitHub App, the pipeline and the session tokens lazily,
+    once per (forked) process."""
+
+    def __init__(self, settings: Settings, redis_url: str, pipeline: PipelineFactory) -> None:
         self.settings, self.redis_url, self._make_pipeline = settings, redis_url, pipeline
         self._pid = -1
         self._lock = threading.Lock()
         self._client: redis.Redis | None = None
         self._processor: DeliveryProcessor | None = None
         self._pipeline: Pipeline | None = None
+        self._tokens: SessionTokens | None = None
 
     def _ensure(self) -> None:
         if self._processor is not None and self._pid == os.getpid():
@@ -112,7 +131,10 @@ class PerProcess:
             max_attempts=self.settings.max_retries + 1,
             session_retention=self.settings.sessions_kept,
         )
-        self._pipeline = self._make_pipeline(client)
+        github = GitHubApp.from_settings(self.settings)
+        self._pipeline = self._make_pipeline(client, github)
+        # the broker's session tokens mint with the App the pipeline mints with
+        self._tokens = SessionTokens(github.mint_token, github.revoke_token) if github else None
         self._processor = DeliveryProcessor(store, self._pipeline)
         self._pid = os.getpid()
 
@@ -127,6 +149,12 @@ class PerProcess:
             self._ensure()
             assert self._pipeline is not None
             return self._pipeline
+
+    def tokens(self) -> SessionTokens | None:
+        """The GitHub tokens minted for sessions in this process (None: no GitHub App)."""
+        with self._lock:
+            self._ensure()
+            return self._tokens
 
     def close(self) -> None:
         """Close this process's pipeline (its dispatcher) and Redis connection; the next use
@@ -172,15 +200,24 @@ class Runtime:
         )
         self.sessions = SessionStore(self.client, retention=settings.sessions_kept)
         self.connections = ConnectionStore(self.client)
+        self.audit = SessionAudit(self.client, retention=settings.sessions_kept)
+        self.credentials = SessionCredentials(
+            self.client, ttl=settings.session_credential_ttl, audit=self.audit
+        )
+        self.runs = SessionRuns(self.client)
         self.celery: Celery = make_celery(url)
-        factory: Callable[[redis.Redis], Pipeline]
+        factory: PipelineFactory
         if pipeline is None:
-            factory = partial(build_pipeline, settings, agents_watch=agents_watch)
+
+            def factory(client: redis.Redis, github: GitHubApp | None) -> Pipeline:
+                return _spawn_pipeline(settings, client, github, agents_watch=agents_watch)
+
         elif hasattr(pipeline, "run"):
             fixed = cast(Pipeline, pipeline)
-            factory = lambda client: fixed  # noqa: E731
+            factory = lambda client, github: fixed  # noqa: E731
         else:
-            factory = pipeline
+            make = pipeline
+            factory = lambda client, github: make(client)  # noqa: E731
         self.per_process = PerProcess(settings, url, factory)
         self.task_messages = TaskMessages(
             task=PROCESS_DELIVERY,
@@ -198,6 +235,19 @@ class Runtime:
     @property
     def pipeline(self) -> Pipeline:
         return self.per_process.pipeline()
+
+    @cached_property
+    def broker(self) -> Broker:
+        """The credential broker, built on first use (its session tokens mint with this
+        process's GitHub App); the web process uses it, never forked."""
+        return Broker(
+            sessions=self.sessions,
+            credentials=self.credentials,
+            audit=self.audit,
+            connections=self.connections,
+            tokens=self.per_process.tokens(),
+            rewrites=self.settings.git_url_rewrite,
+        )
 
     def enqueue(self, delivery_id: str) -> None:
         """Queue a delivery's task (replay, sweep): the message the intake script pushes too,

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.sandbox_config import (
+    HostPaths,
     Problem,
-    Runtime,
     SandboxConfig,
     SandboxMount,
     protected_host_path,
@@ -30,10 +30,10 @@ __all__ = [
     "SYSTEM_READ",
     "SandboxUnavailable",
     "confine",
+    "host_paths_for",
     "host_problems",
     "load_config",
     "open_sandbox",
-    "runtime_for",
     "sandbox_available",
     "srt_scratch",
     "srt_settings",
@@ -62,12 +62,12 @@ class SandboxUnavailable(WorkerError):
     code = "sandbox_unavailable"
 
 
-def runtime_for(data_dir: Path) -> Runtime:
+def host_paths_for(data_dir: Path) -> HostPaths:
     """What the configuration rules protect on this host, for a hookspawn data directory."""
-    return Runtime(host_home=str(Path.home()), data_dir=os.path.abspath(data_dir))
+    return HostPaths(host_home=str(Path.home()), data_dir=os.path.abspath(data_dir))
 
 
-def load_config(path: Path, *, runtime: Runtime) -> tuple[SandboxConfig | None, list[Problem]]:
+def load_config(path: Path, *, host: HostPaths) -> tuple[SandboxConfig | None, list[Problem]]:
     """Read, validate and check a configuration file against this host: every problem."""
     try:
         raw = json.loads(path.read_text())
@@ -79,14 +79,14 @@ def load_config(path: Path, *, runtime: Runtime) -> tuple[SandboxConfig | None, 
         ]
     except UnicodeDecodeError:
         return None, [Problem("(file)", "not UTF-8 text")]
-    config, problems = validate(raw, runtime=runtime)
+    config, problems = validate(raw, host=host)
     # the host's answers too, for every mount well formed on its own: all problems at once
-    mounts = list(enumerate(config.mounts)) if config else well_formed_mounts(raw, runtime=runtime)
-    problems = sorted([*problems, *host_problems(mounts, runtime=runtime)], key=reading_order)
+    mounts = list(enumerate(config.mounts)) if config else well_formed_mounts(raw, host=host)
+    problems = sorted([*problems, *host_problems(mounts, host=host)], key=reading_order)
     return (None, problems) if problems else (config, [])
 
 
-def host_problems(mounts: Sequence[tuple[int, SandboxMount]], *, runtime: Runtime) -> list[Problem]:
+def host_problems(mounts: Sequence[tuple[int, SandboxMount]], *, host: HostPaths) -> list[Problem]:
     """The rules only the filesystem can answer: every source exists (it must before the
     runner starts), overlay sources are directories, and no source leads through a symbolic
     link to a path the rules protect."""
@@ -101,7 +101,7 @@ def host_problems(mounts: Sequence[tuple[int, SandboxMount]], *, runtime: Runtim
                 Problem(where, f"{mount.source}: an overlay source must be a directory")
             )
         real = os.path.realpath(mount.source)
-        why = protected_host_path(real, runtime) if real != mount.source else None
+        why = protected_host_path(real, host) if real != mount.source else None
         if why:
             problems.append(
                 Problem(where, f"{mount.source} leads to {real}, which is {why}: not shared")
@@ -313,7 +313,7 @@ def sandbox_available(
 
 
 def open_sandbox(
-    path: Path | None, *, runtime: Runtime, srt: str = "srt", account: Account | None = None
+    path: Path | None, *, host: HostPaths, srt: str = "srt", account: Account | None = None
 ) -> SandboxConfig:
     """The runner's start: the configuration `HOOKSPAWN_SANDBOX_CONFIG` names, checked and
     probed as `account` (HOOKSPAWN_RUNNER_USER's, which session commands run as). Raises
@@ -325,7 +325,7 @@ def open_sandbox(
             "unconfined (name a configuration with backend srt; backend none runs them "
             "unconfined, for development)"
         )
-    config, problems = load_config(path, runtime=runtime)
+    config, problems = load_config(path, host=host)
     if config is None:
         raise SandboxUnavailable("; ".join(p.line(str(path)) for p in problems))
     reason = sandbox_available(config, srt=srt, account=account)

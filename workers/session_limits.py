@@ -5,10 +5,10 @@ HOOKSPAWN_SESSION_DISK_LIMIT on the session root while setup runs and before a s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from triggers.session_spec import SessionSpec
 from workers.disk_usage import DiskWatch, format_size
 from workers.errors import SessionFailed
 from workers.session_cgroup import CgroupLimits, CgroupsUnavailable, SessionCgroup, SessionCgroups
@@ -53,7 +53,7 @@ class RunnerLimits:
 
     def session(
         self,
-        session: Mapping[str, Any],
+        session: SessionSpec,
         workspace: Path,
         *,
         stop: Callable[[], bool],
@@ -70,7 +70,7 @@ class SessionLimits:
     def __init__(
         self,
         runner: RunnerLimits,
-        session: Mapping[str, Any],
+        session: SessionSpec,
         workspace: Path,
         *,
         stop: Callable[[], bool],
@@ -85,7 +85,7 @@ class SessionLimits:
 
     @property
     def limits(self) -> CgroupLimits:
-        spec = (self.session.get("environment") or {}).get("resource", {}).get("spec") or {}
+        spec = self.session.environment.spec
         return CgroupLimits.of(spec.get("resources"), self.runner.settings.session_max_processes)
 
     def _open(self) -> None:
@@ -98,10 +98,10 @@ class SessionLimits:
             return
         limits = self.limits
         try:
-            self.cgroup = cgroups.make(str(self.session["id"]), limits)
+            self.cgroup = cgroups.make(self.session.id, limits)
         except OSError as exc:
             self.note(f"no cgroup, resources not enforced: {exc.filename}: {exc.strerror}")
-            log.warning("session %s: no cgroup: %s", self.session["id"], exc)
+            log.warning("session %s: no cgroup: %s", self.session.id, exc)
             return
         self.note(f"cgroup: {limits.describe()}")
 

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from pydantic import ValidationError
 
 from agents.sandbox_config import SandboxConfig
 from agents.session_env import MissingSecret, resolve_env
+from triggers.session_spec import SessionSpec
 from workers import metrics
 from workers.errors import SessionFailed
 from workers.sandbox_exec import SandboxUnavailable, confine, srt_scratch
@@ -40,6 +42,7 @@ from workers.settings import Settings
 from workers.setup_snapshot import SetupSnapshot
 from workers.snapshots import SnapshotCache
 from workers.staging import (
+    BrokerLink,
     Staging,
     git_config_for,
     host_path,
@@ -68,18 +71,18 @@ class _Run:
     def __init__(
         self,
         runner: SessionRunner,
-        session: Mapping[str, Any],
+        session: SessionSpec,
         log_file: SessionLog,
         beat: Heartbeat,
     ) -> None:
         self.runner, self.session, self.log, self.beat = runner, session, log_file, beat
-        self.workspace = runner.workspaces / session["id"]
+        self.workspace = runner.workspaces / session.id
         self.home = host_path(self.workspace, HOME)
         self.limits = runner.limits.session(
             session, self.workspace, stop=beat.stop_asked.is_set, note=self.note
         )
         #: staging's global git config (beside the session root, outside it)
-        self.git_config = runner.workspaces / f"{session['id']}.gitconfig"
+        self.git_config = runner.workspaces / f"{session.id}.gitconfig"
         #: srt's own temporary directory (the sockets to its proxy), made for the first
         #: confined command and removed when the session ends
         self.scratch: Path | None = None
@@ -220,7 +223,13 @@ class SessionRunner:
         """Run the session when it is queued; what became of it."""
         if not self.runs.claim(session_id, self.owner, self.settings.runner_lease_seconds):
             return "not queued"
-        session = self.sessions.get(session_id)
+        try:
+            session, gone = self.sessions.spec(session_id), "the session record is gone"
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"])
+            session = None
+            gone = f"the stored session is not a session spec: {where}: {first['msg']}"
         path = log_path(self.settings.data_dir, session_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         lease = self.settings.runner_lease_seconds
@@ -229,9 +238,7 @@ class SessionRunner:
             Heartbeat(self.runs, session_id, self.owner, lease) as beat,
         ):
             if session is None:
-                return self._end(
-                    session_id, "failed", "internal_error", "the session record is gone"
-                )
+                return self._end(session_id, "failed", "internal_error", gone)
             run = _Run(self, session, log_file, beat)
             try:
                 self._run(run)
@@ -288,19 +295,19 @@ class SessionRunner:
         if isinstance(self.sandbox, SandboxUnavailable):
             raise SessionFailed(_refusal(self.sandbox), code="sandbox_unavailable")
         session = run.session
-        spec = session.get("environment", {}).get("resource", {}).get("spec", {})
+        spec = session.environment.spec
         try:
             env = resolve_env(
-                [spec.get("env") or {}, session.get("env") or {}],
+                [spec.get("env") or {}, session.env],
                 load_secrets(self.settings.secrets_file),
             )
         except MissingSecret as exc:
             raise SessionFailed(exc.message, code="secret_missing") from None
         make_dirs(run.workspace, run.home, self.account)
-        mounts = session.get("mounts") or []
-        run.git_config.write_text(git_config_for([m["url"] for m in mounts], self.rewrites))
+        mounts = session.mounts
+        run.git_config.write_text(git_config_for([m.url for m in mounts], self.rewrites))
         run.git_config.chmod(0o644)
-        run.note(f"staging {len(session.get('mounts') or [])} mount(s) in {run.workspace}")
+        run.note(f"staging {len(mounts)} mount(s) in {run.workspace}")
         staging = Staging(
             workspace=run.workspace,
             git=run.git,
@@ -310,9 +317,9 @@ class SessionRunner:
             broker=self._broker(session),
             helper_problem=run.helper_problem,
         )
-        stage_mounts(staging, mounts, session.get("requester"))
+        stage_mounts(staging, mounts, session.requester)
         self._advance(run, "setup")
-        working = session.get("workingDirectory")
+        working = session.working_directory
         cwd = host_path(run.workspace, working) if working else run.workspace
         if working:
             make_dirs(run.workspace, cwd, self.account)
@@ -322,27 +329,26 @@ class SessionRunner:
         self._advance(run, "running")
         self._harness(run, cwd, env)
 
-    def _broker(self, session: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _broker(self, session: SessionSpec) -> BrokerLink | None:
         """The spec's `broker`, with a session credential: a stored spec carries only the
         broker's url, so one is issued for this start (kept in memory, handed to git's
         environment only)."""
-        broker = session.get("broker")
-        if not isinstance(broker, Mapping):
+        if session.broker is None:
             return None
-        found = dict(broker)
-        if not found.get("credential") and self.issue_credential is not None:
-            found["credential"] = self.issue_credential(session["id"])
-            found["ended"] = found["credential"] is None
-        return found
+        url, credential = session.broker.url, session.broker.credential
+        if not credential and self.issue_credential is not None:
+            credential = self.issue_credential(session.id)
+            return BrokerLink(url, credential, ended=credential is None)
+        return BrokerLink(url, credential)
 
     def _advance(self, run: _Run, status: str) -> None:
         if run.beat.stop_asked.is_set():
             raise CommandCancelled(status)
         run.note(status)
-        self.runs.advance(run.session["id"], self.owner, status)
+        self.runs.advance(run.session.id, self.owner, status)
         run.limits.phase(status)
         if status == "running":
-            created = datetime.fromisoformat(str(run.session["createdAt"]))
+            created = datetime.fromisoformat(run.session.created_at)
             metrics.observe(metrics.SESSION_START_SECONDS, time.time() - created.timestamp())
             self._flush_metrics()
 
@@ -396,10 +402,10 @@ class SessionRunner:
         session = run.session
         harness_env = {
             **env,
-            "HOOKSPAWN_SESSION_ID": session["id"],
-            "HOOKSPAWN_SESSION_TITLE": session.get("displayTitle") or "",
-            "HOOKSPAWN_SESSION_PROMPT": session.get("initialPrompt") or "",
-            "HOOKSPAWN_SESSION_MESSAGE": session.get("message") or "",
+            "HOOKSPAWN_SESSION_ID": session.id,
+            "HOOKSPAWN_SESSION_TITLE": session.display_title or "",
+            "HOOKSPAWN_SESSION_PROMPT": session.initial_prompt or "",
+            "HOOKSPAWN_SESSION_MESSAGE": session.message or "",
         }
         argv = shlex.split(command)
         run.note(f"harness: {shlex.join(argv)}")
@@ -412,7 +418,7 @@ class SessionRunner:
                 harness_env,
                 timeout=limit,
                 confined=True,
-                stdin=(session.get("initialPrompt") or "").encode(),
+                stdin=(session.initial_prompt or "").encode(),
             )
         except CommandTimedOut:
             raise SessionFailed(

@@ -137,6 +137,13 @@ class SessionStore:
         raw = cast(dict[bytes, bytes], self.client.hgetall(keys.session(session_id)))
         return decode_session(raw) if raw else None
 
+    def spec(self, session_id: str) -> SessionSpec | None:
+        """The stored session, parsed once into its spec (its input rebuilt as `get` does);
+        None when there is none. Raises pydantic's ValidationError for a record that is not a
+        session spec."""
+        found = self.get(session_id)
+        return None if found is None else SessionSpec.model_validate(found)
+
     def list(self, *, agent: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         index = keys.agent_sessions(agent) if agent else keys.SESSIONS
         ids = cast(list[bytes], self.client.zrevrange(index, 0, limit - 1))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -91,6 +92,16 @@ def srt_domains(value: list[str]) -> list[str]:
     return value
 
 
+def level_name(value: object) -> str:
+    """A `logging` level name (`DEBUG`, `INFO`, `WARNING`, `ERROR`, `CRITICAL`; any case)."""
+    text = str(value).strip().upper()
+    if text not in logging.getLevelNamesMapping():
+        raise ValueError(
+            f"not a log level: {value!r} (use DEBUG, INFO, WARNING, ERROR or CRITICAL)"
+        )
+    return text
+
+
 Csv = Annotated[list[str], NoDecode, BeforeValidator(split_csv)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
@@ -125,6 +136,8 @@ class Settings(BaseSettings):
     #: key of the HMAC-SHA256 signature on every dispatch POST (X-Hookspawn-Signature-256)
     dispatch_secret: str | None = None
     admin_token: str | None = None
+    #: the level of the log lines `serve`, `web`, `worker` and `runner` write to stderr
+    log_level: Annotated[str, BeforeValidator(level_name)] = "INFO"
     data_dir: Path = Path(".hookspawn")
     retention: Duration = timedelta(days=3)
     #: how long session records (and their index entries) are kept; unset: as deliveries

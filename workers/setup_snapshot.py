@@ -10,6 +10,7 @@ from typing import Any
 
 from agents.snapshot import cache_files, files_digest, snapshot_key, ttl_seconds
 from agents.snapshot_scope import Candidate, ScopePlan, may_restore, plan_scopes
+from triggers.session_spec import SessionSpec
 from workers.session_exec import Account
 from workers.session_runs import SessionRuns
 from workers.snapshots import SnapshotCache, slot_of
@@ -37,7 +38,7 @@ class SetupSnapshot:
         cache: SnapshotCache,
         runs: SessionRuns,
         owner: str,
-        session: Mapping[str, Any],
+        session: SessionSpec,
         environment: Mapping[str, Any],
         *,
         workspace: Path,
@@ -49,25 +50,25 @@ class SetupSnapshot:
         self.cache, self.runs, self.owner, self.session = cache, runs, owner, session
         self.environment = environment
         self.workspace, self.home, self.account, self.note = workspace, home, account, note
-        mounts = list(session.get("mounts") or [])
+        mounts = session.mounts
         self.mounts = mounts
         self.ttl = ttl_seconds(environment)
         #: the checkouts, staged afresh each session: never saved nor restored over
-        self.skip = {host_path(workspace, str(m["mountPath"])) for m in mounts}
-        env = [environment.get("env") or {}, session.get("env") or {}]
-        self.plan: ScopePlan = plan_scopes(mounts, env, session.get("input"))
+        self.skip = {host_path(workspace, m.mount_path) for m in mounts}
+        env = [environment.get("env") or {}, session.env]
+        self.plan: ScopePlan = plan_scopes(mounts, env, session.input)
         hashes = {name: _file_hash(workspace, cwd / name) for name in cache_files(environment)}
         self.files = files_digest(hashes)
-        self.key = self._key(tuple(m.get("ref") for m in mounts))
+        self.key = self._key(tuple(m.ref for m in mounts))
         self.restored: Candidate | None = None
 
     def _key(self, refs: tuple[str | None, ...]) -> str:
-        mounts = [{**m, "ref": r} for m, r in zip(self.mounts, refs, strict=True)]
-        working = self.session.get("workingDirectory")
-        return snapshot_key(self.environment, mounts, working, self.files)
+        # the key is a digest of the mounts' JSON, as the spec holds them
+        mounts = [{**m.to_json(), "ref": r} for m, r in zip(self.mounts, refs, strict=True)]
+        return snapshot_key(self.environment, mounts, self.session.working_directory, self.files)
 
     def _record(self, **fields: str) -> None:
-        self.runs.note_snapshot(self.session["id"], self.owner, **fields)
+        self.runs.note_snapshot(self.session.id, self.owner, **fields)
 
     def restore(self) -> None:
         """Restore the first snapshot the session may take, in the scopes it may read."""
@@ -110,7 +111,7 @@ class SetupSnapshot:
             "key": self.key,
             "pullRequestCode": self.plan.pull_request_code,
             "secrets": list(self.plan.secrets),
-            "sessionId": self.session["id"],
+            "sessionId": self.session.id,
         }
         slot = slot_of(self.plan.save, self.key)
         if self.cache.save(

@@ -7,8 +7,8 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from triggers.session_spec import CommitAuthor, Requester, SessionMount
 from workers.errors import SessionFailed
 from workers.session_exec import Account, runner_account
 
@@ -99,6 +99,16 @@ def make_dirs(workspace: Path, target: Path, account: Account | None) -> None:
         path = path.parent
 
 
+@dataclass(frozen=True)
+class BrokerLink:
+    """How git reaches the credential broker for one start: the spec's `broker.url` and the
+    session credential issued for it (None: none was; `ended`: the session was ended first)."""
+
+    url: str
+    credential: str | None = None
+    ended: bool = False
+
+
 @dataclass
 class Staging:
     """What staging needs: where the session root is, how to run git, how to log."""
@@ -109,9 +119,8 @@ class Staging:
     account: Account | None
     #: the credential helper's path (git-credential-hookspawn) for githubApp mounts
     helper: str
-    #: how git reaches the credential broker: the spec's `broker.url` and the session
-    #: credential (`{"url", "credential"}`); None when the session has no broker
-    broker: Mapping[str, Any] | None = None
+    #: how git reaches the credential broker; None when the session has no broker
+    broker: BrokerLink | None = None
     env: dict[str, str] = field(default_factory=dict)
     #: why the session's account cannot run `helper`, or None when it can
     helper_problem: Callable[[], str | None] = lambda: None
@@ -123,30 +132,30 @@ def _mount_env(staging: Staging) -> dict[str, str]:
     if not staging.broker:
         return {}
     return {
-        "HOOKSPAWN_BROKER_URL": str(staging.broker.get("url", "")),
-        "HOOKSPAWN_SESSION_CREDENTIAL": str(staging.broker.get("credential", "")),
+        "HOOKSPAWN_BROKER_URL": staging.broker.url,
+        "HOOKSPAWN_SESSION_CREDENTIAL": staging.broker.credential or "",
     }
 
 
-def attributable(requester: Mapping[str, Any] | None) -> bool:
+def attributable(requester: Requester | None) -> bool:
     """A requester the commits can be attributed to on GitHub: a login with its user id (a
     webhook's human sender). A manual start's bare login (the caller's $USER) is not one."""
-    return bool(requester and requester.get("login") and type(requester.get("id")) is int)
+    return bool(requester and requester.login and requester.id is not None)
 
 
-def _identity(mount: Mapping[str, Any], requester: Mapping[str, Any] | None) -> list[list[str]]:
+def _identity(mount: SessionMount, requester: Requester | None) -> list[list[str]]:
     """`git config` commands for the checkout's identity: commitAuthor as user.name/user.email
     (the committer); a human requester, when there is one, as author.name/author.email."""
-    author = mount.get("commitAuthor")
+    author = mount.commit_author
     if not author:
         return []
     commands = [
-        ["config", "--local", "user.name", author["name"]],
-        ["config", "--local", "user.email", author["email"]],
+        ["config", "--local", "user.name", author.name],
+        ["config", "--local", "user.email", author.email],
     ]
     if attributable(requester):
         assert requester is not None
-        login, user_id = requester["login"], requester["id"]
+        login, user_id = requester.login, requester.id
         email = f"{user_id}+{login}@users.noreply.github.com"
         commands += [
             ["config", "--local", "author.name", login],
@@ -155,8 +164,8 @@ def _identity(mount: Mapping[str, Any], requester: Mapping[str, Any] | None) -> 
     return commands
 
 
-def _trailer_hook(author: Mapping[str, str]) -> str:
-    trailer = f"Co-Authored-By: {author['name']} <{author['email']}>"
+def _trailer_hook(author: CommitAuthor) -> str:
+    trailer = f"Co-Authored-By: {author.name} <{author.email}>"
     return (
         "#!/bin/sh\n"
         "# installed by hookspawn: credits the agent that wrote the change\n"
@@ -165,15 +174,15 @@ def _trailer_hook(author: Mapping[str, str]) -> str:
     )
 
 
-def _prepare(staging: Staging, mount: Mapping[str, Any], requester: Any) -> Path:
+def _prepare(staging: Staging, mount: SessionMount, requester: Requester | None) -> Path:
     """Init (or reuse) the checkout, point origin at the mount's url, set identity and auth."""
-    path = host_path(staging.workspace, mount["mountPath"])
+    path = host_path(staging.workspace, mount.mount_path)
     make_dirs(staging.workspace, path, staging.account)
     if not (path / ".git").is_dir():
         staging.git(["init", "-q", "."], path, {})
-    commands = [["config", "--local", "remote.origin.url", mount["url"]]]
+    commands = [["config", "--local", "remote.origin.url", mount.url]]
     commands += _identity(mount, requester)
-    if mount.get("auth") == "githubApp" and mount.get("gitPermissions") is not None:
+    if mount.auth == "githubApp" and mount.git_permissions is not None:
         commands += [
             ["config", "--local", "--replace-all", "credential.helper", ""],
             ["config", "--local", "--add", "credential.helper", staging.helper],
@@ -185,15 +194,15 @@ def _prepare(staging: Staging, mount: Mapping[str, Any], requester: Any) -> Path
     for command in commands:
         if staging.git(command, path, {}) != 0:
             raise SessionFailed(
-                f"mount {mount['mountPath']}: `git {shlex.join(command[:3])}` failed (see the log)",
+                f"mount {mount.mount_path}: `git {shlex.join(command[:3])}` failed (see the log)",
                 code="fetch_failed",
             )
-    _install_hook(staging, path, mount.get("commitAuthor"), requester)
+    _install_hook(staging, path, mount.commit_author, requester)
     return path
 
 
 def _install_hook(
-    staging: Staging, path: Path, author: Mapping[str, str] | None, requester: Any
+    staging: Staging, path: Path, author: CommitAuthor | None, requester: Requester | None
 ) -> None:
     """The prepare-commit-msg hook when a human requester splits the identity; else none."""
     hook = path / ".git" / "hooks" / "prepare-commit-msg"
@@ -208,15 +217,13 @@ def _install_hook(
         os.chown(hook, staging.account.uid, staging.account.gid)
 
 
-def _preflight(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
-    where = f"mount {mount['mountPath']} ({mount['repository']})"
-    broker = staging.broker or {}
-    if mount.get("gitPermissions") is not None and not (
-        broker.get("url") and broker.get("credential")
-    ):
-        if broker.get("ended"):
+def _preflight(staging: Staging, mount: SessionMount, path: Path) -> None:
+    where = f"mount {mount.mount_path} ({mount.repository})"
+    broker = staging.broker or BrokerLink(url="")
+    if mount.git_permissions is not None and not (broker.url and broker.credential):
+        if broker.ended:
             lacking = "was ended (POST /sessions/{id}/end) before it ran: it gets no credential"
-        elif broker.get("url"):
+        elif broker.url:
             lacking = "has no session credential for it"
         else:
             lacking = "has no `broker` in its spec"
@@ -224,7 +231,7 @@ def _preflight(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
             f"{where}: githubApp auth needs the credential broker, and this session {lacking}",
             code="git_auth_failed",
         )
-    staging.note(f"auth preflight: git ls-remote origin for {mount['mountPath']}")
+    staging.note(f"auth preflight: git ls-remote origin for {mount.mount_path}")
     code = staging.git(["ls-remote", "origin", "HEAD"], path, _mount_env(staging))
     if code == 0:
         return
@@ -238,19 +245,19 @@ def _preflight(staging: Staging, mount: Mapping[str, Any], path: Path) -> None:
             code="git_auth_failed",
         )
     raise SessionFailed(
-        f"{where}: git could not authenticate to {mount['url']} (git ls-remote exited with "
-        f"status {code}); check that the GitHub App installation covers {mount['repository']}"
+        f"{where}: git could not authenticate to {mount.url} (git ls-remote exited with "
+        f"status {code}); check that the GitHub App installation covers {mount.repository}"
         " and that the credential broker is reachable",
         code="git_auth_failed",
     )
 
 
-def _fetch(staging: Staging, mount: Mapping[str, Any], path: Path, nested: Sequence[Path]) -> None:
+def _fetch(staging: Staging, mount: SessionMount, path: Path, nested: Sequence[Path]) -> None:
     """Fetch, check out, reset and clean; `nested`: other mounts' checkouts inside this one,
     which its clean leaves alone."""
-    ref = mount.get("ref")
-    env = _mount_env(staging) if mount.get("auth") == "githubApp" else {}
-    fetch = ["fetch", "--depth", str(mount.get("depth") or 1), "--no-tags", "origin"]
+    ref = mount.ref
+    env = _mount_env(staging) if mount.auth == "githubApp" else {}
+    fetch = ["fetch", "--depth", str(mount.depth or 1), "--no-tags", "origin"]
     if ref:
         fetch.append(ref)
     steps = [
@@ -260,25 +267,25 @@ def _fetch(staging: Staging, mount: Mapping[str, Any], path: Path, nested: Seque
         ["clean", "-ffdxq", *(f"--exclude=/{inner.relative_to(path)}" for inner in nested)],
     ]
     for command in steps:
-        staging.note(f"{mount['mountPath']}: git {shlex.join(command)}")
+        staging.note(f"{mount.mount_path}: git {shlex.join(command)}")
         code = staging.git(command, path, env)
         if code != 0:
             what = f"fetch of {ref}" if ref and command is fetch else f"git {command[0]}"
             raise SessionFailed(
-                f"mount {mount['mountPath']}: {what} from {mount['url']} exited with status "
+                f"mount {mount.mount_path}: {what} from {mount.url} exited with status "
                 f"{code} (see the session log)",
                 code="fetch_failed",
             )
 
 
 def stage_mounts(
-    staging: Staging, mounts: Sequence[Mapping[str, Any]], requester: Mapping[str, Any] | None
+    staging: Staging, mounts: Sequence[SessionMount], requester: Requester | None
 ) -> None:
     """Stage every mount: prepare each, the auth preflight of the githubApp ones before any
     fetch, then fetch, check out FETCH_HEAD, hard-reset and clean each. Raises SessionFailed."""
     paths = [_prepare(staging, mount, requester) for mount in mounts]
     for mount, path in zip(mounts, paths, strict=True):
-        if mount.get("auth") == "githubApp":
+        if mount.auth == "githubApp":
             _preflight(staging, mount, path)
     for mount, path in zip(mounts, paths, strict=True):
         _fetch(staging, mount, path, [p for p in paths if path in p.parents])

@@ -7,12 +7,12 @@ import hmac
 import redis.asyncio as aioredis
 from fastapi import Request
 
-from hookspawn.web import ui_sessions
+from hookspawn.web import ui_logins
 from hookspawn.web.http_errors import ApiError
 from workers.runtime import Runtime
 
-#: the /ui sign-in cookie: a session id (hookspawn/web/ui_sessions.py)
-SESSION_COOKIE = "hookspawn_session"
+#: the /ui sign-in cookie: a login id (hookspawn/web/ui_logins.py); its name predates logins
+LOGIN_COOKIE = "hookspawn_session"
 #: methods that change nothing, so need no origin check
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -34,7 +34,7 @@ def async_redis(request: Request) -> aioredis.Redis:
 
 
 def require_admin(request: Request) -> None:
-    """`Authorization: Bearer $HOOKSPAWN_ADMIN_TOKEN`, or the /ui session cookie, when a token
+    """`Authorization: Bearer $HOOKSPAWN_ADMIN_TOKEN`, or the /ui login cookie, when a token
     is configured. A request the cookie authenticates that changes state must also come from
     this server's own pages (`same_origin`); a bearer token is never sent by a browser on its
     own, so it needs no such check.
@@ -48,8 +48,8 @@ def require_admin(request: Request) -> None:
     scheme, _, value = given.partition(" ")
     if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode()):
         return
-    cookie = request.cookies.get(SESSION_COOKIE)
-    if cookie and ui_sessions.valid(rt.client, token, cookie):
+    cookie = request.cookies.get(LOGIN_COOKIE)
+    if cookie and ui_logins.valid(rt.client, token, cookie):
         same_origin(request, required=True)
         return
     raise ApiError(401, "unauthorized", "this endpoint needs Authorization: Bearer <admin token>")

@@ -16,11 +16,8 @@ from starlette.concurrency import run_in_threadpool
 
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
+from triggers.session_spec import SessionSpec
 from workers.broker import Broker, GitRequest
-from workers.pipeline import SpawnPipeline
-from workers.session_audit import SessionAudit
-from workers.session_credentials import SessionCredentials
-from workers.session_tokens import SessionTokens
 
 router = APIRouter()
 
@@ -80,21 +77,11 @@ class Ended(BaseModel):
 
 
 def broker(request: Request) -> Broker:
-    """The process's broker, built on first use from the runtime (the spawn path's tokens)."""
+    """The runtime's broker; the app's state holds the one its routes use (tests put their own
+    there)."""
     found: Broker | None = getattr(request.app.state, "broker", None)
     if found is None:
-        rt = runtime(request)
-        pipeline = rt.pipeline
-        github = pipeline.github if isinstance(pipeline, SpawnPipeline) else None
-        found = Broker(
-            sessions=rt.sessions,
-            credentials=SessionCredentials(rt.client, ttl=rt.settings.session_credential_ttl),
-            audit=SessionAudit(rt.client, retention=rt.settings.sessions_kept),
-            connections=rt.connections,
-            tokens=SessionTokens(github.mint_token, github.revoke_token) if github else None,
-            rewrites=rt.settings.git_url_rewrite,
-        )
-        request.app.state.broker = found
+        found = request.app.state.broker = runtime(request).broker
     return found
 
 
@@ -103,23 +90,23 @@ def _credential(request: Request) -> str:
     return value.strip() if scheme.lower() == "bearer" else ""
 
 
-async def _authenticated(request: Request, session_id: str, kind: str) -> dict[str, Any]:
+async def _authenticated(request: Request, session_id: str, kind: str) -> SessionSpec:
     return await run_in_threadpool(
         broker(request).authenticate, session_id, _credential(request), kind
     )
 
 
-async def git_session(request: Request, session_id: str) -> dict[str, Any]:
+async def git_session(request: Request, session_id: str) -> SessionSpec:
     """The session's spec, once its credential checks out (before the body is read)."""
     return await _authenticated(request, session_id, "git")
 
 
-async def tool_session(request: Request, session_id: str) -> dict[str, Any]:
+async def tool_session(request: Request, session_id: str) -> SessionSpec:
     return await _authenticated(request, session_id, "tool")
 
 
-GitSession = Annotated[dict[str, Any], Depends(git_session)]
-ToolSession = Annotated[dict[str, Any], Depends(tool_session)]
+GitSession = Annotated[SessionSpec, Depends(git_session)]
+ToolSession = Annotated[SessionSpec, Depends(tool_session)]
 
 
 @router.post(

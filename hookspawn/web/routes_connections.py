@@ -10,14 +10,14 @@ from starlette.concurrency import run_in_threadpool
 from hookspawn.web.api_models import ConnectionList, SyncReportView
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, errors
-from workers.connections import ConnectionStore, run_sync
+from workers.connections import run_sync
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
 
 
 @router.get("/connections", response_model=ConnectionList, response_model_exclude_unset=True)
 async def list_connections(request: Request) -> dict[str, Any]:
-    store = ConnectionStore(runtime(request).client)
+    store = runtime(request).connections
     installations = await run_in_threadpool(store.all)
     return {"items": [installation.to_json() for installation in installations]}
 

@@ -15,7 +15,7 @@ from hookspawn.web.http_errors import ApiError
 from workers import keys
 from workers.runtime import Runtime
 from workers.session_logs import read_log, tail
-from workers.session_runs import ACTIVE, SessionRuns
+from workers.session_runs import ACTIVE
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
 
@@ -33,7 +33,7 @@ class CancelAnswer(BaseModel):
 def run_view(rt: Runtime, session_id: str) -> dict[str, Any] | None:
     """The runner's fields of GET /sessions/{id} (status, failure, workspace, the snapshot's
     key, scope and outcome, logTail); None when the session is not run by a local runner."""
-    runs = SessionRuns(rt.client)
+    runs = rt.runs
     view = runs.get(session_id)
     if view is None:
         return None
@@ -66,7 +66,7 @@ async def cancel(request: Request, session_id: str) -> dict[str, Any]:
 
     def act() -> str | None:
         _known(rt, session_id)
-        return SessionRuns(rt.client).cancel(session_id)
+        return rt.runs.cancel(session_id)
 
     status = await run_in_threadpool(act)
     if status is None:
@@ -101,7 +101,7 @@ async def session_log(request: Request, session_id: str, offset: int = Query(0, 
     def read() -> tuple[bytes, int, str | None]:
         _known(rt, session_id)
         data, end = read_log(rt.settings.data_dir, session_id, offset, LOG_CHUNK)
-        view = SessionRuns(rt.client).get(session_id)
+        view = rt.runs.get(session_id)
         return data, end, view["status"] if view else None
 
     data, end, status = await run_in_threadpool(read)

@@ -19,8 +19,6 @@ from triggers.session_spec import SessionSpec, session_json_schema
 from workers import metrics
 from workers.pipeline import SpawnPipeline
 from workers.runtime import Runtime
-from workers.session_audit import SessionAudit
-from workers.session_runs import SessionRuns
 from workers.starts import StartRequest, start_from_agent, start_manual
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
@@ -147,7 +145,7 @@ async def list_sessions(
 
     def load() -> list[dict[str, Any]]:
         items = rt.sessions.list(agent=agent, limit=limit)
-        runs = SessionRuns(rt.client).views([item["id"] for item in items])
+        runs = rt.runs.views([item["id"] for item in items])
         return [{**item, **runs.get(item["id"], {})} for item in items]
 
     return {"items": await run_in_threadpool(load)}
@@ -164,7 +162,7 @@ async def get_session(request: Request, session_id: str) -> dict[str, Any]:
     session = await run_in_threadpool(rt.sessions.get, session_id)
     if session is None:
         raise ApiError(404, "session_not_found", f"no session {session_id!r}")
-    audit = SessionAudit(rt.client)
+    audit = rt.audit
     session["audit"] = await run_in_threadpool(audit.entries, session_id)
     session["failedAuthentications"] = await run_in_threadpool(audit.failures, session_id)
     run = await run_in_threadpool(run_view, rt, session_id)

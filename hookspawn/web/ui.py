@@ -15,15 +15,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web import ui_sessions
-from hookspawn.web.deps import SESSION_COOKIE, require_admin, runtime, same_origin
+from hookspawn.web import ui_logins
+from hookspawn.web.deps import LOGIN_COOKIE, require_admin, runtime, same_origin
 from hookspawn.web.http_errors import ApiError
 from hookspawn.web.routes_deliveries import delivery_view
 from hookspawn.web.routes_runner import run_view
 from workers import keys
 from workers.pipeline import SpawnPipeline
 from workers.runtime import Runtime
-from workers.session_audit import SessionAudit
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -171,12 +170,12 @@ async def login(request: Request) -> Response:
         return RedirectResponse(target, status_code=303)
     given = form.get("token")
     if given is not None and hmac.compare_digest(given.strip().encode(), token.encode()):
-        session_id = await run_in_threadpool(ui_sessions.create, runtime(request).client, token)
+        login_id = await run_in_threadpool(ui_logins.create, runtime(request).client, token)
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(
-            SESSION_COOKIE,
-            session_id,
-            max_age=ui_sessions.SECONDS,
+            LOGIN_COOKIE,
+            login_id,
+            max_age=ui_logins.SECONDS,
             path="/",
             httponly=True,
             samesite="lax",
@@ -191,13 +190,13 @@ async def login(request: Request) -> Response:
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
-    """End the session on the server too: the cookie is worthless from here on."""
+    """End the login on the server too: the cookie is worthless from here on."""
     same_origin(request, required=False)
-    session_id = request.cookies.get(SESSION_COOKIE)
-    if session_id:
-        await run_in_threadpool(ui_sessions.revoke, runtime(request).client, session_id)
+    login_id = request.cookies.get(LOGIN_COOKIE)
+    if login_id:
+        await run_in_threadpool(ui_logins.revoke, runtime(request).client, login_id)
     response = RedirectResponse("/ui/login", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax")
+    response.delete_cookie(LOGIN_COOKIE, path="/", httponly=True, samesite="lax")
     return response
 
 
@@ -303,7 +302,7 @@ async def session(request: Request, session_id: str) -> Response:
         found = rt.sessions.get(session_id)
         if found is None:
             raise ApiError(404, "session_not_found", f"no session {session_id!r}")
-        trail = SessionAudit(rt.client)
+        trail = rt.audit
         audit, failed = trail.entries(session_id), trail.failures(session_id)
         run = run_view(rt, session_id)
         return {

@@ -5,21 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from agents.snapshot_scope import Candidate, may_restore, plan_scopes, privileges
+from triggers.session_spec import SessionMount
 
 REPO = "acme/widgets"
 READ = {"contents": "read", "pullRequests": "read", "issues": "none"}
 
 
-def _mount(ref: str | None, *, event: bool = False, **capabilities: str) -> dict[str, Any]:
-    return {
-        "repository": REPO,
-        "url": f"https://github.com/{REPO}.git",
-        "mountPath": "/workspace/widgets",
-        "ref": ref,
-        "auth": "githubApp",
-        "capabilities": {**READ, **capabilities},
-        "eventDependent": event,
-    }
+def _mount(ref: str | None, *, event: bool = False, **capabilities: str) -> SessionMount:
+    return SessionMount.model_validate(
+        {
+            "repository": REPO,
+            "url": f"https://github.com/{REPO}.git",
+            "mountPath": "/workspace/widgets",
+            "ref": ref,
+            "depth": 1,
+            "auth": "githubApp",
+            "capabilities": {**READ, **capabilities},
+            "eventDependent": event,
+        }
+    )
 
 
 def _pull_event(*, head_repo: str = "someone/widgets", number: int = 2) -> dict[str, Any]:
@@ -116,7 +120,9 @@ def test_a_written_pull_request_ref_is_pull_request_code_whatever_the_event() ->
 
 
 def test_one_pull_request_mount_makes_the_session_pull_request_code() -> None:
-    tools = {**_mount("main"), "repository": "acme/tools", "mountPath": "/workspace/tools"}
+    tools = _mount("main").model_copy(
+        update={"repository": "acme/tools", "mount_path": "/workspace/tools"}
+    )
     plan = plan_scopes([tools, _mount("refs/pull/2/head")], [], _pull_event())
     assert plan.save == "pull:acme/widgets#2"
     assert plan.restore[-1] == Candidate(
@@ -142,7 +148,7 @@ def test_a_privileged_session_never_restores_what_pull_request_code_saved() -> N
 
 
 def test_privileges_name_what_makes_a_session_privileged() -> None:
-    none_auth = {**_mount("main", contents="write"), "auth": "none"}
+    none_auth = _mount("main", contents="write").model_copy(update={"auth": "none"})
     assert privileges([none_auth], [{"A": "literal"}]) == []
     assert privileges(
         [_mount("main", secrets="read", merge="none")], [{"S": {"$secret": "s"}}]

@@ -16,14 +16,27 @@ from agents.tools import GATED_TOOLS
 from triggers.session_access import (
     AccessRefused,
     find_git_mount,
+    git_permissions,
     session_mounts,
     session_tools,
     tool_grant,
 )
+from triggers.session_spec import SessionSpec
 
 
-def _spec(*mounts: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"mounts": list(mounts), "tools": tools or []}
+def _spec(*mounts: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> SessionSpec:
+    return SessionSpec.model_validate(
+        {
+            "id": "hs-rules",
+            "agent": "rules",
+            "harness": "claude-code",
+            "environment": {"name": "default", "resource": {}},
+            "origin": {"kind": "manual"},
+            "createdAt": "2026-01-01T00:00:00Z",
+            "mounts": [{"ref": None, "depth": 1, **mount} for mount in mounts],
+            "tools": tools or [],
+        }
+    )
 
 
 def _mount(repository: str = "acme/widgets", **capabilities: str) -> dict[str, Any]:
@@ -147,3 +160,23 @@ def test_the_readme_lists_exactly_the_table() -> None:
             for name in re.findall(r"`([a-z_]+)`", cells[2]):
                 listed[name] = cells[1].strip("`")
     assert listed == {name: need.text for name, need in TOOLS.items()}
+
+
+def test_the_git_credential_scope_is_the_one_the_spec_was_spawned_with() -> None:
+    # the stored gitPermissions is the one source: the capabilities are not read again
+    stored = {"contents": "read", "metadata": "read"}
+    spec = _spec(_mount(contents="write"), _mount("acme/gadgets", contents="write"))
+    spawned = spec.model_copy(
+        update={
+            "mounts": [
+                spec.mounts[0].model_copy(update={"git_permissions": stored}),
+                spec.mounts[1],  # spawned without a git credential
+            ]
+        }
+    )
+    widgets, gadgets = session_mounts(spawned)
+    assert git_permissions(widgets) == stored
+    with pytest.raises(AccessRefused) as refused:
+        git_permissions(gadgets)
+    assert refused.value.code == "no_git_credential"
+    assert "/workspace/gadgets" in refused.value.message

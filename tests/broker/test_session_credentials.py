@@ -19,7 +19,8 @@ from workers.session_credentials import SessionCredentials
 from workers.sessions import SessionStore
 
 
-def _spec(session_id: str = "hs-cred") -> SessionSpec:
+def session_spec(session_id: str = "hs-cred") -> SessionSpec:
+    """A session spec with only what every spec has, and a broker url."""
     return SessionSpec(
         id=session_id,
         agent="writer",
@@ -61,7 +62,7 @@ def test_a_second_dispatch_never_invalidates_the_credential_the_target_kept(
     sessions = SessionStore(redis_client)
     http = HttpDispatcher(target.url, sessions=sessions, tries=1)
     dispatcher = CredentialHandover(http, credentials)
-    spec = _spec()
+    spec = session_spec()
     assert dispatcher.dispatch(spec) is True
     kept = target.sessions[spec.id]["broker"]["credential"]
     assert credentials.verify(spec.id, kept)
@@ -90,7 +91,7 @@ def test_a_failed_try_keeps_its_credential_until_a_later_one_is_taken(
     http = HttpDispatcher(target.url, sessions=SessionStore(redis_client), tries=1)
     dispatcher = CredentialHandover(http, credentials)
     target.script = [503]
-    spec = _spec("hs-retry")
+    spec = session_spec("hs-retry")
     with pytest.raises(DispatchUnavailable):
         dispatcher.dispatch(spec)
     failed = target.received[-1].body["broker"]["credential"]
@@ -110,7 +111,7 @@ def test_a_spec_with_input_carries_its_credential_and_is_stored_without(
     sessions = SessionStore(redis_client)
     http = HttpDispatcher(target.url, sessions=sessions, tries=1)
     dispatcher = CredentialHandover(http, credentials)
-    spec = _spec("hs-input").model_copy(update={"input": {"payload": {"n": 1}}})
+    spec = session_spec("hs-input").model_copy(update={"input": {"payload": {"n": 1}}})
     assert dispatcher.dispatch(spec) is True
     http.close()
     body = target.sessions[spec.id]

@@ -149,6 +149,31 @@ def test_a_bad_setting_is_one_line(tmp_path: Path) -> None:
     assert one_line(done).startswith("hookspawn deliveries: HOOKSPAWN_LEASE_SECONDS: ")
 
 
+def test_a_bad_log_level_is_a_settings_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOOKSPAWN_LOG_LEVEL", "LOUD")
+    for name in list(os.environ):
+        if name.startswith("HOOKSPAWN_") and name != "HOOKSPAWN_LOG_LEVEL":
+            monkeypatch.delenv(name)
+    try:
+        code = cli.main(["worker"])
+    finally:
+        out, err = capsys.readouterr()
+    done = subprocess.CompletedProcess(["worker"], code, out, err)
+    line = one_line(done)
+    assert line.startswith("hookspawn worker: HOOKSPAWN_LOG_LEVEL: "), line
+    assert "'LOUD'" in line and "DEBUG, INFO, WARNING, ERROR or CRITICAL" in line
+
+
+def test_the_log_level_is_read_in_any_case() -> None:
+    from workers.settings import Settings
+
+    assert Settings(log_level="debug").log_level == "DEBUG"
+    assert Settings().log_level == "INFO"
+
+
 @pytest.mark.parametrize(
     "args", [["send", "--example"], ["check", str(EXAMPLES), "--no-event-schemas"]]
 )

@@ -17,7 +17,7 @@ from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
 from workers.connections import ConnectionStore
 from workers.github import GitHubApp
-from workers.sandbox_exec import open_sandbox, runtime_for
+from workers.sandbox_exec import host_paths_for, open_sandbox
 from workers.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,5 +185,5 @@ def test_the_demo_sandbox_is_srt_without_mounts_where_srt_works(tmp_path: Path) 
     assert path == (data_dir / "demo-sandbox.json").absolute()
     assert json.loads(path.read_text()) == {"sandbox": {"backend": "srt", "mounts": [], "env": {}}}
     assert note == f"demo: sessions run confined by srt (sandbox config {path})"
-    config = open_sandbox(path, runtime=runtime_for(data_dir))
+    config = open_sandbox(path, host=host_paths_for(data_dir))
     assert (config.backend, config.mounts) == ("srt", ())

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.broker.test_session_credentials import session_spec
 from tests.runner.conftest import (
     Hookspawn,
     Origin,
@@ -237,7 +238,7 @@ def test_the_disk_limit_is_checked_before_a_snapshot_is_saved(
     root.mkdir()
     notes: list[str] = []
     limits = RunnerLimits(settings, CgroupsUnavailable("none here")).session(
-        {"id": "s1"}, root, stop=lambda: False, note=notes.append
+        session_spec("s1"), root, stop=lambda: False, note=notes.append
     )
     limits.check_disk()  # an empty root: under the limit
     (root / "blob").write_bytes(b"x" * 2 * 1024 * 1024)

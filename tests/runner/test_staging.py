@@ -15,9 +15,11 @@ from typing import Any, BinaryIO
 import pytest
 
 from tests.runner.conftest import PR_NUMBER, RUNNER_USER, Origin, git, hand_over
+from triggers.session_spec import Requester, SessionMount
 from workers.errors import SessionFailed
 from workers.session_exec import account_of, run_command
 from workers.staging import (
+    BrokerLink,
     Staging,
     git_config_for,
     host_path,
@@ -78,20 +80,22 @@ def _staging(
         note=notes.append,
         account=account,
         helper="/nonexistent/git-credential-hookspawn",
-        broker=broker,
+        broker=BrokerLink(broker["url"], broker["credential"]) if broker else None,
     )
 
 
-def _mount(ref: str | None, **extra: Any) -> dict[str, Any]:
-    return {
-        "repository": "acme/widgets",
-        "url": "https://github.com/acme/widgets.git",
-        "mountPath": "/workspace/widgets",
-        "ref": ref,
-        "depth": 1,
-        "auth": "none",
-        **extra,
-    }
+def _mount(ref: str | None, **extra: Any) -> SessionMount:
+    return SessionMount.model_validate(
+        {
+            "repository": "acme/widgets",
+            "url": "https://github.com/acme/widgets.git",
+            "mountPath": "/workspace/widgets",
+            "ref": ref,
+            "depth": 1,
+            "auth": "none",
+            **extra,
+        }
+    )
 
 
 def test_staging_again_reuses_the_checkout_and_leaves_exactly_the_ref(
@@ -169,7 +173,7 @@ def test_commit_identity_splits_author_and_committer_with_a_trailer(
     author = {"name": "Staff Engineer (auto)", "email": "staff@agents.acme.dev"}
     staging = _staging(shared_dir / "ws", origin.rewrite, log_file)
     mount = _mount("main", commitAuthor=author)
-    stage_mounts(staging, [mount], {"login": "octocat", "id": 583231})
+    stage_mounts(staging, [mount], Requester(login="octocat", id=583231))
     checkout = shared_dir / "ws" / "workspace" / "widgets"
     _commit(checkout)
     line = git(checkout, "log", "-1", "--format=%an <%ae>|%cn <%ce>")
@@ -183,7 +187,7 @@ def test_commit_identity_splits_author_and_committer_with_a_trailer(
     # a manual start's bare login ($USER) is no GitHub identity: commitAuthor is author and
     # committer again, and no hook stays
     staging = _staging(shared_dir / "ws", origin.rewrite, log_file)
-    stage_mounts(staging, [mount], {"login": "root", "id": None})
+    stage_mounts(staging, [mount], Requester(login="root", id=None))
     _commit(checkout)
     line = git(checkout, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%(trailers)")
     assert line == (

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from agents.sandbox_config import Problem, Runtime, SandboxConfig, SandboxMount, validate
+from agents.sandbox_config import HostPaths, Problem, SandboxConfig, SandboxMount, validate
 
-RUNTIME = Runtime(host_home="/home/op", data_dir="/var/lib/hookspawn")
+HOST = HostPaths(host_home="/home/op", data_dir="/var/lib/hookspawn")
 
 #: the seed's three examples, as written there
 SRT_CACHE: dict[str, Any] = {
@@ -48,14 +48,14 @@ SEED_EXAMPLES = [SRT_CACHE, MICROSANDBOX_REFERENCE, MICROSANDBOX_OVERLAY]
 
 
 def valid(raw: object) -> SandboxConfig:
-    config, problems = validate(raw, runtime=RUNTIME)
+    config, problems = validate(raw, host=HOST)
     assert problems == []
     assert config is not None
     return config
 
 
 def problems(raw: object) -> list[tuple[str, str]]:
-    config, found = validate(raw, runtime=RUNTIME)
+    config, found = validate(raw, host=HOST)
     assert config is None
     assert found
     return [(p.field, p.message) for p in found]

@@ -17,8 +17,8 @@ from agents.sandbox_config import SandboxConfig, SandboxMount
 from workers.sandbox_exec import (
     SandboxUnavailable,
     confine,
+    host_paths_for,
     open_sandbox,
-    runtime_for,
     sandbox_available,
     srt_scratch,
 )
@@ -232,7 +232,7 @@ def test_the_exit_status_and_arguments_pass_through(host: Host) -> None:
 class TestWhenTheSandboxCannotStart:
     def test_without_a_configuration_sessions_are_refused(self, host: Host) -> None:
         with pytest.raises(SandboxUnavailable, match="HOOKSPAWN_SANDBOX_CONFIG is unset"):
-            open_sandbox(None, runtime=runtime_for(host.data))
+            open_sandbox(None, host=host_paths_for(host.data))
 
     def test_a_missing_srt_is_named(self) -> None:
         reason = sandbox_available(srt(), srt="/nonexistent/srt")
@@ -275,7 +275,7 @@ class TestWhenTheSandboxCannotStart:
         path.write_text('{"sandbox": {"backend": "srt", "mounts": [{"source": "/nowhere", '
                         '"target": "/nowhere", "mode": "readonly"}]}}')  # fmt: skip
         with pytest.raises(SandboxUnavailable) as raised:
-            open_sandbox(path, runtime=runtime_for(host.data))
+            open_sandbox(path, host=host_paths_for(host.data))
         assert str(raised.value) == (
             f"{path}: sandbox.mounts[0].source: /nowhere does not exist on this host"
         )
@@ -284,7 +284,7 @@ class TestWhenTheSandboxCannotStart:
         path = tmp_path / "s.json"
         mount = {"source": str(host.shared), "target": str(host.shared), "mode": "writable"}
         path.write_text(json.dumps({"sandbox": {"backend": "srt", "mounts": [mount]}}))
-        config = open_sandbox(path, runtime=runtime_for(host.data))
+        config = open_sandbox(path, host=host_paths_for(host.data))
         assert config.mounts == (SandboxMount(str(host.shared), str(host.shared), "writable"),)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from agents.sandbox_config import validate
 from agents.sandbox_migrate import migrate
-from tests.sandbox.test_config import RUNTIME, SEED_EXAMPLES
+from tests.sandbox.test_config import HOST, SEED_EXAMPLES
 
 
 def migrated(raw: dict[str, Any]) -> Any:
@@ -51,7 +51,7 @@ def test_read_roots_become_readonly_and_write_roots_writable_mounts_with_source_
             ],
         }
     }
-    config, problems = validate(doc, runtime=RUNTIME)
+    config, problems = validate(doc, host=HOST)
     assert problems == []
     assert config is not None and config.backend == "srt"
 

@@ -1,4 +1,4 @@
-"""The /ui session cookie: one random session per sign-in in Redis, revoked at sign-out, never
+"""The /ui login cookie: one random login per sign-in in Redis, revoked at sign-out, never
 enough on its own to change state from another origin; bearer clients are unaffected."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from hookspawn.redis_server import RedisServer, free_port
-from hookspawn.web import ui_sessions
+from hookspawn.web import ui_logins
 from hookspawn.web.api import create_app
 from tests.conftest import make_settings, wait_for
 from tests.hostile.conftest import ADMIN_TOKEN, web_process
@@ -95,7 +95,7 @@ def site(tmp_path: Path, redis_url: str) -> Iterator[Site]:
     rt.close()
 
 
-def test_each_sign_in_is_its_own_session_in_redis(site: Site, redis_client: redis.Redis) -> None:
+def test_each_sign_in_is_its_own_login_in_redis(site: Site, redis_client: redis.Redis) -> None:
     first, second = site.signed_in(), site.signed_in()
     ids = {first.cookies["hookspawn_session"], second.cookies["hookspawn_session"]}
     assert len(ids) == 2 and all(len(i) >= 40 for i in ids)
@@ -272,11 +272,11 @@ def test_secure_cookie_behind_a_trusted_proxy_only(
         assert "Secure" not in spoofed.headers["set-cookie"]
 
 
-def test_a_new_admin_token_ends_earlier_sessions(redis_client: redis.Redis) -> None:
-    session_id = ui_sessions.create(redis_client, "token-before")
-    assert ui_sessions.valid(redis_client, "token-before", session_id)
-    assert not ui_sessions.valid(redis_client, "token-after", session_id)
-    assert not ui_sessions.valid(redis_client, "token-before", session_id + "x")
-    assert not ui_sessions.valid(redis_client, "token-before", "")
-    ui_sessions.revoke(redis_client, session_id)
-    assert not ui_sessions.valid(redis_client, "token-before", session_id)
+def test_a_new_admin_token_ends_earlier_logins(redis_client: redis.Redis) -> None:
+    login_id = ui_logins.create(redis_client, "token-before")
+    assert ui_logins.valid(redis_client, "token-before", login_id)
+    assert not ui_logins.valid(redis_client, "token-after", login_id)
+    assert not ui_logins.valid(redis_client, "token-before", login_id + "x")
+    assert not ui_logins.valid(redis_client, "token-before", "")
+    ui_logins.revoke(redis_client, login_id)
+    assert not ui_logins.valid(redis_client, "token-before", login_id)

@@ -7,7 +7,7 @@ against the target repository's own mount (agents.github_tools holds the table).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from agents.github_tools import (
 )
 from agents.model import Capabilities
 from triggers.errors import TriggersError
+from triggers.url_rewrite import Rewrite, rewritten
 
 __all__ = [
     "AccessRefused",
@@ -30,7 +31,6 @@ __all__ = [
     "allowlist",
     "find_git_mount",
     "git_permissions",
-    "rewritten",
     "session_mounts",
     "session_tools",
     "tool_grant",
@@ -92,21 +92,6 @@ def allowlist(spec: Mapping[str, Any]) -> list[str] | None:
 # git ------------------------------------------------------------------------------------
 
 
-def rewritten(url: str, rewrites: Iterable[str]) -> str:
-    """`url` after git's `insteadOf` rewriting (`FROM=TO` prefixes; the longest FROM wins)."""
-    best: tuple[str, str] | None = None
-    for rule in rewrites:
-        source, sep, target = rule.partition("=")
-        if (
-            sep
-            and source
-            and url.startswith(source)
-            and (best is None or len(source) > len(best[0]))
-        ):
-            best = (source, target)
-    return url if best is None else best[1] + url[len(best[0]) :]
-
-
 def _normal(url: str) -> str:
     """An http(s) URL compared the way git's credential request names it."""
     scheme, sep, rest = url.partition("://")
@@ -124,7 +109,7 @@ def find_git_mount(
     protocol: str | None,
     host: str | None,
     path: str | None,
-    rewrites: Iterable[str] = (),
+    rewrites: Sequence[Rewrite] = (),
 ) -> SessionMountView:
     """The mount a git credential request names; 404 `mount_not_found` when none does.
 
@@ -149,9 +134,8 @@ def find_git_mount(
             "name the mount by mountPath, or by host and path (git's credential.useHttpPath)",
         )
     asked = _normal(f"{protocol or 'https'}://{host}/{path}")
-    rules = list(rewrites)
     for mount in mounts:
-        if asked in {_normal(mount.url), _normal(rewritten(mount.url, rules))}:
+        if asked in {_normal(mount.url), _normal(rewritten(mount.url, rewrites))}:
             return mount
     raise AccessRefused(
         404,

@@ -26,6 +26,7 @@ from triggers.session_access import (
     tool_grant,
 )
 from triggers.spawn_rules import Grant
+from triggers.url_rewrite import parse_rewrites
 from workers import keys
 from workers.connections import ConnectionStore
 from workers.errors import (
@@ -85,7 +86,7 @@ class Broker:
         self.audit = audit
         self.connections = connections
         self.tokens = tokens
-        self.rewrites = list(rewrites or ())
+        self.rewrites = parse_rewrites(rewrites or ())
 
     def authenticate(self, session_id: str, credential: str, kind: str) -> dict[str, Any]:
         """The session's spec when `credential` is one of its valid credentials; else 401."""

@@ -20,6 +20,7 @@ from triggers.session_access import (
     session_tools,
     tool_grant,
 )
+from triggers.url_rewrite import parse_rewrites
 
 
 def _spec(*mounts: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -100,7 +101,7 @@ def test_git_mount_by_url_needs_the_host_it_is_fetched_from() -> None:
         mounts, mount_path=None, protocol="https", host="github.com", path="Acme/Gadgets.git"
     )
     assert found.repository == "acme/gadgets"
-    rewrites = ["https://github.com/=http://127.0.0.1:9/git/"]
+    rewrites = parse_rewrites(["https://github.com/=http://127.0.0.1:9/git/"])
     local = find_git_mount(
         mounts,
         mount_path=None,

@@ -46,6 +46,7 @@ from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
 from workers.session_tokens import Revoked, SessionTokens
 from workers.sessions import SessionStore
+from workers.timestamps import iso_z
 
 __all__ = ["Broker", "GitRequest"]
 
@@ -320,4 +321,4 @@ def _session_installations(spec: Mapping[str, Any]) -> list[int | None]:
 
 
 def _iso(token: MintedToken) -> str:
-    return token.expires_at.isoformat().replace("+00:00", "Z")
+    return iso_z(token.expires_at)

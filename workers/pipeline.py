@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Any
 
 from agents import CompiledAgent, Trigger
@@ -35,13 +34,10 @@ from workers.github import GitHubApp
 from workers.lifecycle import LIFECYCLE_EVENTS
 from workers.processing import RunResult
 from workers.sessions import SpawnRecords
+from workers.timestamps import now_iso
 from workers.token_cache import TokenCache
 
 log = logging.getLogger(__name__)
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, cast
 
 import redis
 
 from workers import keys, metrics
 from workers.sessions import SESSION_RETENTION, retention_seconds
+from workers.timestamps import now_iso
 
 __all__ = ["AUDIT_LIMIT", "FAILURE_LIMIT", "FAILURE_WINDOW", "SessionAudit"]
 
@@ -75,7 +76,7 @@ class SessionAudit:
     def record(self, session_id: str, kind: str, result: str, **fields: Any) -> dict[str, Any]:
         """Record one decision (`kind`: git, tool or session; `result`: allowed or denied)."""
         entry: dict[str, Any] = {
-            "at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "at": now_iso(),
             "kind": kind,
             "result": result,
         }
@@ -102,7 +103,7 @@ class SessionAudit:
         """Count one failed authentication against the session (`kind`: what was asked, git
         or tool, as `hookspawn_credentials_total` counts it); None while it is within the
         limit, else the seconds until the window ends (answer 429 with `Retry-After`)."""
-        now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        now = now_iso()
         in_window, left = cast(
             list[int],
             self._failed(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
 from typing import Any, cast
 
 import redis
@@ -12,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from triggers.session_spec import SessionSpec
 from workers import keys
+from workers.timestamps import now_iso
 
 __all__ = ["ACTIVE", "TERMINAL", "Failure", "SessionRuns", "SessionWithRun"]
 
@@ -168,7 +168,7 @@ _LOST_FAILURE = json.dumps(
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return now_iso("milliseconds")
 
 
 class SessionRuns:

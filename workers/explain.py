@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agents import CompiledAgent, Trigger
+from agents.github_tools import level_covers
 from triggers.coverage import Connection, Coverage, repository_of
 from triggers.envelope import build_envelope
 from triggers.envelope_values import MISSING, lookup
@@ -36,7 +37,6 @@ __all__ = ["DEFAULT_DELIVERY_ID", "ExplainError", "explain", "format_explain"]
 DEFAULT_DELIVERY_ID = "explain"
 EVENT_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 DELIVERY_RE = re.compile(r"[A-Za-z0-9-]{1,64}")
-_LEVELS = {"read": 1, "write": 2, "admin": 3}
 _PREVIEW = 200
 
 
@@ -286,7 +286,7 @@ def _lacking(installation: Connection, permissions: Mapping[str, str]) -> list[s
     return [
         f"{name}: {level}"
         for name, level in sorted(permissions.items())
-        if _LEVELS.get(granted.get(name, ""), 0) < _LEVELS.get(level, 0)
+        if not level_covers(granted.get(name, ""), level)
     ]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from triggers.session_access import (
@@ -25,23 +26,21 @@ from triggers.session_access import (
     session_tools,
     tool_grant,
 )
-from triggers.spawn_rules import Grant
+from triggers.spawn_rules import Grant, Refusal
 from triggers.url_rewrite import parse_rewrites
 from workers import keys
 from workers.connections import ConnectionStore
 from workers.errors import (
-    AccessRevoked,
     BrokerDenied,
     BrokerError,
     BrokerNotFound,
     InvalidCredential,
-    PermissionNotGranted,
     TooManyFailures,
     WorkerError,
 )
 from workers.github import MintedToken
 from workers.installation import Installation
-from workers.pipeline import prune_refused
+from workers.minting import mint_or_refuse
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
 from workers.session_tokens import Revoked, SessionTokens
@@ -268,26 +267,16 @@ class Broker:
                 "no GitHub App credentials are configured: no token can be minted",
                 code="github_not_configured",
             )
-        where = f"mount {mount_path}: " if mount_path else ""
-        try:
-            token = self.tokens.get(session_id, installation.id, [repository_id], permissions)
-        except AccessRevoked as exc:
-            prune_refused(self.connections, exc, Grant(installation.id, repository_id))
-            raise BrokerDenied(
-                f"{where}GitHub refused access to {repository}: {exc.message}",
-                code="repository_access_revoked",
-                repository=repository,
-                installationId=installation.id,
-                kind=exc.kind,
-            ) from None
-        except PermissionNotGranted as exc:
-            raise BrokerDenied(
-                f"{where}installation {installation.id} does not grant what is asked on "
-                f"{repository}: {exc.message}",
-                code="permission_not_granted",
-                repository=repository,
-                permissions=dict(permissions),
-            ) from None
+        token = mint_or_refuse(
+            partial(self.tokens.get, session_id, installation.id, [repository_id], permissions),
+            self.connections,
+            Grant(installation.id, repository_id),
+            repository=repository,
+            permissions=permissions,
+            mount_path=mount_path,
+        )
+        if isinstance(token, Refusal):
+            raise BrokerDenied(token.message, code=token.code, **token.details)
         if self.sessions.client.exists(keys.session_ended(session_id)):
             # ended while this token was being minted: it goes with the others, unanswered
             self.tokens.revoke(session_id)

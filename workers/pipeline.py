@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from agents import CompiledAgent, Trigger
@@ -23,15 +24,16 @@ from triggers.spawn_plan import (
     TriggerStart,
     plan_spawn,
 )
-from triggers.spawn_rules import Grant, Refusal, refusal, trigger_spawn_id
+from triggers.spawn_rules import Refusal, trigger_spawn_id
 from workers import metrics
 from workers.agents_source import AgentsSource
 from workers.connections import ConnectionStore, resync_installation
 from workers.delivery_record import Delivery
 from workers.dispatch import Dispatcher
-from workers.errors import AccessRevoked, ConfigurationError, PermissionNotGranted, Transient
+from workers.errors import ConfigurationError, Transient
 from workers.github import GitHubApp
 from workers.lifecycle import LIFECYCLE_EVENTS
+from workers.minting import mint_or_refuse
 from workers.processing import RunResult
 from workers.sessions import SpawnRecords
 from workers.timestamps import now_iso
@@ -263,49 +265,22 @@ class SpawnPipeline:
         if self.tokens is None:
             return None
         for mint in mints:
-            grant = mint.grant
-            try:
-                self.tokens.get(grant.installation_id, [grant.repository_id], mint.permissions)
-            except AccessRevoked as exc:
-                self._prune(exc, grant)
-                return refusal(
-                    "repository_access_revoked",
-                    f"mount {mint.mount_path}: GitHub refused access to {mint.repository}: "
-                    f"{exc.message}",
-                    mountPath=mint.mount_path,
-                    repository=mint.repository,
-                    installationId=grant.installation_id,
-                    kind=exc.kind,
-                )
-            except PermissionNotGranted as exc:
-                return refusal(
-                    "permission_not_granted",
-                    f"mount {mint.mount_path}: installation {grant.installation_id} does not "
-                    f"grant what its capabilities need on {mint.repository}: {exc.message}",
-                    mountPath=mint.mount_path,
-                    repository=mint.repository,
-                    permissions=mint.permissions,
-                )
+            minted = mint_or_refuse(
+                partial(
+                    self.tokens.get,
+                    mint.grant.installation_id,
+                    [mint.grant.repository_id],
+                    mint.permissions,
+                ),
+                self.connections,
+                mint.grant,
+                repository=mint.repository,
+                permissions=mint.permissions,
+                mount_path=mint.mount_path,
+            )
+            if isinstance(minted, Refusal):
+                return minted
         return None
-
-    def _prune(self, exc: AccessRevoked, grant: Grant) -> None:
-        prune_refused(self.connections, exc, grant)
-
-
-def prune_refused(connections: ConnectionStore, exc: AccessRevoked, grant: Grant) -> None:
-    """GitHub definitively refused a token for `grant`: take what was lost out of the store."""
-    if exc.kind == "installation_deleted":
-        connections.mark_deleted(grant.installation_id)
-    elif exc.kind == "installation_suspended":
-        connections.mark_suspended(grant.installation_id)
-    else:
-        connections.prune(grant.installation_id, exc.repository_ids or (grant.repository_id,))
-    log.warning(
-        "pruned after GitHub refused a token (%s): installation %s repository %s",
-        exc.kind,
-        grant.installation_id,
-        grant.repository_id,
-    )
 
 
 def _dispatched_message(session_id: str, *, created: bool) -> str:

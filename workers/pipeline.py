@@ -16,6 +16,7 @@ from agents import CompiledAgent, Trigger
 from triggers.outcome import Outcome, OutcomeKind
 from triggers.session_spec import SessionSpec
 from triggers.spawn_plan import (
+    AlreadyDispatched,
     DirectStart,
     MintRequest,
     Plan,
@@ -24,7 +25,7 @@ from triggers.spawn_plan import (
     TriggerStart,
     plan_spawn,
 )
-from triggers.spawn_rules import Refusal, trigger_spawn_id
+from triggers.spawn_rules import Refusal
 from workers import metrics
 from workers.agents_source import AgentsSource
 from workers.connections import ConnectionStore, resync_installation
@@ -182,34 +183,27 @@ class SpawnPipeline:
     # one spawn -------------------------------------------------------------------
     def spawn_trigger(self, agent: CompiledAgent, trigger: Trigger, run: DeliveryRun) -> Outcome:
         """One trigger's spawn, ending in exactly one outcome. Raises Transient to be retried."""
-        session_id = trigger_spawn_id(run.delivery_id, agent.name, trigger.key)
-        # a spawn of a delivery claimed before may have been dispatched by that run; the
-        # dispatch itself is idempotent too, this only skips the work and keeps the outcome
-        existing = None if run.first_claim else self.spawns.dispatched(session_id)
-        if existing:
-            message = f"session {existing} (already dispatched)"
-            return _outcome(agent, trigger, session_id, "dispatched", None, message, repeat=True)
         plan = plan_spawn(
             agent,
             TriggerStart(run.delivery_id, trigger, run.envelope),
             self.connections.snapshot(run.connections_generation),
             created_at=now_iso(),
             broker_url=self.broker_url,
+            # a spawn of a delivery claimed before may have been dispatched by that run; the
+            # dispatch itself is idempotent too, this only skips the work and keeps the outcome
+            dispatched=None if run.first_claim else self.spawns.dispatched,
         )
         return self._execute(agent, trigger, plan, staged=run.staged, received_at=run.received_at)
 
     def start(self, agent: CompiledAgent, start: DirectStart) -> Outcome:
         """A manual or agent-to-agent start, ending in one outcome. Raises Transient."""
-        existing = self.spawns.dispatched(start.session_id)
-        if existing:
-            message = f"session {existing} (already dispatched)"
-            return _outcome(agent, None, start.session_id, "dispatched", None, message, repeat=True)
         plan = plan_spawn(
             agent,
             start,
             self.connections.snapshot(),
             created_at=now_iso(),
             broker_url=self.broker_url,
+            dispatched=self.spawns.dispatched,
         )
         return self._execute(agent, None, plan, staged=None, received_at=None)
 
@@ -224,6 +218,9 @@ class SpawnPipeline:
     ) -> Outcome:
         """Mint what the plan asks, then dispatch its session (or stage it with the run)."""
         session_id = plan.session_id
+        if isinstance(plan, AlreadyDispatched):
+            message = f"session {plan.existing} (already dispatched)"
+            return _outcome(agent, trigger, session_id, "dispatched", None, message, repeat=True)
         if isinstance(plan, Suppressed):
             return _outcome(
                 agent, trigger, session_id, "suppressed", plan.code, plan.message, plan.details

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any
 
 from triggers.session_access import (
+    AccessNotFound,
     AccessRefused,
     ToolGrant,
     find_git_mount,
@@ -51,12 +52,6 @@ __all__ = ["Broker", "GitRequest"]
 
 log = logging.getLogger(__name__)
 
-_ERRORS: dict[int, type[BrokerError]] = {
-    401: InvalidCredential,
-    403: BrokerDenied,
-    404: BrokerNotFound,
-}
-
 
 @dataclass(frozen=True)
 class GitRequest:
@@ -89,7 +84,8 @@ class Broker:
         self.rewrites = parse_rewrites(rewrites or ())
 
     def authenticate(self, session_id: str, credential: str, kind: str) -> dict[str, Any]:
-        """The session's spec when `credential` is one of its valid credentials; else 401."""
+        """The session's spec when `credential` is one of its valid credentials; else
+        InvalidCredential (TooManyFailures past the limit of failed authentications)."""
         if credential and self.credentials.verify(session_id, credential):
             spec = self.sessions.get(session_id)
             if spec is not None:
@@ -201,7 +197,8 @@ class Broker:
     # end ------------------------------------------------------------------------------
     def end(self, session_id: str, *, by: str = "admin") -> tuple[int, Revoked]:
         """End the session: revoke its credentials, then its GitHub tokens (at GitHub, before
-        this returns); 404 for an unknown session. `by`: who ended it, for the audit."""
+        this returns); BrokerNotFound for an unknown session. `by`: who ended it, for the
+        audit."""
         if self.sessions.get(session_id) is None:
             raise BrokerNotFound(
                 f"no session {session_id!r}", code="session_not_found", sessionId=session_id
@@ -291,7 +288,10 @@ class Broker:
     ) -> WorkerError:
         """Audit a refusal and turn it into the error the API answers."""
         if isinstance(exc, AccessRefused):
-            error: WorkerError = _ERRORS[exc.status](exc.message, code=exc.code, **exc.details)
+            same: type[BrokerError] = (
+                BrokerNotFound if isinstance(exc, AccessNotFound) else BrokerDenied
+            )
+            error: WorkerError = same(exc.message, code=exc.code, **exc.details)
         else:
             error = exc
         self.audit.record(

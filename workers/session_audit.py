@@ -2,8 +2,8 @@
 
 Failed authentications are not decisions: they are counted per session (how many, the latest
 time), never appended, so a flood of wrong credentials cannot push real entries out of the
-bounded trail, and past `FAILURE_LIMIT` in `FAILURE_WINDOW` they are refused 429. The limit is
-keyed on the session, not the client address: every sandbox reaches the broker from loopback.
+bounded trail, and past `FAILURE_LIMIT` in `FAILURE_WINDOW` they are refused (too_many_failures).
+The limit is keyed on the session, not the client address: every sandbox reaches the broker from loopback.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class SessionAudit:
     def failed_authentication(self, session_id: str, kind: str) -> int | None:
         """Count one failed authentication against the session (`kind`: what was asked, git
         or tool, as `hookspawn_credentials_total` counts it); None while it is within the
-        limit, else the seconds until the window ends (answer 429 with `Retry-After`)."""
+        limit, else the seconds until the window ends (the refusal's `retryAfter`)."""
         now = now_iso()
         in_window, left = cast(
             list[int],

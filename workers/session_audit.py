@@ -2,8 +2,9 @@
 
 Failed authentications are not decisions: they are counted per session (how many, the latest
 time), never appended, so a flood of wrong credentials cannot push real entries out of the
-bounded trail, and past `FAILURE_LIMIT` in `FAILURE_WINDOW` they are refused (too_many_failures).
-The limit is keyed on the session, not the client address: every sandbox reaches the broker from loopback.
+bounded trail, and past `FAILURE_LIMIT` in `FAILURE_WINDOW` they are refused
+(too_many_failures). The limit is keyed on the session, not the client address: every sandbox
+reaches the broker from loopback.
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def explain_start(
     return {
         "agent": agent_name,
         "start": start.origin.kind,
-        "plan": _plan_json(agent, plan, minting),
+        "plan": _plan_json(agent, plan, minting, spawned_by="start"),
         "notes": notes,
     }
 
@@ -246,14 +246,17 @@ def _plan(
     return _plan_json(agent, plan, minting)
 
 
-def _plan_json(agent: CompiledAgent | None, plan: Plan, minting: bool) -> dict[str, Any]:
+def _plan_json(
+    agent: CompiledAgent | None, plan: Plan, minting: bool, spawned_by: str = "delivery"
+) -> dict[str, Any]:
     if isinstance(plan, AlreadyDispatched):
         existing = plan.existing
         return {
             "sessionId": plan.session_id,
             "outcome": "dispatched",
             "code": None,
-            "message": f"session {existing} was already dispatched for this delivery: no new spawn",
+            "message": f"session {existing} was already dispatched for this {spawned_by}: "
+            "no new spawn",
             "alreadyDispatched": existing,
         }
     out: dict[str, Any] = {

@@ -17,6 +17,20 @@ def _raise(exc: Exception) -> str:
     raise exc
 
 
+def _refused(store: ConnectionStore, exc: Exception, mount_path: str | None = None) -> Refusal:
+    """mint_or_refuse for acme/widgets (repository 1 of ACME) when minting raises `exc`."""
+    refused = mint_or_refuse(
+        lambda: _raise(exc),
+        store,
+        Grant(ACME, 1),
+        repository="acme/widgets",
+        permissions=PERMISSIONS,
+        mount_path=mount_path,
+    )
+    assert isinstance(refused, Refusal)
+    return refused
+
+
 def test_a_minted_token_is_answered_and_nothing_is_pruned(store: ConnectionStore) -> None:
     seed(store, ACME, (1, "acme/widgets"))
     token = mint_or_refuse(
@@ -30,15 +44,7 @@ def test_a_minted_token_is_answered_and_nothing_is_pruned(store: ConnectionStore
 def test_a_revoked_repository_is_pruned_and_refused(store: ConnectionStore) -> None:
     seed(store, ACME, (1, "acme/widgets"), (2, "acme/gadgets"))
     revoked = AccessRevoked("gone", kind="repository_inaccessible", installation_id=ACME)
-    refused = mint_or_refuse(
-        lambda: _raise(revoked),
-        store,
-        Grant(ACME, 1),
-        repository="acme/widgets",
-        permissions=PERMISSIONS,
-        mount_path="/workspace/widgets",
-    )
-    assert isinstance(refused, Refusal)
+    refused = _refused(store, revoked, "/workspace/widgets")
     assert refused.code == "repository_access_revoked"
     assert refused.message == (
         "mount /workspace/widgets: GitHub refused access to acme/widgets: gone"
@@ -57,14 +63,8 @@ def test_a_revoked_repository_is_pruned_and_refused(store: ConnectionStore) -> N
 def test_a_suspended_installation_is_marked(store: ConnectionStore) -> None:
     seed(store, ACME, (1, "acme/widgets"))
     suspended = AccessRevoked("suspended", kind="installation_suspended", installation_id=ACME)
-    refused = mint_or_refuse(
-        lambda: _raise(suspended),
-        store,
-        Grant(ACME, 1),
-        repository="acme/widgets",
-        permissions=PERMISSIONS,
-    )
-    assert isinstance(refused, Refusal) and refused.code == "repository_access_revoked"
+    refused = _refused(store, suspended)
+    assert refused.code == "repository_access_revoked"
     assert "mountPath" not in refused.details
     found = store.get(ACME)
     assert found is not None and found.status == "suspended"
@@ -72,14 +72,7 @@ def test_a_suspended_installation_is_marked(store: ConnectionStore) -> None:
 
 def test_a_permission_refusal_prunes_nothing(store: ConnectionStore) -> None:
     seed(store, ACME, (1, "acme/widgets"))
-    refused = mint_or_refuse(
-        lambda: _raise(PermissionNotGranted("contents: write is not granted")),
-        store,
-        Grant(ACME, 1),
-        repository="acme/widgets",
-        permissions=PERMISSIONS,
-    )
-    assert isinstance(refused, Refusal)
+    refused = _refused(store, PermissionNotGranted("contents: write is not granted"))
     assert (refused.code, refused.details["permissions"]) == ("permission_not_granted", PERMISSIONS)
     assert refused.message.startswith(f"installation {ACME} does not grant what is asked on ")
     found = store.get(ACME)
@@ -88,10 +81,4 @@ def test_a_permission_refusal_prunes_nothing(store: ConnectionStore) -> None:
 
 def test_anything_else_is_raised(store: ConnectionStore) -> None:
     with pytest.raises(GitHubUnavailable):
-        mint_or_refuse(
-            lambda: _raise(GitHubUnavailable("down")),
-            store,
-            Grant(ACME, 1),
-            repository="acme/widgets",
-            permissions=PERMISSIONS,
-        )
+        _refused(store, GitHubUnavailable("down"))

@@ -77,6 +77,7 @@ def test_an_earlier_dispatch_is_looked_up_only_for_a_given_key(agents: AgentSet)
         "plain", agents=agents, coverage=connected(), dispatched=dispatched, idempotency_key="k"
     )
     assert view["plan"]["alreadyDispatched"] == manual_spawn_id("plain", "k")
+    assert "already dispatched for this start" in view["plan"]["message"]
     assert seen == [manual_spawn_id("plain", "k")]
     explain_start("plain", agents=agents, coverage=connected(), dispatched=dispatched)
     assert seen == [manual_spawn_id("plain", "k")]

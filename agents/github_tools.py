@@ -21,12 +21,19 @@ __all__ = [
     "ToolNeed",
     "capabilities_from_json",
     "grants",
+    "level_covers",
     "tool_token_permissions",
     "visible_tools",
 ]
 
 Level = Literal["read", "write"]
-LEVEL_RANK = {"none": 0, "read": 1, "write": 2}
+#: GitHub's permission levels, weakest first: a grant at one level includes the ones before it
+LEVEL_RANK = {"none": 0, "read": 1, "write": 2, "admin": 3}
+
+
+def level_covers(have: str, need: str) -> bool:
+    """Whether a grant at level `have` includes level `need` (an unknown level: none)."""
+    return LEVEL_RANK.get(have, 0) >= LEVEL_RANK.get(need, 0)
 
 
 @dataclass(frozen=True)
@@ -166,7 +173,7 @@ def capabilities_from_json(value: object) -> Capabilities:
 def grants(capabilities: Capabilities, need: ToolNeed) -> bool:
     """Whether a mount's capabilities allow a tool."""
     have = str(getattr(capabilities, need.capability))
-    return LEVEL_RANK.get(have, 0) >= LEVEL_RANK[need.level]
+    return level_covers(have, need.level)
 
 
 def visible_tools(mounts: Iterable[Capabilities], allow: Iterable[str] | None) -> list[str]:

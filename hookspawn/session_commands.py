@@ -10,11 +10,10 @@ from urllib.parse import quote
 from hookspawn import client_commands, commands
 from hookspawn.client import CommandError, error_line
 from hookspawn.terminal_text import ControlStripper
+from workers.session_status import TERMINAL
 
 __all__ = ["runner", "sessions"]
 
-#: statuses after which a session's log grows no more
-_ENDED = ("succeeded", "failed", "cancelled")
 #: how often `--follow` asks for more of the log
 _FOLLOW_POLL = 0.5
 
@@ -57,7 +56,7 @@ def sessions(args: argparse.Namespace) -> int:
         status = response.headers.get("x-session-status")
         if response.content:
             continue  # there may be more right away
-        if not args.follow or status is None or status in _ENDED:
+        if not args.follow or status is None or status in TERMINAL:
             if stripper is not None:
                 out.write(stripper.end().encode())
                 out.flush()

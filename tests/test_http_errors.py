@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 import redis
 
 from agents.errors import AgentsError
 from hookspawn.web.http_errors import (
+    START_REFUSALS,
     STATUS,
     ApiError,
     MisdirectedRequest,
@@ -18,14 +22,19 @@ from hookspawn.web.http_errors import (
 )
 from templating.errors import Error, TemplateError
 from triggers.errors import IntakeError, InvalidSignature, PayloadTooLarge, TriggersError
+from triggers.session_access import AccessDenied
 from workers.errors import (
     AccessRevoked,
+    BrokerDenied,
+    BrokerNotFound,
     ConfigurationError,
     DispatchUnavailable,
     StoreUnavailable,
     Transient,
     WorkerError,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("base", [TemplateError, AgentsError, TriggersError, WorkerError, ApiError])
@@ -121,3 +130,45 @@ def test_start_refusals_are_classes_the_table_names() -> None:
     )
     assert isinstance(StartRefused.of("failed", "whatever", "no", {}), StartFailed)
     assert type(StartRefused.of("refused", "whatever", "no", {})) is StartRefused
+
+
+def test_the_start_refusal_classes_are_made_from_one_code_table() -> None:
+    for code, status in START_REFUSALS.items():
+        error = StartRefused.of("refused", code, "no", {})
+        assert type(error) is not StartRefused and type(error).code == code
+        assert STATUS[type(error)] == status == to_response(error).status_code
+    made = [cls for cls in STATUS if isinstance(cls, type) and issubclass(cls, StartRefused)]
+    assert {cls.code for cls in made} == {*START_REFUSALS, "refused", "start_failed"}
+    assert UnauthorizedRepository.__name__ == "UnauthorizedRepository"
+
+
+def _raised_statuses(path: Path) -> list[str]:
+    """`raise X(…)` calls in `path` that pass an HTTP status: an int 400-599, or `status=`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Raise) or not isinstance(node.exc, ast.Call):
+            continue
+        call = node.exc
+        statuses = [
+            a.value
+            for a in call.args
+            if isinstance(a, ast.Constant) and type(a.value) is int and 400 <= a.value < 600
+        ]
+        keywords = [k.arg for k in call.keywords if k.arg in ("status", "status_code")]
+        if statuses or keywords:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_the_pure_packages_raise_codes_not_http_statuses() -> None:
+    found = [
+        place
+        for package in ("templating", "agents", "triggers")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for place in _raised_statuses(path)
+    ]
+    assert found == []
+    # the broker's refusals decided from the spec carry a kind, which the edge answers
+    assert status_of(BrokerDenied("x", code="tool_not_granted")) == 403
+    assert status_of(BrokerNotFound("x", code="unknown_tool")) == 404
+    assert not hasattr(AccessDenied("x", code="tool_not_granted"), "status")

@@ -7,9 +7,8 @@ against the target repository's own mount (agents.github_tools holds the table).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from agents.github_tools import (
     TOOLS,
@@ -23,15 +22,17 @@ from agents.github_tools import (
 from agents.model import Capabilities
 from triggers.errors import TriggersError
 from triggers.session_spec import SessionSpec
+from triggers.url_rewrite import Rewrite, rewritten
 
 __all__ = [
+    "AccessDenied",
+    "AccessNotFound",
     "AccessRefused",
     "SessionMountView",
     "ToolGrant",
     "allowlist",
     "find_git_mount",
     "git_permissions",
-    "rewritten",
     "session_mounts",
     "session_tools",
     "tool_grant",
@@ -39,11 +40,15 @@ __all__ = [
 
 
 class AccessRefused(TriggersError):
-    """A broker refusal: `code` is the API's error code, `status` its HTTP status."""
+    """A broker refusal decided from the spec alone; `code` names the rule that refused."""
 
-    def __init__(self, status: int, code: str, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.details = status, code, message, details
+
+class AccessDenied(AccessRefused):
+    """The session may not have what it asks (`no_git_credential`, `tool_not_granted`)."""
+
+
+class AccessNotFound(AccessRefused):
+    """What the session asks for does not exist (`mount_not_found`, `unknown_tool`)."""
 
 
 @dataclass(frozen=True)
@@ -91,21 +96,6 @@ def allowlist(spec: SessionSpec) -> list[str] | None:
 # git ------------------------------------------------------------------------------------
 
 
-def rewritten(url: str, rewrites: Iterable[str]) -> str:
-    """`url` after git's `insteadOf` rewriting (`FROM=TO` prefixes; the longest FROM wins)."""
-    best: tuple[str, str] | None = None
-    for rule in rewrites:
-        source, sep, target = rule.partition("=")
-        if (
-            sep
-            and source
-            and url.startswith(source)
-            and (best is None or len(source) > len(best[0]))
-        ):
-            best = (source, target)
-    return url if best is None else best[1] + url[len(best[0]) :]
-
-
 def _normal(url: str) -> str:
     """An http(s) URL compared the way git's credential request names it."""
     scheme, sep, rest = url.partition("://")
@@ -123,9 +113,9 @@ def find_git_mount(
     protocol: str | None,
     host: str | None,
     path: str | None,
-    rewrites: Iterable[str] = (),
+    rewrites: Sequence[Rewrite] = (),
 ) -> SessionMountView:
-    """The mount a git credential request names; 404 `mount_not_found` when none does.
+    """The mount a git credential request names; `mount_not_found` when none does.
 
     By URL, the host must be the one the mount is fetched from (after the deployment's URL
     rewrites), so a token is never handed to git for another server.
@@ -135,27 +125,23 @@ def find_git_mount(
         for mount in mounts:
             if (mount.mount_path.rstrip("/") or "/") == wanted:
                 return mount
-        raise AccessRefused(
-            404,
-            "mount_not_found",
+        raise AccessNotFound(
             f"the session has no mount at {mount_path}",
+            code="mount_not_found",
             mountPath=mount_path,
         )
     if not host or not path:
-        raise AccessRefused(
-            404,
-            "mount_not_found",
+        raise AccessNotFound(
             "name the mount by mountPath, or by host and path (git's credential.useHttpPath)",
+            code="mount_not_found",
         )
     asked = _normal(f"{protocol or 'https'}://{host}/{path}")
-    rules = list(rewrites)
     for mount in mounts:
-        if asked in {_normal(mount.url), _normal(rewritten(mount.url, rules))}:
+        if asked in {_normal(mount.url), _normal(rewritten(mount.url, rewrites))}:
             return mount
-    raise AccessRefused(
-        404,
-        "mount_not_found",
+    raise AccessNotFound(
         f"no mount of the session is fetched from {protocol or 'https'}://{host}/{path}",
+        code="mount_not_found",
         host=host,
         path=path,
     )
@@ -163,21 +149,19 @@ def find_git_mount(
 
 def git_permissions(mount: SessionMountView) -> dict[str, str]:
     """The git credential scope of a mount (SPEC §8), as its spec was spawned with (its
-    `gitPermissions`); 403 `no_git_credential` when none."""
+    `gitPermissions`); `no_git_credential` when none."""
     if not mount.github_app:
-        raise AccessRefused(
-            403,
-            "no_git_credential",
+        raise AccessDenied(
             f"mount {mount.mount_path} has auth kind none: it gets no git credential",
+            code="no_git_credential",
             mountPath=mount.mount_path,
             repository=mount.repository,
         )
     scope = mount.git_permissions
     if scope is None:
-        raise AccessRefused(
-            403,
-            "no_git_credential",
+        raise AccessDenied(
             f"mount {mount.mount_path} grants contents: none: it gets no git credential",
+            code="no_git_credential",
             mountPath=mount.mount_path,
             repository=mount.repository,
         )
@@ -203,20 +187,19 @@ class ToolGrant:
 
 
 def tool_grant(spec: SessionSpec, tool: str, repository: str) -> ToolGrant:
-    """The per-call gate: 404 `unknown_tool`; 403 `tool_not_granted`.
+    """The per-call gate: `unknown_tool` (not found); `tool_not_granted` (denied).
 
     Visible to the session first, then re-checked against the target repository's own mount
     (a repository no mount names gets the default capabilities, merge and secrets denied).
     """
     need = TOOLS.get(tool)
     if need is None:
-        raise AccessRefused(404, "unknown_tool", f"no GitHub tool is named {tool!r}", tool=tool)
+        raise AccessNotFound(f"no GitHub tool is named {tool!r}", code="unknown_tool", tool=tool)
     if tool not in session_tools(spec):
-        raise AccessRefused(
-            403,
-            "tool_not_granted",
+        raise AccessDenied(
             f"{tool} needs {need.text} on some githubApp mount (and the agent's tools "
             "allowlist, when it has one): the session does not see it",
+            code="tool_not_granted",
             tool=tool,
             repository=repository,
         )
@@ -231,10 +214,9 @@ def tool_grant(spec: SessionSpec, tool: str, repository: str) -> ToolGrant:
         where = (
             f"its mount {mount.mount_path}" if mount else "the defaults for unmounted repositories"
         )
-        raise AccessRefused(
-            403,
-            "tool_not_granted",
+        raise AccessDenied(
             f"{tool} on {repository} needs {need.text}, which {where} does not grant",
+            code="tool_not_granted",
             tool=tool,
             repository=repository,
         )

@@ -1,14 +1,16 @@
 """The spawn decision (SPEC §6), pure: what one spawn would do, and why.
 
-`plan_spawn` follows SPEC §6's order — suppress? → render refs → validate refs → which
-installation and what token would be asked → render texts → the session spec (no token) —
-and answers `Planned`, `Refused` or `Suppressed`. The pipeline executes a plan (mint, which
-may still refuse and prune, then dispatch); explain shows the very same plan.
+`plan_spawn` follows SPEC §6's order — already dispatched? → suppress? → render refs →
+validate refs → which installation and what token would be asked → render texts → the
+session spec (no token) — and answers `Planned`, `Refused`, `Suppressed` or
+`AlreadyDispatched`. A manual or agent start is first checked by `startable` (`plan_start`
+is both). The pipeline executes a plan (mint, which may still refuse and prune, then
+dispatch); explain shows the very same plan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,10 +25,12 @@ from triggers.coverage import (
 from triggers.envelope import session_input as make_session_input
 from triggers.session_spec import Origin, Requester, SessionSpec
 from triggers.spawn_rules import (
+    MAX_SPAWN_DEPTH,
     Grant,
     Refusal,
     Texts,
     build_spec,
+    event_required,
     github_mounts,
     render_refs,
     render_text,
@@ -35,7 +39,9 @@ from triggers.spawn_rules import (
 )
 
 __all__ = [
+    "AlreadyDispatched",
     "DirectStart",
+    "Dispatched",
     "MintRequest",
     "MountCoverage",
     "Plan",
@@ -45,7 +51,12 @@ __all__ = [
     "Suppressed",
     "TriggerStart",
     "plan_spawn",
+    "plan_start",
+    "startable",
 ]
+
+#: a read-only lookup: the session id a spawn id was dispatched as already, else None
+Dispatched = Callable[[str], str | None]
 
 
 @dataclass(frozen=True)
@@ -142,7 +153,17 @@ class Suppressed:
     outcome: Literal["suppressed"] = "suppressed"
 
 
-Plan = Planned | Refused | Suppressed
+@dataclass(frozen=True)
+class AlreadyDispatched:
+    """The spawn's session was dispatched before (a redelivery, a repeated start): the
+    spawn is done, nothing new is planned."""
+
+    session_id: str
+    existing: str  # the session id it was dispatched as
+    outcome: Literal["dispatched"] = "dispatched"
+
+
+Plan = Planned | Refused | Suppressed | AlreadyDispatched
 
 
 def plan_spawn(
@@ -152,14 +173,73 @@ def plan_spawn(
     *,
     created_at: str,
     broker_url: str | None = None,
+    dispatched: Dispatched | None = None,
 ) -> Plan:
     """The plan of one spawn of `agent`, from the connections as `coverage` saw them.
 
     `broker_url`: the credential broker's base URL, under which a session with a githubApp
-    mount finds its broker (SPEC §15); None plans specs without one."""
+    mount finds its broker (SPEC §15); None plans specs without one. `dispatched`: looks up
+    whether the spawn was dispatched already (None: not looked up)."""
+    session_id = (
+        trigger_spawn_id(start.delivery_id, agent.name, start.trigger.key)
+        if isinstance(start, TriggerStart)
+        else start.session_id
+    )
+    existing = dispatched(session_id) if dispatched is not None else None
+    if existing:
+        return AlreadyDispatched(session_id, existing)
     if isinstance(start, TriggerStart):
         return _plan_trigger(agent, start, coverage, created_at, broker_url)
     return _plan_direct(agent, start, coverage, created_at, broker_url)
+
+
+def plan_start(
+    agent_name: str,
+    agent: CompiledAgent | None,
+    start: DirectStart,
+    coverage: Coverage[Any],
+    *,
+    created_at: str,
+    broker_url: str | None = None,
+    dispatched: Dispatched | None = None,
+) -> Plan:
+    """The plan of a manual or agent start of the agent named `agent_name` (`agent`: it, as
+    the agents found it; None when there is none)."""
+    checked = startable(agent_name, agent, start)
+    if isinstance(checked, Refused):
+        return checked
+    return plan_spawn(
+        checked,
+        start,
+        coverage,
+        created_at=created_at,
+        broker_url=broker_url,
+        dispatched=dispatched,
+    )
+
+
+def startable(
+    agent_name: str, agent: CompiledAgent | None, start: DirectStart
+) -> CompiledAgent | Refused:
+    """The agent a manual or agent start may start, or why it may not start it at all, before
+    anything is asked: `spawn_depth_exceeded` (an agent-to-agent chain too deep),
+    `agent_not_found`, `event_required` (a templated ref needs an event). `agent`: the one
+    named `agent_name`, as the agents found it (None: there is none)."""
+    depth = start.origin.depth
+    if depth > MAX_SPAWN_DEPTH:
+        return Refused(
+            start.session_id,
+            "spawn_depth_exceeded",
+            f"session {start.origin.parent_session_id} is at depth {depth - 1}: an "
+            f"agent-to-agent chain may be at most {MAX_SPAWN_DEPTH} deep",
+            {"depth": depth, "limit": MAX_SPAWN_DEPTH},
+        )
+    if agent is None:
+        return Refused(start.session_id, "agent_not_found", f"no agent named {agent_name!r}")
+    needs_event = event_required(agent)
+    if needs_event is not None:
+        return Refused(start.session_id, needs_event.code, needs_event.message, needs_event.details)
+    return agent
 
 
 def _plan_trigger(

@@ -14,9 +14,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from triggers.session_access import (
+    AccessNotFound,
     AccessRefused,
     ToolGrant,
     find_git_mount,
@@ -26,36 +28,30 @@ from triggers.session_access import (
     tool_grant,
 )
 from triggers.session_spec import SessionSpec
-from triggers.spawn_rules import Grant
+from triggers.spawn_rules import Grant, Refusal
+from triggers.url_rewrite import parse_rewrites
 from workers import keys
 from workers.connections import ConnectionStore
 from workers.errors import (
-    AccessRevoked,
     BrokerDenied,
     BrokerError,
     BrokerNotFound,
     InvalidCredential,
-    TokenPermissionNotGranted,
     TooManyFailures,
     WorkerError,
 )
 from workers.github import MintedToken
 from workers.installation import Installation
-from workers.pipeline import prune_refused
+from workers.minting import mint_or_refuse
 from workers.session_audit import SessionAudit
 from workers.session_credentials import SessionCredentials
 from workers.session_tokens import Revoked, SessionTokens
 from workers.sessions import SessionStore
+from workers.timestamps import iso_z
 
 __all__ = ["Broker", "GitRequest"]
 
 log = logging.getLogger(__name__)
-
-_ERRORS: dict[int, type[BrokerError]] = {
-    401: InvalidCredential,
-    403: BrokerDenied,
-    404: BrokerNotFound,
-}
 
 
 @dataclass(frozen=True)
@@ -86,11 +82,11 @@ class Broker:
         self.audit = audit
         self.connections = connections
         self.tokens = tokens
-        self.rewrites = list(rewrites or ())
+        self.rewrites = parse_rewrites(rewrites or ())
 
     def authenticate(self, session_id: str, credential: str, kind: str) -> SessionSpec:
         """The session's spec, parsed once, when `credential` is one of its valid credentials;
-        else 401."""
+        else InvalidCredential (TooManyFailures past the limit of failed authentications)."""
         if credential and self.credentials.verify(session_id, credential):
             spec = self.sessions.spec(session_id)
             if spec is not None:
@@ -202,7 +198,8 @@ class Broker:
     # end ------------------------------------------------------------------------------
     def end(self, session_id: str, *, by: str = "admin") -> tuple[int, Revoked]:
         """End the session: revoke its credentials, then its GitHub tokens (at GitHub, before
-        this returns); 404 for an unknown session. `by`: who ended it, for the audit."""
+        this returns); BrokerNotFound for an unknown session. `by`: who ended it, for the
+        audit."""
         if self.sessions.get(session_id) is None:
             raise BrokerNotFound(
                 f"no session {session_id!r}", code="session_not_found", sessionId=session_id
@@ -268,26 +265,16 @@ class Broker:
                 "no GitHub App credentials are configured: no token can be minted",
                 code="github_not_configured",
             )
-        where = f"mount {mount_path}: " if mount_path else ""
-        try:
-            token = self.tokens.get(session_id, installation.id, [repository_id], permissions)
-        except AccessRevoked as exc:
-            prune_refused(self.connections, exc, Grant(installation.id, repository_id))
-            raise BrokerDenied(
-                f"{where}GitHub refused access to {repository}: {exc.message}",
-                code="repository_access_revoked",
-                repository=repository,
-                installationId=installation.id,
-                kind=exc.kind,
-            ) from None
-        except TokenPermissionNotGranted as exc:
-            raise BrokerDenied(
-                f"{where}installation {installation.id} does not grant what is asked on "
-                f"{repository}: {exc.message}",
-                code="permission_not_granted",
-                repository=repository,
-                permissions=dict(permissions),
-            ) from None
+        token = mint_or_refuse(
+            partial(self.tokens.get, session_id, installation.id, [repository_id], permissions),
+            self.connections,
+            Grant(installation.id, repository_id),
+            repository=repository,
+            permissions=permissions,
+            mount_path=mount_path,
+        )
+        if isinstance(token, Refusal):
+            raise BrokerDenied(token.message, code=token.code, **token.details)
         if self.sessions.client.exists(keys.session_ended(session_id)):
             # ended while this token was being minted: it goes with the others, unanswered
             self.tokens.revoke(session_id)
@@ -302,7 +289,10 @@ class Broker:
     ) -> WorkerError:
         """Audit a refusal and turn it into the error the API answers."""
         if isinstance(exc, AccessRefused):
-            error: WorkerError = _ERRORS[exc.status](exc.message, code=exc.code, **exc.details)
+            same: type[BrokerError] = (
+                BrokerNotFound if isinstance(exc, AccessNotFound) else BrokerDenied
+            )
+            error: WorkerError = same(exc.message, code=exc.code, **exc.details)
         else:
             error = exc
         self.audit.record(
@@ -321,4 +311,4 @@ def _session_installations(spec: SessionSpec) -> list[int | None]:
 
 
 def _iso(token: MintedToken) -> str:
-    return token.expires_at.isoformat().replace("+00:00", "Z")
+    return iso_z(token.expires_at)

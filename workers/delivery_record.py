@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
+
+from workers.timestamps import iso_z
 
 __all__ = ["FAILED", "PROCESSED", "QUEUED", "Delivery", "NewDelivery", "iso", "parse_record"]
 
@@ -16,7 +17,7 @@ QUEUED, PROCESSED, FAILED = "queued", "processed", "failed"
 def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+    return iso_z(ts)
 
 
 @dataclass(frozen=True)

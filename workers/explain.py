@@ -16,38 +16,46 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents import CompiledAgent, Trigger
+from agents.github_tools import level_covers
 from triggers.coverage import Connection, Coverage, repository_of
 from triggers.envelope import build_envelope
 from triggers.envelope_values import MISSING, lookup
 from triggers.matching import Decision, TriggerIndex
-from triggers.spawn_plan import MountCoverage, Plan, Planned, TriggerStart, plan_spawn
-from triggers.spawn_rules import sender_login, trigger_spawn_id
+from triggers.session_spec import Origin
+from triggers.spawn_plan import (
+    AlreadyDispatched,
+    DirectStart,
+    Dispatched,
+    MountCoverage,
+    Plan,
+    Planned,
+    TriggerStart,
+    plan_spawn,
+    plan_start,
+)
+from triggers.spawn_rules import Texts, manual_spawn_id, sender_login
 from workers.agents_source import AgentSet
 from workers.errors import WorkerError
 from workers.lifecycle import LIFECYCLE_EVENTS
 
-__all__ = ["DEFAULT_DELIVERY_ID", "ExplainError", "explain", "format_explain"]
+__all__ = ["DEFAULT_DELIVERY_ID", "ExplainError", "explain", "explain_start", "format_explain"]
 
 #: the delivery id an explained event gets when the caller names none
 DEFAULT_DELIVERY_ID = "explain"
 EVENT_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 DELIVERY_RE = re.compile(r"[A-Za-z0-9-]{1,64}")
-_LEVELS = {"read": 1, "write": 2, "admin": 3}
 _PREVIEW = 200
+_NO_APP = "no GitHub App is configured: no installation token would be minted"
 
 
 class ExplainError(WorkerError):
     """A request explain cannot answer (bad event name or delivery id)."""
 
     code = "invalid_request"
-
-
-#: looks up whether a spawn id was dispatched already (its session id), reading only
-Dispatched = Callable[[str], str | None]
 
 
 def explain(
@@ -100,6 +108,36 @@ def explain(
     return view
 
 
+def explain_start(
+    agent_name: str,
+    *,
+    agents: AgentSet,
+    coverage: Coverage[Any],
+    dispatched: Dispatched | None = None,
+    minting: bool = False,
+    idempotency_key: str | None = None,
+    texts: Texts = (None, None, None),
+    origin: Origin | None = None,
+) -> dict[str, Any]:
+    """The dry run of a manual start of the agent named `agent_name` (or, with `origin`, of an
+    agent-to-agent start): the very plan the pipeline would execute for it, as explain shows
+    a trigger's. Without `idempotency_key` the spawn id is computed for the key
+    DEFAULT_DELIVERY_ID and earlier dispatches are not looked up."""
+    key = idempotency_key if idempotency_key is not None else DEFAULT_DELIVERY_ID
+    start = DirectStart(manual_spawn_id(agent_name, key), origin or Origin(kind="manual"), texts)
+    agent = agents.agent(agent_name)
+    lookup = dispatched if idempotency_key is not None else None
+    # explain shows no creation time: the spec's is left empty
+    plan = plan_start(agent_name, agent, start, coverage, created_at="", dispatched=lookup)
+    notes = [] if minting else [_NO_APP]
+    return {
+        "agent": agent_name,
+        "start": start.origin.kind,
+        "plan": _plan_json(agent, plan, minting, spawned_by="start"),
+        "notes": notes,
+    }
+
+
 def _notes(event: str, given: bool, minting: bool, agent_errors: Sequence[str]) -> list[str]:
     notes = []
     if event in LIFECYCLE_EVENTS:
@@ -113,7 +151,7 @@ def _notes(event: str, given: bool, minting: bool, agent_errors: Sequence[str]) 
             "and earlier dispatches are not looked up"
         )
     if not minting:
-        notes.append("no GitHub App is configured: no installation token would be minted")
+        notes.append(_NO_APP)
     if agent_errors:
         notes.append(
             f"some agent files do not compile ({len(agent_errors)} errors): what they name is "
@@ -202,28 +240,31 @@ def _plan(
     minting: bool,
 ) -> dict[str, Any]:
     """The pipeline's own plan for one trigger that fires (triggers.spawn_plan), as JSON."""
-    session_id = trigger_spawn_id(delivery_id, agent.name, trigger.key)
-    existing = dispatched(session_id) if dispatched is not None else None
-    if existing:
-        return {
-            "sessionId": session_id,
-            "outcome": "dispatched",
-            "code": None,
-            "message": f"session {existing} was already dispatched for this delivery: no new spawn",
-            "alreadyDispatched": existing,
-        }
+    start = TriggerStart(delivery_id, trigger, envelope)
     # explain shows no creation time: the spec's is left empty
-    plan = plan_spawn(agent, TriggerStart(delivery_id, trigger, envelope), coverage, created_at="")
+    plan = plan_spawn(agent, start, coverage, created_at="", dispatched=dispatched)
     return _plan_json(agent, plan, minting)
 
 
-def _plan_json(agent: CompiledAgent, plan: Plan, minting: bool) -> dict[str, Any]:
+def _plan_json(
+    agent: CompiledAgent | None, plan: Plan, minting: bool, spawned_by: str = "delivery"
+) -> dict[str, Any]:
+    if isinstance(plan, AlreadyDispatched):
+        existing = plan.existing
+        return {
+            "sessionId": plan.session_id,
+            "outcome": "dispatched",
+            "code": None,
+            "message": f"session {existing} was already dispatched for this {spawned_by}: "
+            "no new spawn",
+            "alreadyDispatched": existing,
+        }
     out: dict[str, Any] = {
         "sessionId": plan.session_id,
         "coverage": [_coverage_json(cover, minting) for cover in plan.coverage],
     }
     refs = plan.refs if plan.outcome != "suppressed" else None
-    if refs is not None:
+    if refs is not None and agent is not None:
         out["refs"] = [
             {"mountPath": m.mount_path, "repository": repository_of(m), "ref": ref}
             for m, ref in zip(agent.mounts, refs, strict=True)
@@ -286,7 +327,7 @@ def _lacking(installation: Connection, permissions: Mapping[str, str]) -> list[s
     return [
         f"{name}: {level}"
         for name, level in sorted(permissions.items())
-        if _LEVELS.get(granted.get(name, ""), 0) < _LEVELS.get(level, 0)
+        if not level_covers(granted.get(name, ""), level)
     ]
 
 

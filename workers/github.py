@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import httpx
@@ -21,6 +21,7 @@ from githubkit.exception import GitHubException
 
 from workers.errors import ConfigurationError, GitHubUnavailable
 from workers.github_errors import GitHubCall, classify, counted, unreadable
+from workers.timestamps import parse_iso
 
 if TYPE_CHECKING:
     from githubkit.response import Response
@@ -162,7 +163,7 @@ class GitHubApp:
             data = response.json()
             minted = MintedToken(
                 token=str(data["token"]),
-                expires_at=_parse_time(str(data["expires_at"])),
+                expires_at=parse_iso(str(data["expires_at"])),
                 permissions={
                     str(k): str(v) for k, v in dict(data.get("permissions") or {}).items()
                 },
@@ -252,7 +253,7 @@ class GitHubApp:
             delivery = HookDelivery(
                 id=int(item["id"]),
                 guid=str(item["guid"]),
-                delivered_at=_parse_time(str(item["delivered_at"])),
+                delivered_at=parse_iso(str(item["delivered_at"])),
                 status_code=int(item.get("status_code") or 0),
                 status=str(item.get("status") or ""),
                 event=str(item.get("event") or ""),
@@ -299,11 +300,3 @@ def _check_private_key(app_id: str, private_key: str) -> None:
             f"({type(exc).__name__}); expected a PEM RSA private key",
             app_id=app_id,
         ) from None
-
-
-def _parse_time(text: str) -> datetime:
-    """GitHub's `2016-07-11T22:14:10Z` → an aware UTC datetime."""
-    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)

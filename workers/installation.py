@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal
+
+from workers.timestamps import iso_z, parse_iso
 
 __all__ = [
     "Change",
@@ -195,14 +196,14 @@ def selection_of(value: object) -> Selection:
 def _iso(ts: float) -> str | None:
     if not ts:
         return None
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+    return iso_z(ts)
 
 
 def _epoch(value: object) -> float:
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str) and value:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        return parse_iso(value).timestamp()
     return 0.0
 
 

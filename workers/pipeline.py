@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from agents import CompiledAgent, Trigger
 from triggers.outcome import Outcome, OutcomeKind
 from triggers.session_spec import SessionSpec
 from triggers.spawn_plan import (
+    AlreadyDispatched,
     DirectStart,
     MintRequest,
     Plan,
@@ -24,24 +25,22 @@ from triggers.spawn_plan import (
     TriggerStart,
     plan_spawn,
 )
-from triggers.spawn_rules import Grant, Refusal, refusal, trigger_spawn_id
+from triggers.spawn_rules import Refusal
 from workers import metrics
 from workers.agents_source import AgentsSource
 from workers.connections import ConnectionStore, resync_installation
 from workers.delivery_record import Delivery
 from workers.dispatch import Dispatcher
-from workers.errors import AccessRevoked, ConfigurationError, TokenPermissionNotGranted, Transient
+from workers.errors import ConfigurationError, Transient
 from workers.github import GitHubApp
 from workers.lifecycle import LIFECYCLE_EVENTS
+from workers.minting import mint_or_refuse
 from workers.processing import RunResult
 from workers.sessions import SpawnRecords
+from workers.timestamps import now_iso
 from workers.token_cache import TokenCache
 
 log = logging.getLogger(__name__)
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -184,34 +183,27 @@ class SpawnPipeline:
     # one spawn -------------------------------------------------------------------
     def spawn_trigger(self, agent: CompiledAgent, trigger: Trigger, run: DeliveryRun) -> Outcome:
         """One trigger's spawn, ending in exactly one outcome. Raises Transient to be retried."""
-        session_id = trigger_spawn_id(run.delivery_id, agent.name, trigger.key)
-        # a spawn of a delivery claimed before may have been dispatched by that run; the
-        # dispatch itself is idempotent too, this only skips the work and keeps the outcome
-        existing = None if run.first_claim else self.spawns.dispatched(session_id)
-        if existing:
-            message = f"session {existing} (already dispatched)"
-            return _outcome(agent, trigger, session_id, "dispatched", None, message, repeat=True)
         plan = plan_spawn(
             agent,
             TriggerStart(run.delivery_id, trigger, run.envelope),
             self.connections.snapshot(run.connections_generation),
             created_at=now_iso(),
             broker_url=self.broker_url,
+            # a spawn of a delivery claimed before may have been dispatched by that run; the
+            # dispatch itself is idempotent too, this only skips the work and keeps the outcome
+            dispatched=None if run.first_claim else self.spawns.dispatched,
         )
         return self._execute(agent, trigger, plan, staged=run.staged, received_at=run.received_at)
 
     def start(self, agent: CompiledAgent, start: DirectStart) -> Outcome:
         """A manual or agent-to-agent start, ending in one outcome. Raises Transient."""
-        existing = self.spawns.dispatched(start.session_id)
-        if existing:
-            message = f"session {existing} (already dispatched)"
-            return _outcome(agent, None, start.session_id, "dispatched", None, message, repeat=True)
         plan = plan_spawn(
             agent,
             start,
             self.connections.snapshot(),
             created_at=now_iso(),
             broker_url=self.broker_url,
+            dispatched=self.spawns.dispatched,
         )
         return self._execute(agent, None, plan, staged=None, received_at=None)
 
@@ -226,6 +218,9 @@ class SpawnPipeline:
     ) -> Outcome:
         """Mint what the plan asks, then dispatch its session (or stage it with the run)."""
         session_id = plan.session_id
+        if isinstance(plan, AlreadyDispatched):
+            message = f"session {plan.existing} (already dispatched)"
+            return _outcome(agent, trigger, session_id, "dispatched", None, message, repeat=True)
         if isinstance(plan, Suppressed):
             return _outcome(
                 agent, trigger, session_id, "suppressed", plan.code, plan.message, plan.details
@@ -267,49 +262,22 @@ class SpawnPipeline:
         if self.tokens is None:
             return None
         for mint in mints:
-            grant = mint.grant
-            try:
-                self.tokens.get(grant.installation_id, [grant.repository_id], mint.permissions)
-            except AccessRevoked as exc:
-                self._prune(exc, grant)
-                return refusal(
-                    "repository_access_revoked",
-                    f"mount {mint.mount_path}: GitHub refused access to {mint.repository}: "
-                    f"{exc.message}",
-                    mountPath=mint.mount_path,
-                    repository=mint.repository,
-                    installationId=grant.installation_id,
-                    kind=exc.kind,
-                )
-            except TokenPermissionNotGranted as exc:
-                return refusal(
-                    "permission_not_granted",
-                    f"mount {mint.mount_path}: installation {grant.installation_id} does not "
-                    f"grant what its capabilities need on {mint.repository}: {exc.message}",
-                    mountPath=mint.mount_path,
-                    repository=mint.repository,
-                    permissions=mint.permissions,
-                )
+            minted = mint_or_refuse(
+                partial(
+                    self.tokens.get,
+                    mint.grant.installation_id,
+                    [mint.grant.repository_id],
+                    mint.permissions,
+                ),
+                self.connections,
+                mint.grant,
+                repository=mint.repository,
+                permissions=mint.permissions,
+                mount_path=mint.mount_path,
+            )
+            if isinstance(minted, Refusal):
+                return minted
         return None
-
-    def _prune(self, exc: AccessRevoked, grant: Grant) -> None:
-        prune_refused(self.connections, exc, grant)
-
-
-def prune_refused(connections: ConnectionStore, exc: AccessRevoked, grant: Grant) -> None:
-    """GitHub definitively refused a token for `grant`: take what was lost out of the store."""
-    if exc.kind == "installation_deleted":
-        connections.mark_deleted(grant.installation_id)
-    elif exc.kind == "installation_suspended":
-        connections.mark_suspended(grant.installation_id)
-    else:
-        connections.prune(grant.installation_id, exc.repository_ids or (grant.repository_id,))
-    log.warning(
-        "pruned after GitHub refused a token (%s): installation %s repository %s",
-        exc.kind,
-        grant.installation_id,
-        grant.repository_id,
-    )
 
 
 def _dispatched_message(session_id: str, *, created: bool) -> str:

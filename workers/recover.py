@@ -23,6 +23,7 @@ import redis
 from workers import keys
 from workers.errors import WorkerError
 from workers.github import GitHubApp, HookDelivery
+from workers.timestamps import iso_z
 
 __all__ = ["Missed", "RecoverReport", "find_missed", "format_report", "recover"]
 
@@ -42,7 +43,7 @@ class Missed:
             "attemptId": d.id,
             "event": d.event,
             "action": d.action,
-            "deliveredAt": d.delivered_at.isoformat().replace("+00:00", "Z"),
+            "deliveredAt": iso_z(d.delivered_at),
             "statusCode": d.status_code,
             "attempts": self.attempts,
             "reasons": list(self.reasons),
@@ -126,7 +127,7 @@ def recover(
 
 
 def format_report(report: RecoverReport, *, retention: timedelta) -> str:
-    when = report.since.isoformat(timespec="seconds").replace("+00:00", "Z")
+    when = iso_z(report.since, "seconds")
     lines = [
         f"GitHub's delivery log since {when}: {report.attempts} attempts, "
         f"{report.deliveries} deliveries, {len(report.missed)} missed"
@@ -141,7 +142,7 @@ def format_report(report: RecoverReport, *, retention: timedelta) -> str:
     for item in report.missed:
         d = item.delivery
         kind = d.event + (f".{d.action}" if d.action else "")
-        stamp = d.delivered_at.isoformat(timespec="seconds").replace("+00:00", "Z")
+        stamp = iso_z(d.delivered_at, "seconds")
         lines.append(
             f"{verb} {d.guid} ({kind}, delivered {stamp}, attempt {d.id}): "
             f"{'; '.join(item.reasons)}"

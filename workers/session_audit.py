@@ -2,21 +2,23 @@
 
 Failed authentications are not decisions: they are counted per session (how many, the latest
 time), never appended, so a flood of wrong credentials cannot push real entries out of the
-bounded trail, and past `FAILURE_LIMIT` in `FAILURE_WINDOW` they are refused 429. The limit is
-keyed on the session, not the client address: every sandbox reaches the broker from loopback.
+bounded trail, and past `FAILURE_LIMIT` in `FAILURE_WINDOW` they are refused
+(too_many_failures). The limit is keyed on the session, not the client address: every sandbox
+reaches the broker from loopback.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, cast
 
 import redis
 
 from workers import keys, metrics
 from workers.sessions import SESSION_RETENTION, retention_seconds
+from workers.timestamps import now_iso
 
 __all__ = ["AUDIT_LIMIT", "FAILURE_LIMIT", "FAILURE_WINDOW", "SessionAudit"]
 
@@ -75,7 +77,7 @@ class SessionAudit:
     def record(self, session_id: str, kind: str, result: str, **fields: Any) -> dict[str, Any]:
         """Record one decision (`kind`: git, tool or session; `result`: allowed or denied)."""
         entry: dict[str, Any] = {
-            "at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "at": now_iso(),
             "kind": kind,
             "result": result,
         }
@@ -101,8 +103,8 @@ class SessionAudit:
     def failed_authentication(self, session_id: str, kind: str) -> int | None:
         """Count one failed authentication against the session (`kind`: what was asked, git
         or tool, as `hookspawn_credentials_total` counts it); None while it is within the
-        limit, else the seconds until the window ends (answer 429 with `Retry-After`)."""
-        now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        limit, else the seconds until the window ends (the refusal's `retryAfter`)."""
+        now = now_iso()
         in_window, left = cast(
             list[int],
             self._failed(

@@ -12,6 +12,7 @@ from triggers.session_spec import SessionSpec
 from workers.disk_usage import DiskWatch, format_size
 from workers.errors import SessionFailed
 from workers.session_cgroup import CgroupLimits, CgroupsUnavailable, SessionCgroup, SessionCgroups
+from workers.session_status import SessionStatus
 from workers.settings import Settings
 
 __all__ = ["RunnerLimits", "SessionLimits", "open_session_cgroups"]
@@ -108,7 +109,7 @@ class SessionLimits:
     def phase(self, status: str) -> None:
         """The session entered `status`: setup makes the cgroup and starts the disk watch,
         which stops once setup is over."""
-        if status == "setup":
+        if status == SessionStatus.SETUP:
             self._open()
             self._watching = True
             self.disk.start()

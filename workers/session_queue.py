@@ -12,6 +12,7 @@ from workers import keys
 from workers.celery_app import make_celery
 from workers.session_roots import workspaces_root
 from workers.session_runs import SessionRuns
+from workers.session_status import SessionStatus
 from workers.sessions import SessionStore
 from workers.settings import Settings
 
@@ -50,7 +51,7 @@ class RunnerDispatcher:
             ttl=self.sessions.retention_seconds,
         )
         created = self.sessions.create(spec)
-        if status == "queued":
+        if status == SessionStatus.QUEUED:
             self.enqueue(spec.id)
         return created
 

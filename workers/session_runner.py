@@ -37,6 +37,7 @@ from workers.session_log import SessionLog
 from workers.session_logs import log_path
 from workers.session_roots import scratch_parent, workspaces_root
 from workers.session_runs import SessionRuns
+from workers.session_status import SessionStatus
 from workers.sessions import SessionStore
 from workers.settings import Settings
 from workers.setup_snapshot import SetupSnapshot
@@ -238,28 +239,33 @@ class SessionRunner:
             Heartbeat(self.runs, session_id, self.owner, lease) as beat,
         ):
             if session is None:
-                return self._end(session_id, "failed", "internal_error", gone)
+                return self._end(session_id, SessionStatus.FAILED, "internal_error", gone)
             run = _Run(self, session, log_file, beat)
             try:
                 self._run(run)
             except SessionFailed as exc:
                 run.note(f"failed: {exc.code}: {exc.message}")
-                return self._end(session_id, "failed", exc.code, exc.message)
+                return self._end(session_id, SessionStatus.FAILED, exc.code, exc.message)
             except CommandCancelled:
                 run.note("cancelled")
-                return self._end(session_id, "cancelled")
+                return self._end(session_id, SessionStatus.CANCELLED)
             except Exception as exc:
                 log.exception("session %s: runner error", session_id)
                 run.note(f"runner error: {type(exc).__name__}: {exc}")
                 return self._end(
-                    session_id, "failed", "internal_error", f"{type(exc).__name__}: {exc}"
+                    session_id,
+                    SessionStatus.FAILED,
+                    "internal_error",
+                    f"{type(exc).__name__}: {exc}",
                 )
             finally:
                 run.close()
             run.note("succeeded")
-            return self._end(session_id, "succeeded")
+            return self._end(session_id, SessionStatus.SUCCEEDED)
 
-    def _end(self, session_id: str, status: str, code: str | None = None, message: str = "") -> str:
+    def _end(
+        self, session_id: str, status: SessionStatus, code: str | None = None, message: str = ""
+    ) -> str:
         failure = {"code": code, "message": message} if code else None
         if self.runs.advance(session_id, self.owner, status, failure):
             metrics.inc(metrics.SESSIONS_ENDED, status, code or "")
@@ -318,7 +324,7 @@ class SessionRunner:
             helper_problem=run.helper_problem,
         )
         stage_mounts(staging, mounts, session.requester)
-        self._advance(run, "setup")
+        self._advance(run, SessionStatus.SETUP)
         working = session.working_directory
         cwd = host_path(run.workspace, working) if working else run.workspace
         if working:
@@ -326,7 +332,7 @@ class SessionRunner:
             self._setup(run, spec, cwd, env)
         else:
             run.note("no working directory: setup skipped")
-        self._advance(run, "running")
+        self._advance(run, SessionStatus.RUNNING)
         self._harness(run, cwd, env)
 
     def _broker(self, session: SessionSpec) -> BrokerLink | None:
@@ -341,13 +347,13 @@ class SessionRunner:
             return BrokerLink(url, credential, ended=credential is None)
         return BrokerLink(url, credential)
 
-    def _advance(self, run: _Run, status: str) -> None:
+    def _advance(self, run: _Run, status: SessionStatus) -> None:
         if run.beat.stop_asked.is_set():
             raise CommandCancelled(status)
         run.note(status)
         self.runs.advance(run.session.id, self.owner, status)
         run.limits.phase(status)
-        if status == "running":
+        if status == SessionStatus.RUNNING:
             created = datetime.fromisoformat(run.session.created_at)
             metrics.observe(metrics.SESSION_START_SECONDS, time.time() - created.timestamp())
             self._flush_metrics()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
 from typing import Any, cast
 
 import redis
@@ -12,11 +11,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from triggers.session_spec import SessionSpec
 from workers import keys
+from workers.session_status import ACTIVE, TERMINAL, SessionStatus, lua_is, lua_literal
+from workers.timestamps import now_iso
 
 __all__ = ["ACTIVE", "TERMINAL", "Failure", "SessionRuns", "SessionWithRun"]
 
-ACTIVE = ("staging", "setup", "running")
-TERMINAL = ("succeeded", "failed", "cancelled")
+# the scripts below name statuses only through these (their text is built from the enum)
+_QUEUED = lua_literal(SessionStatus.QUEUED)
+_STAGING = lua_literal(SessionStatus.STAGING)
+_CANCELLED = lua_literal(SessionStatus.CANCELLED)
+_FAILED = lua_literal(SessionStatus.FAILED)
 
 # A run record is kept as long as its session (`ttl`, HOOKSPAWN_SESSION_RETENTION): it
 # expires `ttl` after it was queued, or after it ended when a runner took it (a held session
@@ -24,10 +28,10 @@ TERMINAL = ("succeeded", "failed", "cancelled")
 
 # Record a session as queued unless it has a run record. KEYS: run, queued index; ARGV:
 # workspace, now (ISO), now (epoch), session id, ttl (seconds). Answers the status it has now.
-_QUEUE = """
+_QUEUE = f"""
 local run, queued = KEYS[1], KEYS[2]
 local workspace, now, epoch, id, ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-if redis.call('HSETNX', run, 'status', 'queued') == 1 then
+if redis.call('HSETNX', run, 'status', {_QUEUED}) == 1 then
   redis.call('HSET', run, 'workspace', workspace, 'queuedAt', now, 'ttl', ttl)
   redis.call('EXPIRE', run, ttl)
   redis.call('ZADD', queued, epoch, id)
@@ -38,11 +42,11 @@ return redis.call('HGET', run, 'status')
 # A runner takes a queued session. KEYS: run, leases, queued index; ARGV: owner, lease
 # deadline, now, session id. Answers 1 when taken, 0 when it is not queued (taken already,
 # ended, or cancelled).
-_CLAIM = """
+_CLAIM = f"""
 local run, leases, queued = KEYS[1], KEYS[2], KEYS[3]
 local owner, deadline, now, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-if redis.call('HGET', run, 'status') ~= 'queued' then return 0 end
-redis.call('HSET', run, 'status', 'staging', 'owner', owner, 'stagingAt', now)
+if redis.call('HGET', run, 'status') ~= {_QUEUED} then return 0 end
+redis.call('HSET', run, 'status', {_STAGING}, 'owner', owner, 'stagingAt', now)
 redis.call('PERSIST', run)
 redis.call('ZADD', leases, deadline, id)
 redis.call('ZREM', queued, id)
@@ -52,14 +56,14 @@ return 1
 # The holder moves its session on. KEYS: run, leases; ARGV: owner, status, now, failure JSON
 # (''), session id. Answers 1 when moved, 0 when the session is no longer the owner's to move
 # (ended by the sweep or by a cancel).
-_ADVANCE = """
+_ADVANCE = f"""
 local run, leases = KEYS[1], KEYS[2]
 local owner, status, now, failure, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local current = redis.call('HGET', run, 'status')
 if redis.call('HGET', run, 'owner') ~= owner then return 0 end
-if current == 'succeeded' or current == 'failed' or current == 'cancelled' then return 0 end
+if {lua_is("current", TERMINAL)} then return 0 end
 redis.call('HSET', run, 'status', status, status .. 'At', now)
-if status == 'succeeded' or status == 'failed' or status == 'cancelled' then
+if {lua_is("status", TERMINAL)} then
   redis.call('HSET', run, 'endedAt', now)
   if failure ~= '' then redis.call('HSET', run, 'failure', failure) end
   redis.call('ZREM', leases, id)
@@ -71,11 +75,11 @@ return 1
 
 # The holder renews its lease. KEYS: run, leases; ARGV: owner, deadline, session id.
 # Answers the cancel flag ('1' or '0'), or -1 when the session is no longer the owner's.
-_RENEW = """
+_RENEW = f"""
 local run, leases, owner, deadline, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
 local current = redis.call('HGET', run, 'status')
 if redis.call('HGET', run, 'owner') ~= owner then return -1 end
-if current == 'succeeded' or current == 'failed' or current == 'cancelled' then return -1 end
+if {lua_is("current", TERMINAL)} then return -1 end
 redis.call('ZADD', leases, deadline, id)
 return redis.call('HGET', run, 'cancel') or '0'
 """
@@ -98,16 +102,16 @@ SNAPSHOT_FIELDS = ("snapshotKey", "snapshotScope", "snapshot")
 # Cancel. KEYS: run, queued index; ARGV: now, session id. A queued session ends `cancelled`
 # at once; an active one is flagged for its runner, which kills what runs and ends it.
 # Answers the status it has now ('' when the session has no run record).
-_CANCEL = """
+_CANCEL = f"""
 local run, queued, now, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 local current = redis.call('HGET', run, 'status')
 if not current then return '' end
-if current == 'queued' then
-  redis.call('HSET', run, 'status', 'cancelled', 'cancelledAt', now, 'endedAt', now)
+if current == {_QUEUED} then
+  redis.call('HSET', run, 'status', {_CANCELLED}, 'cancelledAt', now, 'endedAt', now)
   redis.call('ZREM', queued, id)
-  return 'cancelled'
+  return {_CANCELLED}
 end
-if current == 'staging' or current == 'setup' or current == 'running' then
+if {lua_is("current", ACTIVE)} then
   redis.call('HSET', run, 'cancel', '1')
 end
 return current
@@ -115,14 +119,14 @@ return current
 
 # Fail one session whose lease ran out. KEYS: run, leases; ARGV: session id, now (epoch,
 # for the deadline check), now (ISO), failure JSON. Answers 1 when failed now.
-_LOST = """
+_LOST = f"""
 local run, leases, id, epoch, now, failure = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local deadline = redis.call('ZSCORE', leases, id)
 if not deadline or tonumber(deadline) > tonumber(epoch) then return 0 end
 redis.call('ZREM', leases, id)
 local current = redis.call('HGET', run, 'status')
-if current ~= 'staging' and current ~= 'setup' and current ~= 'running' then return 0 end
-redis.call('HSET', run, 'status', 'failed', 'failedAt', now, 'endedAt', now, 'failure', failure)
+if not {lua_is("current", ACTIVE)} then return 0 end
+redis.call('HSET', run, 'status', {_FAILED}, 'failedAt', now, 'endedAt', now, 'failure', failure)
 local ttl = redis.call('HGET', run, 'ttl')
 if ttl then redis.call('EXPIRE', run, ttl) end
 return 1
@@ -168,7 +172,7 @@ _LOST_FAILURE = json.dumps(
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return now_iso("milliseconds")
 
 
 class SessionRuns:

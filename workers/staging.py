@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triggers.session_spec import CommitAuthor, Requester, SessionMount
+from triggers.url_rewrite import Rewrite, parse_rewrites, rewritten
 from workers.errors import SessionFailed
 from workers.session_exec import Account, runner_account
 
@@ -29,32 +30,7 @@ __all__ = [
 GitRunner = Callable[[Sequence[str], Path, Mapping[str, str]], int]
 
 
-def parse_rewrites(items: Sequence[str]) -> list[tuple[str, str]]:
-    """`FROM=TO` items (HOOKSPAWN_GIT_URL_REWRITE) → (from, to) pairs; raises ValueError
-    naming an item without `=` or with an empty side."""
-    pairs = []
-    for item in items:
-        source, sep, target = item.partition("=")
-        if not sep or not source or not target:
-            raise ValueError(
-                f"HOOKSPAWN_GIT_URL_REWRITE: {item!r} is not FROM=TO "
-                "(e.g. https://github.com/=file:///srv/git/)"
-            )
-        pairs.append((source, target))
-    return pairs
-
-
-def rewritten(url: str, rewrites: Sequence[tuple[str, str]]) -> str:
-    """`url` as git's insteadOf rewrites it: the longest matching FROM prefix wins."""
-    best = max(
-        (pair for pair in rewrites if url.startswith(pair[0])),
-        default=None,
-        key=lambda pair: len(pair[0]),
-    )
-    return url if best is None else best[1] + url[len(best[0]) :]
-
-
-def git_config_for(urls: Sequence[str], rewrites: Sequence[tuple[str, str]]) -> str:
+def git_config_for(urls: Sequence[str], rewrites: Sequence[Rewrite]) -> str:
     """The global git config staging's commands get: git refuses to read a repository another
     account owns, so each local (`file://`) repository a mount fetches from, after rewriting,
     is named a safe directory, and nothing else is."""

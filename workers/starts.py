@@ -12,11 +12,9 @@ import redis
 
 from triggers.outcome import Outcome
 from triggers.session_spec import Origin
-from triggers.spawn_plan import DirectStart
+from triggers.spawn_plan import DirectStart, Refused, startable
 from triggers.spawn_rules import (
-    MAX_SPAWN_DEPTH,
     agent_spawn_id,
-    event_required,
     manual_spawn_id,
     named_requester,
     stored_requester,
@@ -80,23 +78,15 @@ def _refused(agent: str, code: str, message: str, **details: Any) -> Outcome:
 
 
 def start_manual(pipeline: SpawnPipeline, agent_name: str, request: StartRequest) -> Outcome:
-    agent = pipeline.agents.current().agent(agent_name)
-    if agent is None:
-        return _refused(agent_name, "agent_not_found", f"no agent named {agent_name!r}")
-    refusal = event_required(agent)
-    if refusal is not None:
-        return _refused(agent.name, refusal.code, refusal.message, **refusal.details)
     key = request.idempotency_key
-    session_id = manual_spawn_id(agent.name, key) if key else "hs-" + uuid.uuid4().hex
-    if key and (reused := key_reused(pipeline.spawns.client, agent.name, session_id, request)):
-        return reused
+    session_id = manual_spawn_id(agent_name, key) if key else "hs-" + uuid.uuid4().hex
     start = DirectStart(
         session_id,
         Origin(kind="manual"),
         request.texts,
         named_requester(request.requester),
     )
-    return pipeline.start(agent, start)
+    return _start(pipeline, agent_name, start, request)
 
 
 def start_from_agent(
@@ -110,31 +100,26 @@ def start_from_agent(
     if parent is None:
         return _refused(agent_name, "session_not_found", f"no session {parent_id!r}")
     depth = int(parent.get("depth") or 0) + 1
-    if depth > MAX_SPAWN_DEPTH:
-        return _refused(
-            agent_name,
-            "spawn_depth_exceeded",
-            f"session {parent_id} is at depth {depth - 1}: an agent-to-agent chain may be at "
-            f"most {MAX_SPAWN_DEPTH} deep",
-            depth=depth,
-            limit=MAX_SPAWN_DEPTH,
-        )
-    agent = pipeline.agents.current().agent(agent_name)
-    if agent is None:
-        return _refused(agent_name, "agent_not_found", f"no agent named {agent_name!r}")
-    refusal = event_required(agent)
-    if refusal is not None:
-        return _refused(agent.name, refusal.code, refusal.message, **refusal.details)
     key = request.idempotency_key or uuid.uuid4().hex
-    session_id = agent_spawn_id(parent_id, agent.name, key)
-    if request.idempotency_key and (
-        reused := key_reused(pipeline.spawns.client, agent.name, session_id, request)
-    ):
-        return reused
     start = DirectStart(
-        session_id,
+        agent_spawn_id(parent_id, agent_name, key),
         Origin(kind="agent", parent_session_id=parent_id, depth=depth),
         request.texts,
         named_requester(request.requester) or stored_requester(parent.get("requester")),
     )
-    return pipeline.start(agent, start)
+    return _start(pipeline, agent_name, start, request)
+
+
+def _start(
+    pipeline: SpawnPipeline, agent_name: str, start: DirectStart, request: StartRequest
+) -> Outcome:
+    """The plan's own checks first (nothing is written for a start they refuse), then the
+    `Idempotency-Key`, then the pipeline."""
+    checked = startable(agent_name, pipeline.agents.current().agent(agent_name), start)
+    if isinstance(checked, Refused):
+        return _refused(agent_name, checked.code, checked.message, **checked.details)
+    if request.idempotency_key and (
+        reused := key_reused(pipeline.spawns.client, agent_name, start.session_id, request)
+    ):
+        return reused
+    return pipeline.start(checked, start)

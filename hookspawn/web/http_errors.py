@@ -36,8 +36,9 @@ class MisdirectedRequest(ApiError):
 class StartRefused(ApiError):
     """A manual or agent start the spawn pipeline refused (SPEC §10), answered as an error.
 
-    Each refusal code has its class below, so `STATUS` answers it by class like any error;
-    a refusal with another code is answered 409, a failed start 502 (`StartFailed`).
+    Each refusal code of `START_REFUSALS` has its class, made from that table, so `STATUS`
+    answers it by class like any error; a refusal with another code is answered 409, a
+    failed start 502 (`StartFailed`).
     """
 
     code = "refused"
@@ -48,7 +49,7 @@ class StartRefused(ApiError):
     @staticmethod
     def of(outcome: str, code: str, message: str, details: dict[str, Any]) -> StartRefused:
         """The error answering a start that ended `outcome` (not dispatched) with `code`."""
-        known = next((cls for cls in _START_REFUSALS if cls.code == code), None)
+        known = _START_CLASSES.get(code)
         if known is not None:
             return known(message, outcome=outcome, **details)
         fallback = StartFailed if outcome == "failed" else StartRefused
@@ -59,63 +60,35 @@ class StartFailed(StartRefused):
     code = "start_failed"
 
 
-class EventRequired(StartRefused):
-    code = "event_required"
+#: a start's refusal code → the status it is answered with: the one table the start
+#: refusals' classes are made from
+START_REFUSALS: dict[str, int] = {
+    "event_required": 409,
+    "spawn_depth_exceeded": 409,
+    "unauthorized_repository": 403,
+    "repository_access_revoked": 403,
+    "permission_not_granted": 403,
+    "unresolvable_ref": 422,
+    "invalid_ref": 422,
+    "unresolvable_text": 422,
+    "agent_not_found": 404,
+    "session_not_found": 404,
+    "idempotency_key_reused": 422,
+}
 
 
-class SpawnDepthExceeded(StartRefused):
-    code = "spawn_depth_exceeded"
+def _start_refusal(code: str) -> type[StartRefused]:
+    """The StartRefused subclass of one refusal code (`unauthorized_repository` →
+    UnauthorizedRepository)."""
+    name = "".join(part.title() for part in code.split("_"))
+    attributes = {"code": code, "__module__": __name__, "__doc__": f"A start refused {code}."}
+    return type(name, (StartRefused,), attributes)
 
 
-class UnauthorizedRepository(StartRefused):
-    code = "unauthorized_repository"
-
-
-class RepositoryAccessRevoked(StartRefused):
-    code = "repository_access_revoked"
-
-
-class PermissionNotGranted(StartRefused):
-    code = "permission_not_granted"
-
-
-class UnresolvableRef(StartRefused):
-    code = "unresolvable_ref"
-
-
-class InvalidRef(StartRefused):
-    code = "invalid_ref"
-
-
-class UnresolvableText(StartRefused):
-    code = "unresolvable_text"
-
-
-class AgentNotFound(StartRefused):
-    code = "agent_not_found"
-
-
-class SessionNotFound(StartRefused):
-    code = "session_not_found"
-
-
-class IdempotencyKeyReused(StartRefused):
-    code = "idempotency_key_reused"
-
-
-_START_REFUSALS: tuple[type[StartRefused], ...] = (
-    EventRequired,
-    SpawnDepthExceeded,
-    UnauthorizedRepository,
-    RepositoryAccessRevoked,
-    PermissionNotGranted,
-    UnresolvableRef,
-    InvalidRef,
-    UnresolvableText,
-    AgentNotFound,
-    SessionNotFound,
-    IdempotencyKeyReused,
-)
+_START_CLASSES: dict[str, type[StartRefused]] = {
+    code: _start_refusal(code) for code in START_REFUSALS
+}
+UnauthorizedRepository = _START_CLASSES["unauthorized_repository"]
 
 #: exception class → HTTP status, looked up along the exception's MRO (the nearest class
 #: listed wins, so order does not matter); a class not listed answers as its parent does
@@ -135,15 +108,7 @@ STATUS: dict[type[Exception], int] = {
     MisdirectedRequest: 421,
     StartRefused: 409,
     StartFailed: 502,
-    UnauthorizedRepository: 403,
-    RepositoryAccessRevoked: 403,
-    PermissionNotGranted: 403,
-    UnresolvableRef: 422,
-    InvalidRef: 422,
-    UnresolvableText: 422,
-    IdempotencyKeyReused: 422,
-    AgentNotFound: 404,
-    SessionNotFound: 404,
+    **{_START_CLASSES[code]: status for code, status in START_REFUSALS.items()},
 }
 
 

@@ -16,6 +16,7 @@ from workers import keys
 from workers.runtime import Runtime
 from workers.session_logs import read_log, tail
 from workers.session_runs import ACTIVE
+from workers.session_status import SessionStatus
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
 
@@ -75,7 +76,7 @@ async def cancel(request: Request, session_id: str) -> dict[str, Any]:
             "not_cancellable",
             f"session {session_id!r} is not run by a local runner (HOOKSPAWN_RUNNER=local)",
         )
-    if status in ("succeeded", "failed"):
+    if status in (SessionStatus.SUCCEEDED, SessionStatus.FAILED):
         raise ApiError(
             409,
             "not_cancellable",

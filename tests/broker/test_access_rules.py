@@ -14,6 +14,8 @@ from agents.github_tools import TOOLS, UNMOUNTED, tool_token_permissions
 from agents.model import Capabilities
 from agents.tools import GATED_TOOLS
 from triggers.session_access import (
+    AccessDenied,
+    AccessNotFound,
     AccessRefused,
     find_git_mount,
     git_permissions,
@@ -22,6 +24,7 @@ from triggers.session_access import (
     tool_grant,
 )
 from triggers.session_spec import SessionSpec
+from triggers.url_rewrite import parse_rewrites
 
 
 def _spec(*mounts: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> SessionSpec:
@@ -84,7 +87,7 @@ def test_visibility_and_per_call_gate() -> None:
     # visible (the gadgets mount grants it) but re-checked against widgets' own mount
     with pytest.raises(AccessRefused) as refused:
         tool_grant(spec, "create_or_update_file", "acme/widgets")
-    assert (refused.value.status, refused.value.code) == (403, "tool_not_granted")
+    assert (type(refused.value), refused.value.code) == (AccessDenied, "tool_not_granted")
     with pytest.raises(AccessRefused) as refused:
         tool_grant(spec, "merge_pull_request", "acme/widgets")
     assert refused.value.code == "tool_not_granted"
@@ -97,7 +100,7 @@ def test_visibility_and_per_call_gate() -> None:
     assert refused.value.code == "tool_not_granted"
     with pytest.raises(AccessRefused) as refused:
         tool_grant(spec, "no_such_tool", "acme/widgets")
-    assert (refused.value.status, refused.value.code) == (404, "unknown_tool")
+    assert (type(refused.value), refused.value.code) == (AccessNotFound, "unknown_tool")
 
 
 def test_no_tools_without_a_github_app_mount_and_allowlist_narrows() -> None:
@@ -113,7 +116,7 @@ def test_git_mount_by_url_needs_the_host_it_is_fetched_from() -> None:
         mounts, mount_path=None, protocol="https", host="github.com", path="Acme/Gadgets.git"
     )
     assert found.repository == "acme/gadgets"
-    rewrites = ["https://github.com/=http://127.0.0.1:9/git/"]
+    rewrites = parse_rewrites(["https://github.com/=http://127.0.0.1:9/git/"])
     local = find_git_mount(
         mounts,
         mount_path=None,
@@ -126,7 +129,7 @@ def test_git_mount_by_url_needs_the_host_it_is_fetched_from() -> None:
     for host, path in (("evil.example", "acme/widgets.git"), ("github.com", "acme/other.git")):
         with pytest.raises(AccessRefused) as refused:
             find_git_mount(mounts, mount_path=None, protocol="https", host=host, path=path)
-        assert (refused.value.status, refused.value.code) == (404, "mount_not_found")
+        assert (type(refused.value), refused.value.code) == (AccessNotFound, "mount_not_found")
     assert find_git_mount(
         mounts, mount_path="/workspace/gadgets/", protocol=None, host=None, path=None
     ).repository == ("acme/gadgets")

@@ -1,10 +1,12 @@
-"""Connections: GET /connections (installations and what they cover), POST /connections/sync."""
+"""Connections: GET /connections (installations and what they cover), POST /connections/sync,
+and manual connections: POST /connections, DELETE /connections/{owner}/{name}."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from hookspawn.web.api_models import ConnectionList, SyncReportView
@@ -39,3 +41,57 @@ async def sync_connections(request: Request) -> dict[str, Any]:
     rt = runtime(request)
     report = await run_in_threadpool(run_sync, rt.client, rt.settings)
     return report.to_json()
+
+
+class ManualConnectionBody(BaseModel):
+    """A repository to cover without a GitHub App installation (for trying agents out)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    repository: str = Field(description="OWNER/NAME")
+    installation_id: int | None = Field(
+        default=None, alias="installationId", description="record it under this installation id"
+    )
+
+
+@router.post(
+    "/connections",
+    status_code=201,
+    response_model=ConnectionList,
+    response_model_exclude_unset=True,
+    responses=errors(
+        {
+            400: "invalid_repository, invalid_installation",
+            409: "installation_exists: the id is an installation GitHub told the project about",
+        }
+    ),
+)
+async def add_connection(request: Request, body: ManualConnectionBody) -> dict[str, Any]:
+    """Record a manual connection covering `repository`: 201 with the connections changed."""
+    store = ConnectionStore(runtime(request).client)
+
+    def add() -> dict[str, Any]:
+        change = store.add_manual(body.repository, body.installation_id)
+        touched = {body.installation_id or 0} | change.installations
+        found = [store.get(i) for i in sorted(touched)]
+        return {"items": [i.to_json() for i in found if i is not None]}
+
+    return await run_in_threadpool(add)
+
+
+@router.delete(
+    "/connections/{owner}/{name}",
+    response_model=ConnectionList,
+    response_model_exclude_unset=True,
+    responses=errors({404: "connection_not_found: no manual connection covers it"}),
+)
+async def remove_connection(request: Request, owner: str, name: str) -> dict[str, Any]:
+    """End the manual connections' coverage of owner/name: 200 with what is left of them."""
+    store = ConnectionStore(runtime(request).client)
+
+    def remove() -> dict[str, Any]:
+        change = store.remove_manual(f"{owner}/{name}")
+        found = [store.get(i) for i in sorted(change.installations)]
+        return {"items": [i.to_json() for i in found if i is not None]}
+
+    return await run_in_threadpool(remove)

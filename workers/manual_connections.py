@@ -3,8 +3,8 @@ with no GitHub App installation behind it, for trying agents out (pure rules ove
 
 A manual connection covers its repositories exactly as one a lifecycle webhook recorded: spawns
 proceed, but no token is ever minted for it. Without `--installation` it is recorded under
-installation id 0 (no delivery carries that id); its repositories get stand-in ids (negative,
-derived from the name: GitHub's are positive), since nothing told hookspawn their real ones.
+installation id 0 (no delivery carries that id); its repositories get stand-in ids (9e12 plus a
+hash of the name, far above GitHub's), since nothing told hookspawn their real ones.
 """
 
 from __future__ import annotations
@@ -52,8 +52,12 @@ def repository_name(value: object) -> str:
     )
 
 
+#: where the stand-in repository ids of manual connections start
+_STAND_IN_BASE = 9_000_000_000_000
+
+
 def _stand_in_id(full_name: str) -> int:
-    return -(zlib.crc32(full_name.lower().encode()) + 1)
+    return _STAND_IN_BASE + zlib.crc32(full_name.lower().encode())
 
 
 def add_manual(state: State, full_name: str, installation_id: int | None, *, now: float) -> Change:

@@ -17,6 +17,7 @@ from workers.installation import Change, Installation, State
 
 __all__ = [
     "MANUAL_INSTALLATION_ID",
+    "REPOSITORY_PATTERN",
     "ConnectionConflict",
     "ConnectionNotFound",
     "add_manual",
@@ -26,7 +27,9 @@ __all__ = [
 
 #: the installation id of manual connections added without `--installation`
 MANUAL_INSTALLATION_ID = 0
-_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+#: OWNER/NAME as GitHub allows them (a name is not `.` or `..`)
+REPOSITORY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$"
+_NAME = re.compile(REPOSITORY_PATTERN)
 
 
 class ConnectionConflict(WorkerError):
@@ -43,7 +46,7 @@ class ConnectionNotFound(WorkerError):
 
 def repository_name(value: object) -> str:
     """`value` when it is an OWNER/NAME GitHub could have; WorkerError invalid_repository."""
-    if isinstance(value, str) and _NAME.match(value) and not value.endswith((".", ".git")):
+    if isinstance(value, str) and _NAME.match(value):
         return value
     raise WorkerError(
         f"repository: {value!r} is not OWNER/NAME (e.g. octocat/hello-world)",

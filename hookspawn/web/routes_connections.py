@@ -13,6 +13,7 @@ from hookspawn.web.api_models import ConnectionList, SyncReportView
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, errors
 from workers.connections import ConnectionStore, run_sync
+from workers.manual_connections import REPOSITORY_PATTERN
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
 
@@ -48,9 +49,13 @@ class ManualConnectionBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    repository: str = Field(description="OWNER/NAME")
+    repository: str = Field(pattern=REPOSITORY_PATTERN, description="OWNER/NAME")
     installation_id: int | None = Field(
-        default=None, alias="installationId", description="record it under this installation id"
+        default=None,
+        alias="installationId",
+        ge=0,
+        le=2**53,
+        description="record it under this installation id (default 0: no installation)",
     )
 
 
@@ -61,7 +66,6 @@ class ManualConnectionBody(BaseModel):
     response_model_exclude_unset=True,
     responses=errors(
         {
-            400: "invalid_repository, invalid_installation",
             409: "installation_exists: the id is an installation GitHub told the project about",
         }
     ),

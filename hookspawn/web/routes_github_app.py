@@ -5,18 +5,16 @@ credentials, kept in the data directory)."""
 from __future__ import annotations
 
 import json
-import re
 from html import escape
+from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from agents.app_manifest import app_manifest
 from hookspawn.web.deps import require_admin, runtime
-from hookspawn.web.error_models import ADMIN, STORE, errors
-from hookspawn.web.http_errors import ApiError
 from workers.agents_source import AgentsSource
 from workers.app_registration import (
     convert_code,
@@ -27,7 +25,10 @@ from workers.app_registration import (
 )
 from workers.pipeline import SpawnPipeline
 
-router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
+#: answers: 200 with a page; 400 invalid_state (the state is missing, unknown, expired or used),
+#: invalid_request (no code, a malformed org or name), conversion_refused (GitHub refused the
+#: code); 401 without the admin token; 503 github_unavailable or store_unavailable
+router = APIRouter(dependencies=[Depends(require_admin)])
 
 _DEFAULT_NAME = "hookspawn"
 _ACCOUNT = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
@@ -41,14 +42,15 @@ def _page(title: str, body: str) -> HTMLResponse:
     )
 
 
-@router.get("/github-app/new", response_class=HTMLResponse, include_in_schema=True)
+# browser pages, like /ui: left out of the OpenAPI document
+@router.get("/github-app/new", response_class=HTMLResponse, include_in_schema=False)
 async def new_app(
-    request: Request, name: str | None = None, org: str | None = None
+    request: Request,
+    name: Annotated[str | None, Query(min_length=1, max_length=34)] = None,
+    org: Annotated[str | None, Query(pattern=_ACCOUNT)] = None,
 ) -> HTMLResponse:
     """A form that posts the agents' manifest to GitHub (the user's account, or `org`)."""
     rt = runtime(request)
-    if org is not None and not re.match(_ACCOUNT, org):
-        raise ApiError(400, "invalid_request", f"org: not a GitHub account name: {org!r}")
     public_url = (rt.settings.public_url or str(request.base_url)).rstrip("/")
 
     def prepare() -> tuple[dict[str, object], list[str], str]:
@@ -77,17 +79,7 @@ async def new_app(
     return _page("Create the GitHub App", body)
 
 
-@router.get(
-    "/github-app/callback",
-    response_class=HTMLResponse,
-    responses=errors(
-        {
-            400: "invalid_state: the state is missing, unknown, expired or used; "
-            "invalid_request: no code; conversion_refused: GitHub refused the code",
-            503: "github_unavailable: GitHub could not be reached",
-        }
-    ),
-)
+@router.get("/github-app/callback", response_class=HTMLResponse, include_in_schema=False)
 async def callback(
     request: Request, code: str | None = None, state: str | None = None
 ) -> HTMLResponse:

@@ -118,10 +118,11 @@ def test_bad_input_changes_nothing(web: httpx.Client, redis_client: Any) -> None
     store = ConnectionStore(redis_client)
     store.replace_installation(7, Installation(id=7, account="acme", repositories={1: "acme/x"}))
     for body, status, code in (
-        ({"repository": "no-slash"}, 400, "invalid_repository"),
-        ({"repository": "a/b/c"}, 400, "invalid_repository"),
+        ({"repository": "no-slash"}, 422, "invalid_request"),
+        ({"repository": "a/b/c"}, 422, "invalid_request"),
+        ({"repository": "acme/.."}, 422, "invalid_request"),
         ({"repository": "acme/y", "installationId": 7}, 409, "installation_exists"),
-        ({"repository": "acme/y", "installationId": -3}, 400, "invalid_installation"),
+        ({"repository": "acme/y", "installationId": -3}, 422, "invalid_request"),
     ):
         answer = web.post("/connections", json=body, headers=AUTH)
         assert answer.status_code == status, body

@@ -172,6 +172,9 @@ def test_the_registration_pages_need_the_admin_token(web: httpx.Client, gh: GitH
         answer = web.get(path)
         assert answer.status_code == 401, path
     assert gh.count("manifest_conversion") == 0
+    bad = web.get("/github-app/new", params={"org": "not an org"}, headers=AUTH)
+    assert bad.status_code == 422
+    assert bad.json()["error"]["code"] == "invalid_request"
 
 
 def test_the_kept_app_is_found_when_the_variables_are_unset(

@@ -7,9 +7,11 @@ Which permission each webhook event needs: https://docs.github.com/en/webhooks/w
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from agents.model import CompiledAgent
 
@@ -18,6 +20,7 @@ __all__ = [
     "IMPLICIT_EVENTS",
     "AppManifest",
     "app_manifest",
+    "reachable_by_github",
     "webhook_url",
 ]
 
@@ -86,6 +89,19 @@ class AppManifest:
         return list(self.manifest["default_events"])
 
 
+def reachable_by_github(public_url: str) -> bool:
+    """False for a loopback or private address (`127.0.0.1`, `localhost`, `10.x`): GitHub
+    refuses a webhook URL "not reachable over the public Internet"."""
+    host = (urlsplit(public_url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost") or not host:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return True
+    return not (address.is_private or address.is_loopback or address.is_link_local)
+
+
 def webhook_url(public_url: str) -> str:
     """Where GitHub delivers the App's webhooks: `<public url>/webhooks/github`."""
     return public_url.rstrip("/") + "/webhooks/github"
@@ -128,10 +144,18 @@ def app_manifest(agents: Iterable[CompiledAgent], *, public_url: str, name: str)
                 f"permission {backing[0]}: read so that GitHub sends {event} (for {agents_line})"
             )
         reasons.append(f"event {event}: triggers of {agents_line}")
+    reachable = reachable_by_github(public_url)
+    if not reachable:
+        reasons.append(
+            f"webhook inactive: GitHub cannot reach {public_url}; forward deliveries with "
+            "`hookspawn github-app forward-command`, or give a public --url (a tunnel)"
+        )
     manifest = {
         "name": name,
         "url": public_url,
-        "hook_attributes": {"url": webhook_url(public_url), "active": True},
+        # GitHub refuses an active webhook it cannot reach: on a laptop it is created inactive,
+        # and deliveries come through `gh webhook forward` instead
+        "hook_attributes": {"url": webhook_url(public_url), "active": reachable},
         "redirect_url": public_url.rstrip("/") + "/github-app/callback",
         "public": False,
         "default_permissions": dict(sorted(permissions.items())),

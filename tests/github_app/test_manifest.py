@@ -99,6 +99,11 @@ def test_highest_level_wins_and_an_unbacked_event_adds_its_permission(tmp_path: 
         "metadata": "read",
     }
     assert made.events == ["issues", "push"]
+    # GitHub refuses a webhook it cannot reach: on loopback the App's webhook is inactive
+    assert made.manifest["hook_attributes"] == {
+        "url": "http://127.0.0.1:8000/webhooks/github",
+        "active": False,
+    }
     assert any(
         r.startswith("permission issues: read so that GitHub sends issues") for r in made.reasons
     )

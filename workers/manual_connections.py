@@ -17,6 +17,8 @@ from workers.installation import Change, Installation, State
 
 __all__ = [
     "MANUAL_INSTALLATION_ID",
+    "NAME_PATTERN",
+    "OWNER_PATTERN",
     "REPOSITORY_PATTERN",
     "ConnectionConflict",
     "ConnectionNotFound",
@@ -28,7 +30,9 @@ __all__ = [
 #: the installation id of manual connections added without `--installation`
 MANUAL_INSTALLATION_ID = 0
 #: OWNER/NAME as GitHub allows them (a name is not `.` or `..`)
-REPOSITORY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$"
+OWNER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}$"
+NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$"
+REPOSITORY_PATTERN = OWNER_PATTERN[:-1] + "/" + NAME_PATTERN[1:]
 _NAME = re.compile(REPOSITORY_PATTERN)
 
 

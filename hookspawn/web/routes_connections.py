@@ -3,17 +3,17 @@ and manual connections: POST /connections, DELETE /connections/{owner}/{name}.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Depends, Path, Request
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from hookspawn.web.api_models import ConnectionList, SyncReportView
 from hookspawn.web.deps import require_admin, runtime
-from hookspawn.web.error_models import ADMIN, STORE, errors
+from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
 from workers.connections import ConnectionStore, run_sync
-from workers.manual_connections import REPOSITORY_PATTERN
+from workers.manual_connections import NAME_PATTERN, OWNER_PATTERN, REPOSITORY_PATTERN
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
 
@@ -44,13 +44,20 @@ async def sync_connections(request: Request) -> dict[str, Any]:
     return report.to_json()
 
 
+def _not_a_boolean(value: object) -> object:
+    """`true` is no installation id (pydantic would take it as 1)."""
+    if isinstance(value, bool):
+        raise ValueError("an installation id is a number, not a boolean")
+    return value
+
+
 class ManualConnectionBody(BaseModel):
     """A repository to cover without a GitHub App installation (for trying agents out)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     repository: str = Field(pattern=REPOSITORY_PATTERN, description="OWNER/NAME")
-    installation_id: int | None = Field(
+    installation_id: Annotated[int | None, BeforeValidator(_not_a_boolean)] = Field(
         default=None,
         alias="installationId",
         ge=0,
@@ -67,7 +74,8 @@ class ManualConnectionBody(BaseModel):
     responses=errors(
         {
             409: "installation_exists: the id is an installation GitHub told the project about",
-        }
+        },
+        UNPARSEABLE,
     ),
 )
 async def add_connection(request: Request, body: ManualConnectionBody) -> dict[str, Any]:
@@ -89,7 +97,11 @@ async def add_connection(request: Request, body: ManualConnectionBody) -> dict[s
     response_model_exclude_unset=True,
     responses=errors({404: "connection_not_found: no manual connection covers it"}),
 )
-async def remove_connection(request: Request, owner: str, name: str) -> dict[str, Any]:
+async def remove_connection(
+    request: Request,
+    owner: Annotated[str, Path(pattern=OWNER_PATTERN)],
+    name: Annotated[str, Path(pattern=NAME_PATTERN)],
+) -> dict[str, Any]:
     """End the manual connections' coverage of owner/name: 200 with what is left of them."""
     store = ConnectionStore(runtime(request).client)
 

@@ -164,3 +164,33 @@ def test_the_commands_add_list_and_remove(
     assert main(["connections", "remove", "me/mine", "--url", url]) == 1
     assert "404 connection_not_found" in capsys.readouterr().err
     assert main(["connections", "add", "nope", "--url", url]) == 2
+
+
+def test_with_an_app_a_manual_connection_still_mints_nothing(
+    redis_url: str, redis_client: Any, tmp_path: Path
+) -> None:
+    with GitHubStandin(app_id="4242") as gh:
+        key = tmp_path / "app.pem"
+        key.write_text(gh.private_key_pem)
+        runtime = build_runtime(
+            make_settings(
+                redis_url=redis_url,
+                data_dir=tmp_path / "data",
+                agents_dir=EXAMPLES,
+                admin_token=ADMIN,
+                github_app_id="4242",
+                github_private_key_path=key,
+                github_api_url=gh.url,
+            )
+        )
+        try:
+            with running_worker(runtime), live_client(create_app_for(runtime)) as web:
+                web.post("/connections", json={"repository": "acme/widgets"}, headers=AUTH)
+                (outcome,) = deliver(web)["outcomes"]
+        finally:
+            runtime.close()
+        # GitHub was never asked for a token for an installation it does not have
+        assert outcome["outcome"] == "dispatched", outcome
+        assert gh.count("access_tokens") == 0
+    (manual,) = ConnectionStore(redis_client).all()
+    assert manual.manual and manual.active

@@ -5,6 +5,7 @@ Real HTTP (uvicorn), a real Celery worker, real Redis, the example agents and sa
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,6 +85,12 @@ def test_connections_add_then_a_delivery_for_it_is_dispatched(web: httpx.Client)
 
     (after,) = deliver(web)["outcomes"]
     assert after["outcome"] == "dispatched", after
+    explained = web.post(
+        "/explain",
+        json={"event": "pull_request", "payload": json.loads(PAYLOAD.read_text())},
+        headers=AUTH,
+    )
+    assert "a manual connection (`hookspawn connections add`): no token" in explained.text
     session = web.get(f"/sessions/{after['sessionId']}", headers=AUTH).json()
     assert session["mounts"][0]["repository"] == "acme/widgets"
 

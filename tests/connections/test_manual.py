@@ -96,7 +96,9 @@ def test_connections_add_then_a_delivery_for_it_is_dispatched(web: httpx.Client)
 
     listed = web.get("/connections", headers=AUTH).json()["items"]
     assert [(i["manual"], i["id"]) for i in listed] == [(True, 0)]
-    assert "manual" in web.get("/ui/connections", headers=AUTH).text
+    assert (
+        '<span class="badge manual">manual</span>' in web.get("/ui/connections", headers=AUTH).text
+    )
 
     removed = web.delete("/connections/acme/widgets", headers=AUTH)
     assert removed.status_code == 200

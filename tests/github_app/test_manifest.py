@@ -162,3 +162,20 @@ def test_create_prints_the_servers_registration_page(
     out, _ = capsys.readouterr()
     assert code == 0
     assert out == "http://127.0.0.1:9999/github-app/new?org=acme\n"
+
+
+def test_the_serve_banner_prints_the_forward_command(tmp_path: Path) -> None:
+    from hookspawn.forward_notice import forward_lines
+    from workers.settings import Settings
+
+    settings = Settings.model_validate({"agents_dir": EXAMPLES, "data_dir": tmp_path})
+    lines = forward_lines(
+        settings, {"HOOKSPAWN_WEBHOOK_SECRET": "s1,s0"}, "http://127.0.0.1:8000", demo=False
+    )
+    assert lines[0] == (
+        "forward GitHub's webhooks here: gh webhook forward --repo=acme/widgets "
+        "--events=issue_comment,pull_request,push --url=http://127.0.0.1:8000/webhooks/github "
+        "--secret=s1"
+    )
+    assert "`hookspawn github-app create`" in lines[1]
+    assert len(forward_lines(settings, {"HOOKSPAWN_WEBHOOK_SECRET": "s"}, "x", demo=True)) == 1

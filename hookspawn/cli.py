@@ -8,7 +8,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from hookspawn import client_commands, commands, sandbox_commands, session_commands
+from hookspawn import (
+    client_commands,
+    commands,
+    github_app_commands,
+    sandbox_commands,
+    session_commands,
+)
 from hookspawn.client import DEFAULT_URL, CommandError
 
 #: sessions one `hookspawn runner` runs at once by default (workers.runner_service says why)
@@ -207,11 +213,36 @@ def _parser() -> argparse.ArgumentParser:
     as_json(sessions)
 
     connections = add(
-        "connections", client_commands.connections, "list or sync GitHub App connections"
+        "connections",
+        client_commands.connections,
+        "list or sync GitHub App connections; add or remove a manual one (no App, for trying)",
     )
-    connections.add_argument("action", choices=["list", "sync"])
+    connections.add_argument("action", choices=["list", "sync", "add", "remove"])
+    connections.add_argument("repository", nargs="?", help="add, remove: OWNER/NAME")
+    connections.add_argument(
+        "--installation", type=int, default=None, help="add: the installation id it is under"
+    )
     server_url(connections)
     as_json(connections)
+
+    app = add(
+        "github-app",
+        github_app_commands.github_app,
+        "the GitHub App the agents need: its manifest, its registration, webhook forwarding",
+    )
+    app.add_argument("action", choices=["manifest", "create", "forward-command"])
+    app.add_argument(
+        "dir", nargs="?", default=None, help="the .auto directory (default $HOOKSPAWN_AGENTS_DIR)"
+    )
+    app.add_argument(
+        "--url",
+        default=None,
+        help="where this server is reached (default: HOOKSPAWN_PUBLIC_URL, else HOOKSPAWN_URL, "
+        f"else {DEFAULT_URL})",
+    )
+    app.add_argument("--name", default=None, help="manifest, create: the App's name")
+    app.add_argument("--org", default=None, help="manifest, create: register it for this org")
+    app.add_argument("--repository", default=None, help="forward-command: only this OWNER/NAME")
 
     sandbox = add(
         "sandbox",

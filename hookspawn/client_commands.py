@@ -190,11 +190,46 @@ def sessions(args: argparse.Namespace) -> int:
 
 
 def connections(args: argparse.Namespace) -> int:
+    if args.action in ("add", "remove"):
+        return _manual_connection(args)
+    if args.repository is not None or args.installation is not None:
+        raise CommandError(f"connections {args.action} takes no repository", exit_code=2)
     server = server_of(args)
     if args.action == "sync":
         _output(args, server.json("POST", "/connections/sync"), sync_text)
     else:
         _output(args, server.json("GET", "/connections"), connections_text)
+    return 0
+
+
+def _manual_connection(args: argparse.Namespace) -> int:
+    """`connections add OWNER/NAME [--installation ID]`, `connections remove OWNER/NAME`."""
+    owner, slash, name = (args.repository or "").partition("/")
+    if not owner or not slash or not name or "/" in name:
+        raise CommandError(
+            f"connections {args.action}: give the repository as OWNER/NAME", exit_code=2
+        )
+    if args.action == "remove" and args.installation is not None:
+        raise CommandError("connections remove takes no --installation", exit_code=2)
+    server = server_of(args)
+    if args.action == "add":
+        body: dict[str, Any] = {"repository": args.repository}
+        if args.installation is not None:
+            body["installationId"] = args.installation
+        answer = server.json("POST", "/connections", body=body)
+    else:
+        answer = server.json(
+            "DELETE", f"/connections/{quote(owner, safe='')}/{quote(name, safe='')}"
+        )
+    if args.json:
+        _print_json(answer)
+    elif args.action == "add":
+        print(
+            f"{args.repository} is covered by a manual connection: spawns for it proceed, "
+            "and no GitHub token is minted for it (install the GitHub App for that)"
+        )
+    else:
+        print(f"{args.repository} is no longer covered by a manual connection")
     return 0
 
 

@@ -21,8 +21,12 @@ log = logging.getLogger("hookspawn")
 
 
 def load_settings() -> Settings:
+    """The environment's settings, with the GitHub App `github-app create` kept in the data
+    directory for what the environment leaves unset."""
+    from workers.app_registration import with_registered_app
+
     try:
-        return Settings()
+        return with_registered_app(Settings())
     except ValidationError as exc:
         first = exc.errors()[0]
         name = "HOOKSPAWN_" + "_".join(str(part) for part in first["loc"]).upper()

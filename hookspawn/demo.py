@@ -62,6 +62,8 @@ def demo_environment(env: Mapping[str, str]) -> dict[str, str]:
     """The environment of the demo's web and worker, from the one `serve` was started with."""
     out = {key: value for key, value in env.items() if key not in _NOT_IN_DEMO}
     out["HOOKSPAWN_AGENTS_DIR"] = str(AGENTS_DIR)
+    # not the App `github-app create` may have kept in the data directory either
+    out["HOOKSPAWN_GITHUB_APP_ID"] = ""
     out["HOOKSPAWN_RUNNER"] = "local"  # sessions are run here: staged, set up, their log kept
     return out
 

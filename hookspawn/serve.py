@@ -16,6 +16,7 @@ from hookspawn.agents_notice import agents_notice
 from hookspawn.demo import demo_environment, demo_notes, demo_sandbox, record_connection
 from hookspawn.demo_repository import demo_repository
 from hookspawn.exposure import OPEN_FLAG, open_admin_refusal
+from hookspawn.forward_notice import app_secret_note, forward_lines
 from hookspawn.redis_server import (
     DataDirInUse,
     RedisServer,
@@ -202,7 +203,7 @@ def serve(
                 print(f"hookspawn serve: {exc}", file=sys.stderr)
                 return 1
             env["HOOKSPAWN_REDIS_URL"] = redis_server.url
-        secret_note = "(from HOOKSPAWN_WEBHOOK_SECRET)"  # noqa: S105 - a label
+        secret_note = app_secret_note(settings, os.environ) or "(from HOOKSPAWN_WEBHOOK_SECRET)"
         if not settings.webhook_secret:
             secret = data_dir_secret(settings.data_dir, create=True)
             assert secret is not None
@@ -230,6 +231,7 @@ def serve(
             )
         _, agents_line = agents_notice(settings.agents_dir, settings.secret_names)
         print(f"hookspawn: {agents_line}", flush=True)
+        notes = forward_lines(settings, env, f"http://{host}:{port}", demo=demo) + notes
         for note in notes:
             print(f"hookspawn: {note}", flush=True)
         return supervisor.wait()

@@ -134,16 +134,18 @@ def connections_text(answer: Mapping[str, Any]) -> str:
     """`connections list`: one line per installation with the repositories it covers."""
     items = answer.get("items") or []
     if not items:
-        return "no connections (install the GitHub App, or `hookspawn connections sync`)\n"
+        return (
+            "no connections (install the GitHub App, or `hookspawn connections sync`; to try "
+            "without an App: `hookspawn connections add OWNER/NAME`)\n"
+        )
     rows = [["INSTALLATION", "ACCOUNT", "STATUS", "COVERS"]]
     for inst in items:
         covers = ", ".join(r["fullName"] for r in inst.get("repositories") or []) or "-"
         pruned = [r["fullName"] for r in inst.get("pruned") or []]
         if pruned:
             covers += f" (pruned: {', '.join(pruned)})"
-        rows.append(
-            [str(inst.get("id")), str(inst.get("account")), str(inst.get("status")), covers]
-        )
+        status = str(inst.get("status")) + (" manual" if inst.get("manual") else "")
+        rows.append([str(inst.get("id")), str(inst.get("account")), status, covers])
     return _table(rows)
 
 

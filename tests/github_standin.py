@@ -62,6 +62,7 @@ ROUTES: dict[str, tuple[str, re.Pattern[str]]] = {
     "revoke_token": ("DELETE", re.compile(r"^/installation/token$")),
     "hook_deliveries": ("GET", re.compile(r"^/app/hook/deliveries$")),
     "hook_delivery_attempts": ("POST", re.compile(r"^/app/hook/deliveries/(\d+)/attempts$")),
+    "manifest_conversion": ("POST", re.compile(r"^/app-manifests/([^/]+)/conversions$")),
 }
 
 FAILURE_KINDS = (
@@ -192,6 +193,10 @@ class GitHubStandin:
         self._tokens: dict[str, _IssuedToken] = {}
         self._deliveries: list[_HookDelivery] = []
         self._failures: dict[str, list[_Failure]] = {}
+        #: manifest-flow codes GitHub would hand the browser: code → the manifest posted
+        self._manifest_codes: dict[str, dict[str, Any]] = {}
+        #: the App the last conversion created (GitHub's answer, secrets included)
+        self.converted: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -293,6 +298,14 @@ class GitHubStandin:
     def remove_repository(self, installation_id: int, repository_id: int) -> None:
         with self._lock:
             self._installations[installation_id].repositories.pop(repository_id, None)
+
+    def add_manifest_code(self, manifest: Mapping[str, Any]) -> str:
+        """What GitHub does when the user creates the App from `manifest`: a one-time code
+        the browser brings back to the App's redirect_url."""
+        code = secrets.token_hex(10)
+        with self._lock:
+            self._manifest_codes[code] = dict(manifest)
+        return code
 
     def add_hook_delivery(
         self,
@@ -411,7 +424,7 @@ class GitHubStandin:
             return _error(404, "Not Found")
         if bad_json:
             return _error(400, "Problems parsing JSON")
-        if path.startswith("/app"):
+        if path == "/app" or path.startswith("/app/"):
             refused = self._check_jwt(headers.get("authorization", ""))
             if refused is not None:
                 return refused
@@ -538,12 +551,43 @@ class GitHubStandin:
             return answer
         if route == "hook_deliveries":
             return self._hook_deliveries(query, base)
+        if route == "manifest_conversion":
+            return self._convert(args[0])
         # hook_delivery_attempts
         delivery_id = int(args[0])
         if not any(d.id == delivery_id for d in self._deliveries):
             return _error(404, "Not Found")
         self.redelivered.append(delivery_id)
         return _Answer(202, {})
+
+    def _convert(self, code: str) -> _Answer:
+        """`POST /app-manifests/{code}/conversions`: the App, with its key and secrets, once.
+        https://docs.github.com/en/rest/apps/apps#create-a-github-app-from-a-manifest"""
+        manifest = self._manifest_codes.pop(code, None)
+        if manifest is None:
+            return _error(404, "Not Found")
+        slug = re.sub(r"[^a-z0-9-]+", "-", str(manifest.get("name") or "app").lower())
+        now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        app = {
+            "id": int(self.app_id),
+            "slug": slug,
+            "node_id": "MDM6QXBwNDI0Mg==",
+            "owner": {"login": "octocat", "id": 1, "type": "User"},
+            "name": manifest.get("name"),
+            "description": manifest.get("description"),
+            "external_url": manifest.get("url"),
+            "html_url": f"https://github.com/apps/{slug}",
+            "created_at": now,
+            "updated_at": now,
+            "permissions": dict(manifest.get("default_permissions") or {}),
+            "events": list(manifest.get("default_events") or []),
+            "client_id": "Iv1.8a61f9b3a7aba766",
+            "client_secret": secrets.token_hex(20),
+            "webhook_secret": secrets.token_hex(20),
+            "pem": self.private_key_pem,
+        }
+        self.converted.append(app)
+        return _Answer(201, app)
 
     def _mint(self, installation_id: int, body: Any) -> _Answer:
         installation = self._installations.get(installation_id)

@@ -28,6 +28,8 @@ class Connection(Protocol):
     def pruned(self) -> Mapping[int, str]: ...
     @property
     def permissions(self) -> Mapping[str, str]: ...
+    @property
+    def manual(self) -> bool: ...
     def covers(self, full_name: str) -> int | None: ...
 
 
@@ -120,10 +122,19 @@ def delivery_installation_of(envelope: Mapping[str, Any] | None) -> int | None:
 
 
 def not_covered_message(mount: Mount) -> str:
+    """Which mount's repository is not covered, and how to cover it."""
+    repository = repository_of(mount)
+    pinned = mount.auth.installation_id
     message = (
-        f"mount {mount.mount_path}: repository {repository_of(mount)} is not covered by an "
+        f"mount {mount.mount_path}: repository {repository} is not covered by an "
         "active GitHub App connection"
     )
-    if mount.auth.installation_id:
-        message += f" (pinned installation {mount.auth.installation_id})"
-    return message
+    if pinned:
+        message += f" (pinned installation {pinned})"
+    add = f"hookspawn connections add {repository}" + (
+        f" --installation {pinned}" if pinned else ""
+    )
+    return (
+        f"{message}; to cover it, install the project's GitHub App on it (`hookspawn github-app "
+        f"create` registers one), or, to try without an App, `{add}`"
+    )

@@ -352,10 +352,11 @@ def _where(mount: MountCoverage) -> dict[str, Any]:
 
 
 def _mints(covered: tuple[MountCoverage, ...]) -> tuple[MintRequest, ...]:
+    """The tokens to ask for: none for a manual connection (no installation behind it)."""
     return tuple(
         MintRequest(c.mount_path, c.repository, c.grant, c.permissions)
         for c in covered
-        if c.grant is not None
+        if c.grant is not None and c.connection is not None and not c.connection.manual
     )
 
 

@@ -265,6 +265,12 @@ class Broker:
                 "no GitHub App credentials are configured: no token can be minted",
                 code="github_not_configured",
             )
+        if installation.manual:
+            raise BrokerDenied(
+                f"{repository} is covered by a manual connection (`hookspawn connections add`), "
+                "with no GitHub App installation behind it: no token can be minted",
+                code="github_not_configured",
+            )
         token = mint_or_refuse(
             partial(self.tokens.get, session_id, installation.id, [repository_id], permissions),
             self.connections,

@@ -75,7 +75,8 @@ def replace_one(
 
 
 def replace_all(state: State, fresh: Iterable[Installation], *, now: float) -> SyncReport:
-    """The API's installations replace the stored set; the ones it no longer lists: deleted."""
+    """The API's installations replace the stored set; the ones it no longer lists: deleted
+    (manual connections stay: GitHub never listed them)."""
     report = SyncReport()
     seen: set[int] = set()
     for inst in fresh:
@@ -89,7 +90,7 @@ def replace_all(state: State, fresh: Iterable[Installation], *, now: float) -> S
         if replace_one(state, inst.id, inst, now=now):
             report.changed.append(inst.id)
     for installation_id, known in sorted(state.items()):
-        if installation_id not in seen and known.status != "deleted":
+        if installation_id not in seen and known.status != "deleted" and not known.manual:
             mark_status(state, installation_id, "deleted", now=now)
             report.deleted.append(installation_id)
             report.changed.append(installation_id)

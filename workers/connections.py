@@ -24,6 +24,7 @@ from workers.errors import AccessRevoked, StoreUnavailable, WorkerError
 from workers.github import GitHubApp, RemoteInstallation
 from workers.installation import Change, Installation, State, SyncReport
 from workers.lifecycle import LIFECYCLE_EVENTS, apply_event
+from workers.manual_connections import add_manual, remove_manual
 from workers.settings import Settings
 
 __all__ = [
@@ -112,6 +113,14 @@ class ConnectionStore:
         """The API's truth replaces the stored set; installations it no longer lists: deleted."""
         return self._update(lambda s, now: replace_all(s, list(installations), now=now))
 
+    def add_manual(self, full_name: str, installation_id: int | None) -> Change:
+        """Cover `full_name` by a manual connection (workers.manual_connections)."""
+        return self._update(lambda s, now: add_manual(s, full_name, installation_id, now=now))
+
+    def remove_manual(self, full_name: str) -> Change:
+        """End the manual connections' coverage of `full_name`."""
+        return self._update(lambda s, now: remove_manual(s, full_name, now=now))
+
     # internals ----------------------------------------------------------------------------
     def _load(self, generation: bytes | None = None) -> State:
         """Every installation; the copy read last when `generation` says nothing changed.
@@ -142,9 +151,13 @@ class ConnectionStore:
                     writes: dict[Any, bytes] = {
                         k: v for k, v in records.items() if before.get(k.encode()) != v
                     }
+                    removed = [k for k in before if int(k) not in state]
                     pipe.multi()
                     if writes:
                         pipe.hset(keys.INSTALLATIONS, mapping=writes)
+                    if removed:
+                        pipe.hdel(keys.INSTALLATIONS, *removed)
+                    if writes or removed:
                         pipe.set(keys.INSTALLATIONS_GENERATION, uuid.uuid4().hex)
                     pipe.execute()
                     self._read = None

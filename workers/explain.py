@@ -297,7 +297,9 @@ def _coverage_json(cover: MountCoverage, minting: bool) -> dict[str, Any]:
         account=connection.account,
         repositoryId=repository_id,
         permissions=dict(cover.permissions),
-        token=_token_note(minting, connection.id, cover.permissions),
+        token=_token_note(minting, connection.id, cover.permissions)
+        if not connection.manual
+        else "a manual connection (`hookspawn connections add`): no token would be minted",
     )
     lacking = _lacking(connection, cover.permissions)
     if lacking:

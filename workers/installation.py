@@ -38,6 +38,9 @@ class Installation:
     pruned: dict[int, str] = field(default_factory=dict)  # refused by GitHub at token time
     permissions: dict[str, str] = field(default_factory=dict)
     updated_at: float = 0.0
+    #: recorded by `hookspawn connections add` (no GitHub installation behind it, for trying):
+    #: it covers like any connection, and no token is ever minted for it
+    manual: bool = False
 
     @property
     def active(self) -> bool:
@@ -86,6 +89,7 @@ class Installation:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({"manual": True} if self.manual else {}),
             "id": self.id,
             "account": self.account,
             "status": self.status,
@@ -108,6 +112,7 @@ class Installation:
             pruned=repository_map(data.get("pruned"), name_key="fullName"),
             permissions={str(k): str(v) for k, v in dict(data.get("permissions") or {}).items()},
             updated_at=_epoch(data.get("updatedAt")),
+            manual=data.get("manual") is True,
         )
 
 

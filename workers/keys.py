@@ -69,6 +69,12 @@ def ui_login(digest: str) -> str:
     return f"{PREFIX}:ui-session:{digest}"
 
 
+#: string with a TTL: one GitHub App registration under way (`GET /github-app/new` issued it,
+#: `GET /github-app/callback` takes it once); holds where the App is registered (JSON)
+def github_app_state(state: str) -> str:
+    return f"{PREFIX}:github-app-state:{state}"
+
+
 #: hash: a locally run session's lifecycle (SPEC §15): status, failure (JSON), workspace,
 #: snapshotKey, snapshotScope and snapshot (its setup snapshot's key, scope and outcome),
 #: owner (the runner holding it), cancel ("1" once asked), `<status>At` times and ttl (its

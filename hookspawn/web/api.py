@@ -25,6 +25,7 @@ from hookspawn.web import (
     routes_connections,
     routes_deliveries,
     routes_explain,
+    routes_github_app,
     routes_health,
     routes_metrics,
     routes_runner,
@@ -126,6 +127,7 @@ def create_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> HookspawnApp:
     app.include_router(routes_runner.router)
     app.include_router(routes_connections.router)
     app.include_router(routes_explain.router)
+    app.include_router(routes_github_app.router)
     app.include_router(routes_metrics.router)
     app.include_router(ui.router)
     app.openapi = _document(app)  # type: ignore[method-assign]

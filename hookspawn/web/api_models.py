@@ -292,6 +292,10 @@ class InstallationView(_View):
     pruned: list[RepositoryRef] = Field(description="refused by GitHub until an event or sync")
     permissions: dict[str, str]
     updated_at: str | None
+    manual: bool = Field(
+        default=False,
+        description="recorded by `connections add`: no GitHub installation, no token minted",
+    )
 
 
 class ConnectionList(_View):

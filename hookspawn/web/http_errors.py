@@ -15,6 +15,7 @@ from hookspawn.errors import HookspawnError
 from templating.errors import Error
 from triggers import errors as intake
 from workers import errors as work
+from workers import manual_connections as manual
 
 
 class ApiError(HookspawnError):
@@ -104,6 +105,8 @@ STATUS: dict[type[Exception], int] = {
     work.TooManyFailures: 429,
     work.BrokerDenied: 403,
     work.BrokerNotFound: 404,
+    manual.ConnectionConflict: 409,
+    manual.ConnectionNotFound: 404,
     redis.RedisError: 503,
     MisdirectedRequest: 421,
     StartRefused: 409,

@@ -1,16 +1,19 @@
-"""Connections: GET /connections (installations and what they cover), POST /connections/sync."""
+"""Connections: GET /connections (installations and what they cover), POST /connections/sync,
+and manual connections: POST /connections, DELETE /connections/{owner}/{name}."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from hookspawn.web.api_models import ConnectionList, SyncReportView
 from hookspawn.web.deps import require_admin, runtime
-from hookspawn.web.error_models import ADMIN, STORE, errors
-from workers.connections import run_sync
+from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
+from workers.connections import ConnectionStore, run_sync
+from workers.manual_connections import NAME_PATTERN, OWNER_PATTERN, REPOSITORY_PATTERN
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
 
@@ -39,3 +42,72 @@ async def sync_connections(request: Request) -> dict[str, Any]:
     rt = runtime(request)
     report = await run_in_threadpool(run_sync, rt.client, rt.settings)
     return report.to_json()
+
+
+def _not_a_boolean(value: object) -> object:
+    """`true` is no installation id (pydantic would take it as 1)."""
+    if isinstance(value, bool):
+        raise ValueError("an installation id is a number, not a boolean")
+    return value
+
+
+class ManualConnectionBody(BaseModel):
+    """A repository to cover without a GitHub App installation (for trying agents out)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    repository: str = Field(pattern=REPOSITORY_PATTERN, description="OWNER/NAME")
+    installation_id: Annotated[int | None, BeforeValidator(_not_a_boolean)] = Field(
+        default=None,
+        alias="installationId",
+        ge=0,
+        le=2**53,
+        description="record it under this installation id (default 0: no installation)",
+    )
+
+
+@router.post(
+    "/connections",
+    status_code=201,
+    response_model=ConnectionList,
+    response_model_exclude_unset=True,
+    responses=errors(
+        {
+            409: "installation_exists: the id is an installation GitHub told the project about",
+        },
+        UNPARSEABLE,
+    ),
+)
+async def add_connection(request: Request, body: ManualConnectionBody) -> dict[str, Any]:
+    """Record a manual connection covering `repository`: 201 with the connections changed."""
+    store = ConnectionStore(runtime(request).client)
+
+    def add() -> dict[str, Any]:
+        change = store.add_manual(body.repository, body.installation_id)
+        touched = {body.installation_id or 0} | change.installations
+        found = [store.get(i) for i in sorted(touched)]
+        return {"items": [i.to_json() for i in found if i is not None]}
+
+    return await run_in_threadpool(add)
+
+
+@router.delete(
+    "/connections/{owner}/{name}",
+    response_model=ConnectionList,
+    response_model_exclude_unset=True,
+    responses=errors({404: "connection_not_found: no manual connection covers it"}),
+)
+async def remove_connection(
+    request: Request,
+    owner: Annotated[str, Path(pattern=OWNER_PATTERN)],
+    name: Annotated[str, Path(pattern=NAME_PATTERN)],
+) -> dict[str, Any]:
+    """End the manual connections' coverage of owner/name: 200 with what is left of them."""
+    store = ConnectionStore(runtime(request).client)
+
+    def remove() -> dict[str, Any]:
+        change = store.remove_manual(f"{owner}/{name}")
+        found = [store.get(i) for i in sorted(change.installations)]
+        return {"items": [i.to_json() for i in found if i is not None]}
+
+    return await run_in_threadpool(remove)

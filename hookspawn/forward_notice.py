@@ -1,0 +1,43 @@
+"""What `serve` prints about getting GitHub's webhooks here: the `gh webhook forward` command
+for the repositories the agents mount, and how to register the App when none is."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agents import compile_dir
+from hookspawn.github_app_commands import agents_forward_commands
+from workers.app_registration import SECRET_FILE
+from workers.settings import Settings
+
+__all__ = ["app_secret_note", "forward_lines"]
+
+
+def forward_lines(
+    settings: Settings, env: Mapping[str, str], base_url: str, *, demo: bool
+) -> list[str]:
+    """Banner lines: each forward command (the secret the children verify with), and, without
+    an App, the command that registers one. Nothing when the agents do not compile (the
+    agents line already says why) or name no repository."""
+    given = env.get("HOOKSPAWN_WEBHOOK_SECRET") or ",".join(settings.webhook_secret)
+    secret = given.split(",")[0].strip()
+    result = compile_dir(settings.agents_dir, secret_names=settings.secret_names)
+    if not result.ok or not secret:
+        return []
+    commands = agents_forward_commands(list(result.agents), base_url=base_url, secret=secret)
+    lines = [f"forward GitHub's webhooks here: {command}" for command in commands]
+    if not demo and not settings.github_app_id:
+        lines.append(
+            "no GitHub App yet: `hookspawn github-app create` registers one for these agents "
+            "(or `hookspawn connections add OWNER/NAME` to try without one)"
+        )
+    return lines
+
+
+def app_secret_note(settings: Settings, environ: Mapping[str, str]) -> str | None:
+    """The banner's note on a webhook secret that is the registered App's (found in the data
+    directory, the variable unset); None for any other."""
+    if not settings.webhook_secret or environ.get("HOOKSPAWN_WEBHOOK_SECRET"):
+        return None
+    kept = settings.data_dir / SECRET_FILE
+    return f"{settings.webhook_secret[0]}  (the GitHub App's, kept in {kept})"

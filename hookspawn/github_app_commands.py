@@ -1,0 +1,165 @@
+"""`hookspawn github-app manifest|create|forward-command`: the GitHub App the agents need, its
+registration through GitHub's manifest flow, and the command that forwards webhooks here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import urlencode
+
+from agents import CompiledAgent, compile_dir
+from agents.app_manifest import AppManifest, app_manifest, webhook_url
+from hookspawn.client import DEFAULT_URL, CommandError
+from hookspawn.commands import load_settings
+from workers.settings import Settings
+
+__all__ = [
+    "DEFAULT_NAME",
+    "agents_forward_commands",
+    "forward_commands",
+    "github_app",
+    "mounted_repositories",
+]
+
+#: the App's name when --name is not given (GitHub lets it be edited before creating)
+DEFAULT_NAME = "hookspawn"
+
+
+def _agents(settings: Settings, given: str | None) -> list[CompiledAgent]:
+    directory = Path(given) if given else settings.agents_dir
+    result = compile_dir(directory, secret_names=settings.secret_names)
+    if not result.ok:
+        first = result.errors[0]
+        raise CommandError(
+            f"{directory}: the agents do not compile ({len(result.errors)} error(s), first: "
+            f"{first}); run `hookspawn check {directory}`",
+            exit_code=1,
+        )
+    return list(result.agents)
+
+
+def _manifest(args: argparse.Namespace, settings: Settings) -> AppManifest:
+    return app_manifest(
+        _agents(settings, args.dir),
+        public_url=_base(args, settings),
+        name=args.name or DEFAULT_NAME,
+    )
+
+
+def _base(args: argparse.Namespace, settings: Settings) -> str:
+    """Where this server is reached: --url, HOOKSPAWN_PUBLIC_URL, HOOKSPAWN_URL, the default."""
+    given: str = args.url or settings.public_url or settings.url or DEFAULT_URL
+    return given.rstrip("/")
+
+
+def github_apps_new_url(org: str | None) -> str:
+    """Where GitHub takes a manifest: the user's or the organization's new-App page."""
+    return (
+        f"https://github.com/organizations/{org}/settings/apps/new"
+        if org
+        else "https://github.com/settings/apps/new"
+    )
+
+
+def mounted_repositories(agents: Iterable[CompiledAgent]) -> list[str]:
+    """The repositories (owner/name) the agents' githubApp mounts check out."""
+    return sorted(
+        {
+            mount.github_repository or mount.repository
+            for agent in agents
+            for mount in agent.mounts
+            if mount.auth.kind == "githubApp"
+        },
+        key=str.lower,
+    )
+
+
+def forward_commands(
+    repositories: Iterable[str], *, base_url: str, secret: str, events: list[str]
+) -> list[str]:
+    """One `gh webhook forward` command per repository, for `events`, to this server."""
+    if not events:
+        return []
+    return [
+        shlex.join(
+            [
+                "gh",
+                "webhook",
+                "forward",
+                f"--repo={repository}",
+                f"--events={','.join(events)}",
+                f"--url={webhook_url(base_url)}",
+                f"--secret={secret}",
+            ]
+        )
+        for repository in repositories
+    ]
+
+
+def agents_forward_commands(
+    agents: list[CompiledAgent], *, base_url: str, secret: str
+) -> list[str]:
+    """The forward commands for every repository the agents mount, with their events."""
+    events = app_manifest(agents, public_url=base_url, name=DEFAULT_NAME).events
+    return forward_commands(
+        mounted_repositories(agents), base_url=base_url, secret=secret, events=events
+    )
+
+
+def _secret(settings: Settings) -> str:
+    if settings.webhook_secret:
+        return settings.webhook_secret[0]
+    from hookspawn.serve import data_dir_secret
+
+    secret = data_dir_secret(settings.data_dir, create=True)
+    assert secret is not None
+    return secret
+
+
+def github_app(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    if args.action == "manifest":
+        made = _manifest(args, settings)
+        for line in made.reasons:
+            print(f"hookspawn github-app: {line}", file=sys.stderr)
+        print(
+            f"hookspawn github-app: post it as `manifest` to {github_apps_new_url(args.org)}, "
+            "or let `hookspawn github-app create` do it",
+            file=sys.stderr,
+        )
+        print(json.dumps(made.manifest, indent=2))
+        return 0
+    if args.action == "create":
+        made = _manifest(args, settings)
+        for line in made.reasons:
+            print(f"hookspawn github-app: {line}", file=sys.stderr)
+        server = _base(args, settings)
+        query = {k: v for k, v in (("name", args.name), ("org", args.org)) if v}
+        link = f"{server}/github-app/new" + (f"?{urlencode(query)}" if query else "")
+        print(
+            "hookspawn github-app: open this page of the running server (`hookspawn serve`) "
+            "in a browser; it posts the manifest to GitHub, and GitHub brings you back to "
+            f"{server}/github-app/callback, which keeps the App's id, key and webhook secret "
+            f"in {settings.data_dir}:",
+            file=sys.stderr,
+        )
+        print(link)
+        return 0
+    base = _base(args, settings)
+    agents = _agents(settings, args.dir)
+    events = app_manifest(agents, public_url=base, name=DEFAULT_NAME).events
+    repositories = [args.repository] if args.repository else mounted_repositories(agents)
+    lines = forward_commands(repositories, base_url=base, secret=_secret(settings), events=events)
+    if not lines:
+        raise CommandError(
+            "nothing to forward: the agents have no trigger, or no githubApp mount names a "
+            "repository (give --repository OWNER/NAME)",
+            exit_code=1,
+        )
+    for line in lines:
+        print(line)
+    return 0

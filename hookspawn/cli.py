@@ -8,7 +8,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from hookspawn import client_commands, commands, sandbox_commands, session_commands
+from hookspawn import (
+    client_commands,
+    commands,
+    sandbox_commands,
+    schema_commands,
+    session_commands,
+)
 from hookspawn.client import DEFAULT_URL, CommandError
 
 #: sessions one `hookspawn runner` runs at once by default (workers.runner_service says why)
@@ -123,6 +129,15 @@ def _parser() -> argparse.ArgumentParser:
         "--repository",
         default="your-org/your-repo",
         help="owner/name the starter agents check out (default: a placeholder to edit)",
+    )
+
+    schema = add(
+        "schema",
+        schema_commands.schema,
+        "print the JSON Schema of an agent or fragment file as written (before imports merge)",
+    )
+    schema.add_argument(
+        "kind", nargs="?", default="agent", choices=["agent", "fragment"], help="default agent"
     )
 
     send = add("send", client_commands.send, "sign and post a webhook payload to a running server")

@@ -281,9 +281,7 @@ def file_schema(kind: str = "agent") -> dict[str, Any]:
             "agent.tools", {"type": "array", "items": {"$ref": "#/$defs/tool"}, "default": []}
         ),
         "env": _env_map("agent.env"),
-        "imports": _strings(
-            "agent.imports", {"type": "string", "pattern": r"^(?!/)" + _NON_EMPTY}
-        ),
+        "imports": _strings("agent.imports", {"type": "string", "pattern": r"^(?!/)" + _NON_EMPTY}),
         "remove": _remove(),
     }
     assert set(properties) == set(_AGENT_KEYS) and set(DIRECTIVES) <= set(properties)

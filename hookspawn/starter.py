@@ -25,7 +25,7 @@ environment:
 
 _PR_REVIEW = """\
 # Reviews each opened or updated pull request. It reads the code (contents: read) and comments
-# (pullRequests: write); it cannot push.
+# (pullRequests: write, issues: write); it cannot push.
 name: pr-review
 imports:
   - ../fragments/runtime.yaml
@@ -40,6 +40,7 @@ mounts:
       capabilities:
         contents: read
         pullRequests: write
+        issues: write
 triggers:
   - kind: github
     name: review

@@ -182,3 +182,16 @@ def test_init_points_each_starter_file_at_its_schema(
         )
     assert compile_dir(tmp_path / ".auto").ok
     assert_schema_accepts(tmp_path / ".auto")
+
+
+def test_docs_agents_md_is_current_and_covers_every_field() -> None:
+    from agents.file_docs import agent_docs
+
+    # regenerate with: python scripts/build_agent_docs.py
+    text = (ROOT / "docs" / "agents.md").read_text()
+    assert text == agent_docs()
+    for field in ("systemPrompt", "harness", "setupCache", "cache", "$secret", "capabilities"):
+        assert f"`{field}`" in text, field
+    for preset in PRESETS:
+        assert f"`{preset}`" in text
+    assert "(docs/agents.md)" in (ROOT / "README.md").read_text()

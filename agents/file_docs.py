@@ -60,7 +60,7 @@ _SECTIONS = (
 def _at(schema: dict[str, Any], pointer: str) -> dict[str, Any]:
     node: Any = schema
     for part in pointer.lstrip("#/").split("/") if pointer != "#" else ():
-        node = node[part]
+        node = node[int(part)] if isinstance(node, list) else node[part]
     return dict(node)
 
 

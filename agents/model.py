@@ -55,6 +55,14 @@ class Capabilities:
     workflows: CapabilityLevel = "none"
     secrets: CapabilityLevel = "none"
     merge: Literal["none", "write"] = "none"
+    #: the authoring keys the file wrote; the others come from the defaults above (shown by
+    #: `check` and `explain`, never part of a grant's identity)
+    written: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+
+    @property
+    def defaulted(self) -> tuple[str, ...]:
+        """The authoring keys (contents, pullRequests, …) that take their default."""
+        return tuple(key for _, key, _ in CAPABILITY_FIELDS if key not in self.written)
 
     def token_permissions(self) -> dict[str, str]:
         """The installation-token permission body (SPEC §8)."""
@@ -95,6 +103,10 @@ class Auth:
             "installationId": self.installation_id,
             "commitAuthor": dict(self.commit_author) if self.commit_author else None,
             "capabilities": self.capabilities.to_json(),
+            # which of them the file left to the defaults (none apply without githubApp)
+            "defaultCapabilities": (
+                list(self.capabilities.defaulted) if self.kind == "githubApp" else []
+            ),
         }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 import re
 
+from agents.capability_defaults import warn_default_writes
 from agents.model import CAPABILITY_FIELDS, Auth, Capabilities, Mount
 from agents.schema import Sink, join, opt_enum, opt_int, opt_str, strict_map
 from agents.source import YMap, YNode, YScalar, YSeq, describe
@@ -134,6 +135,8 @@ def compile_mount(sink: Sink, node: YNode, path: str) -> Mount | None:
         )
     if sink.error_count > before or repository is None or mount_path is None or auth is None:
         return None
+    if auth.kind == "githubApp":
+        warn_default_writes(sink, auth_node, join(path, "auth"), auth.capabilities)
     return Mount(
         repository=repository,
         github_repository=github_repository(repository),
@@ -266,7 +269,8 @@ def _capabilities(sink: Sink, node: YNode, path: str) -> Capabilities | None:
         value = opt_enum(sink, entry.get(key), join(path, key), levels)
         if value is not None:
             values[attr] = value
-    caps = Capabilities(**values)  # type: ignore[arg-type]
+    written = frozenset(key for key in _CAPABILITY_KEYS if key in entry.entries)
+    caps = Capabilities(**values, written=written)  # type: ignore[arg-type]
     if caps.merge == "write" and (caps.contents != "write" or caps.pull_requests != "write"):
         merge_node = entry.get("merge")
         assert merge_node is not None

@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from agents.capability_defaults import capability_lines
 from agents.compiler import compile_dir
 from agents.errors import Diagnostic
 from agents.import_resolver import FILE_PATH
@@ -167,6 +168,7 @@ def format_result(result: CompileResult) -> str:
                 f"{len(agent.triggers)} trigger{'s' if len(agent.triggers) != 1 else ''}, "
                 f"event-dependent {'yes' if agent.event_dependent else 'no'}"
             )
+            lines += capability_lines(agent)
         lines += [line for group in sharing_groups(result.agents) for line in group.lines()]
         count = len(result.agents)
         lines.append(f"ok: {count} agent{'s' if count != 1 else ''} compiled")

@@ -13,6 +13,7 @@ from hookspawn import (
     commands,
     github_app_commands,
     sandbox_commands,
+    schema_commands,
     session_commands,
 )
 from hookspawn.client import DEFAULT_URL, CommandError
@@ -129,6 +130,15 @@ def _parser() -> argparse.ArgumentParser:
         "--repository",
         default="your-org/your-repo",
         help="owner/name the starter agents check out (default: a placeholder to edit)",
+    )
+
+    schema = add(
+        "schema",
+        schema_commands.schema,
+        "print the JSON Schema of an agent or fragment file as written (before imports merge)",
+    )
+    schema.add_argument(
+        "kind", nargs="?", default="agent", choices=["agent", "fragment"], help="default agent"
     )
 
     send = add("send", client_commands.send, "sign and post a webhook payload to a running server")

@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 from hookspawn.errors import HookspawnError
+from hookspawn.schemas import schema_url
 
-__all__ = ["STARTER_FILES", "AlreadyThere", "write_starter"]
+__all__ = ["STARTER_FILES", "AlreadyThere", "modeline", "write_starter"]
 
 #: the repository the starter agents work on until the user names theirs
 PLACEHOLDER_REPOSITORY = "your-org/your-repo"
@@ -24,7 +25,7 @@ environment:
 
 _PR_REVIEW = """\
 # Reviews each opened or updated pull request. It reads the code (contents: read) and comments
-# (pullRequests: write); it cannot push.
+# (pullRequests: write, issues: write); it cannot push.
 name: pr-review
 imports:
   - ../fragments/runtime.yaml
@@ -39,6 +40,7 @@ mounts:
       capabilities:
         contents: read
         pullRequests: write
+        issues: write
 triggers:
   - kind: github
     name: review
@@ -101,6 +103,13 @@ STARTER_FILES = {
 }
 
 
+def modeline(relative: Path) -> str:
+    """The first line of a starter file: where editors (yaml-language-server) find its schema,
+    the agent schema for agents/, the fragment schema for the rest."""
+    kind = "agent" if relative.parts[0] == "agents" else "fragment"
+    return f"# yaml-language-server: $schema={schema_url(kind)}\n"
+
+
 class AlreadyThere(HookspawnError, FileExistsError):
     """A file `init` would write exists; nothing was written."""
 
@@ -117,5 +126,6 @@ def write_starter(directory: Path, *, repository: str = PLACEHOLDER_REPOSITORY) 
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with os.fdopen(fd, "w") as handle:
+            handle.write(modeline(path.relative_to(directory)))
             handle.write(text.format(repository=repository))
     return list(targets)

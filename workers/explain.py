@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents import CompiledAgent, Trigger
+from agents.capability_defaults import marked_levels, permission_mark
 from agents.github_tools import level_covers
 from triggers.coverage import Connection, Coverage, repository_of
 from triggers.envelope import build_envelope
@@ -261,7 +262,7 @@ def _plan_json(
         }
     out: dict[str, Any] = {
         "sessionId": plan.session_id,
-        "coverage": [_coverage_json(cover, minting) for cover in plan.coverage],
+        "coverage": [_coverage_json(cover, minting, agent) for cover in plan.coverage],
     }
     refs = plan.refs if plan.outcome != "suppressed" else None
     if refs is not None and agent is not None:
@@ -284,9 +285,20 @@ def _plan_json(
     return out
 
 
-def _coverage_json(cover: MountCoverage, minting: bool) -> dict[str, Any]:
-    """A githubApp mount's repository: the installation covering it, or why none does."""
+def _coverage_json(
+    cover: MountCoverage, minting: bool, agent: CompiledAgent | None
+) -> dict[str, Any]:
+    """A githubApp mount's repository: the installation covering it, or why none does; its
+    effective capabilities and which of them come from the defaults."""
     entry: dict[str, Any] = {"mountPath": cover.mount_path, "repository": cover.repository}
+    mount = (
+        next((m for m in agent.mounts if m.mount_path == cover.mount_path), None) if agent else None
+    )
+    defaulted = mount.auth.capabilities.defaulted if mount is not None else ()
+    if mount is not None:
+        entry.update(
+            capabilities=mount.auth.capabilities.to_json(), defaultCapabilities=list(defaulted)
+        )
     connection, repository_id = cover.connection, cover.repository_id
     if connection is None:
         entry.update(covered=False, reason=cover.not_covered + cover.why_not)
@@ -305,7 +317,8 @@ def _coverage_json(cover: MountCoverage, minting: bool) -> dict[str, Any]:
     if lacking:
         entry["warning"] = (
             f"installation {connection.id} was last seen granting less than this "
-            f"mount needs ({', '.join(lacking)}): GitHub would likely refuse the token "
+            f"mount needs ({', '.join(_marked(lacking, defaulted))}): GitHub would likely refuse "
+            "the token "
             "(permission_not_granted)"
         )
     return entry
@@ -319,6 +332,11 @@ def _token_note(minting: bool, installation_id: int, permissions: Mapping[str, s
         f"would mint a token for installation {installation_id} with permissions {shown} "
         "(not minted by explain)"
     )
+
+
+def _marked(lacking: list[str], defaulted: Sequence[str]) -> list[str]:
+    """`actions: read (default)` for a permission a defaulted capability asks for."""
+    return [item + permission_mark(item.split(":")[0], defaulted) for item in lacking]
 
 
 def _lacking(installation: Connection, permissions: Mapping[str, str]) -> list[str]:
@@ -366,6 +384,9 @@ def format_explain(view: Mapping[str, Any]) -> str:
         code = f" {plan['code']}" if plan.get("code") else ""
         lines.append(f"  {label}: fires → {plan.get('outcome')}{code}: {plan.get('message')}")
         for cover in plan.get("coverage", []):
+            if cover.get("capabilities"):
+                shown = marked_levels(cover["capabilities"], cover.get("defaultCapabilities", []))
+                lines.append(f"    {cover['mountPath']}: capabilities {shown}")
             if cover["covered"]:
                 lines.append(
                     f"    {cover['mountPath']}: {cover['repository']} covered by installation "

@@ -20,6 +20,7 @@ naming the actions it cannot exist for.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -122,6 +123,9 @@ def _check_trigger(report: _Report, agent: CompiledAgent, trigger: Trigger) -> N
                 ("trigger", str(trigger.index), name),
                 f"{name} token {token.text}",
                 needs_scalar=True,
+                null_renders=True,
+                guards=guarded_paths(trigger),
+                trigger_index=trigger.index,
             )
     for number, filter_ in enumerate(trigger.filters):
         _check_filter(report, agent, trigger, scope, number, filter_)
@@ -202,6 +206,10 @@ def _check_filter(
         f"filter {number} path {filter_.path}",
         needs_scalar=filter_.op == "matches",
         absence_ok=filter_.op == "exists",
+        # a filter that holds only for a value (a guard) is meant to fail on null
+        null_renders=filter_.path
+        in guarded_paths(dataclasses.replace(trigger, filters=(filter_,))),
+        in_filter=True,
     )
 
 
@@ -227,6 +235,8 @@ def _check_mount(
             ("mount", mount.mount_path),
             f"ref token {token.text} (for trigger {trigger.index}, {trigger.event})",
             needs_scalar=True,
+            guards=guarded_paths(trigger),
+            trigger_index=trigger.index,
         )
 
 
@@ -241,8 +251,16 @@ def _check_path(
     *,
     needs_scalar: bool,
     absence_ok: bool = False,
+    null_renders: bool = False,
+    guards: frozenset[str] = frozenset(),
+    trigger_index: int = 0,
+    in_filter: bool = False,
 ) -> None:
-    """One path (starting at `github`) against every (event, action) of a trigger's scope."""
+    """One path (starting at `github`) against every (event, action) of a trigger's scope.
+
+    A template path that may be null or absent passes when a filter of the trigger requires
+    it present and not null (`guards`); a text template (`null_renders`) also takes a path
+    that may only be null: it renders empty."""
     if not segments or segments[0] != "github":
         report.add(
             agent, path, locate, f"{what}: the payload has only `github` at its root", "error"
@@ -272,14 +290,24 @@ def _check_path(
             "warning",
         )
         return
-    uncertain = next((v for v in possible if not v.certain), None)
-    if uncertain is not None and not absence_ok:
-        consequence = "the spawn is refused when it is" if needs_scalar else "the filter fails"
+    uncertain = next((v for v in possible if not v.certain and v.absent), None)
+    if uncertain is None and not null_renders:
+        uncertain = next((v for v in possible if not v.certain), None)
+    if uncertain is not None and not absence_ok and ".".join(segments) not in guards:
+        consequence = "the filter fails"
+        if needs_scalar and not in_filter:
+            consequence = (
+                "the spawn is refused when it is; it passes with the filter "
+                f"{{path: {'.'.join(segments)}, exists: true}} on trigger {trigger_index}"
+            )
+            if not null_renders:
+                consequence += " (a ref cannot render null empty, a text template can)"
         report.add(
             agent,
             path,
             locate,
-            f"{what} may be absent or null in {scope.event} ({uncertain.why}); {consequence}",
+            f"{what} may be {'absent or null' if uncertain.absent else 'null'} in {scope.event} "
+            f"({uncertain.why}); {consequence}",
             "warning",
         )
         return
@@ -291,6 +319,22 @@ def _check_path(
             f"{what} is an object or a list in {scope.event}, not a string, number or boolean",
             "warning",
         )
+
+
+def guarded_paths(trigger: Trigger) -> frozenset[str]:
+    """The paths a filter of the trigger requires present and not null: `exists: true`,
+    `equals` or `in` with no null among the values, `matches` (strings only)."""
+    found = set()
+    for filter_ in trigger.filters:
+        op, value = filter_.op, filter_.value
+        if (
+            (op == "exists" and value is True)
+            or op == "matches"
+            or (op == "equals" and value is not None)
+            or (op == "in" and isinstance(value, list) and value and None not in value)
+        ):
+            found.add(filter_.path)
+    return frozenset(found)
 
 
 def _for(event: str, actions: Sequence[str | None]) -> str:

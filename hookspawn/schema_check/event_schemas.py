@@ -59,11 +59,22 @@ class PathVerdict:
     certain: bool = True
     scalar: bool | None = True
     why: str = ""
+    #: uncertain because it may be missing (an optional field, an index, a free-form map),
+    #: not only because it (or an object on its way) may be null
+    absent: bool = True
 
     def uncertain(self, why: str) -> PathVerdict:
-        if not self.possible or not self.certain:
+        """This verdict, also possibly missing for `why`."""
+        if not self.possible:
             return self
+        if not self.certain:
+            return self if self.absent else PathVerdict(True, False, self.scalar, why)
         return PathVerdict(True, False, self.scalar, why)
+
+    @property
+    def null_only(self) -> bool:
+        """Uncertain only because of a null on the way: a text template renders it empty."""
+        return self.possible and not self.certain and not self.absent
 
 
 _IMPOSSIBLE = PathVerdict(False, False, None)
@@ -119,6 +130,7 @@ class _Walker:
     ) -> PathVerdict:
         members = [a for a in args if a is not type(None) and not _is_unset(a)]
         optional = len(members) < len(args)
+        unset = any(_is_unset(a) for a in args)
         here = _where(prefix, segments, i - 1)
         verdicts = [self.walk(m, segments, i, prefix) for m in members]
         possible = [v for v in verdicts if v.possible]
@@ -126,17 +138,23 @@ class _Walker:
             return verdicts[0] if verdicts else _IMPOSSIBLE
         scalars = {v.scalar for v in possible}
         scalar = scalars.pop() if len(scalars) == 1 else None
-        if optional:
+        if optional and (unset or not i):
             why = f"{here} may be absent or null" if i else "the value may be absent"
             return PathVerdict(True, False, scalar, why)
+        if optional:  # nullable, never missing: absent only when something deeper is
+            deeper = next((v for v in possible if not v.certain), None)
+            if deeper is not None and deeper.absent:
+                return PathVerdict(True, False, scalar, deeper.why)
+            return PathVerdict(True, False, scalar, f"{here} may be null", absent=False)
         if len(possible) < len(verdicts):
             missing = next(v for v in verdicts if not v.possible)
             return PathVerdict(
                 True, False, scalar, f"only some shapes of {here} have it ({missing.why})"
             )
-        uncertain = next((v for v in possible if not v.certain), None)
+        uncertain = next((v for v in possible if not v.certain and v.absent), None)
+        uncertain = uncertain or next((v for v in possible if not v.certain), None)
         if uncertain is not None:
-            return PathVerdict(True, False, scalar, uncertain.why)
+            return PathVerdict(True, False, scalar, uncertain.why, absent=uncertain.absent)
         return PathVerdict(True, True, scalar)
 
     def _index(self, tp: Any, segments: Sequence[str], i: int, prefix: str) -> PathVerdict:
@@ -300,7 +318,8 @@ class EventSchemas:
         path = ".".join(("github", *segments))
         if known.for_action:
             if known.kind == "n":
-                return PathVerdict(True, False, None, f"{path} is null in some example payloads")
+                why = f"{path} is null in some example payloads"
+                return PathVerdict(True, False, None, why, absent=False)
             return PathVerdict(True, True, known.scalar)
         top = self._modelled(event, action, segments[:1]) if len(segments) > 1 else modelled
         if not top.possible:

@@ -216,6 +216,10 @@ class AgentAuth(_View):
     installation_id: str | None
     commit_author: dict[str, str] | None
     capabilities: dict[str, str] = Field(description="capability → none | read | write")
+    default_capabilities: list[str] = Field(
+        default_factory=list,
+        description="the capabilities the file left to their defaults (githubApp mounts)",
+    )
 
 
 class AgentMount(_View):

@@ -8,8 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
+from jsonschema import Draft202012Validator
 
 from agents import CompiledAgent, CompileResult, Diagnostic, compile_dir
+from agents.file_schema import file_schema
+
+#: the editor schema of each file kind: every file of a set that compiles must pass it
+SCHEMAS = {kind: Draft202012Validator(file_schema(kind)) for kind in ("agent", "fragment")}
 
 ENV = """\
 environment:
@@ -32,7 +38,10 @@ class Tree:
         return path
 
     def compile(self, secret_names: Collection[str] = ()) -> CompileResult:
-        return compile_dir(self.root, secret_names=secret_names)
+        result = compile_dir(self.root, secret_names=secret_names)
+        if result.ok:
+            assert_schema_accepts(self.root)
+        return result
 
     def agent(self, text: str, name: str = "a") -> CompiledAgent:
         """Compile one agent file (BASE + text) and return it, failing on any error."""
@@ -50,6 +59,27 @@ class Tree:
         result = self.compile()
         assert not result.ok
         return result.errors
+
+
+def assert_schema_accepts(root: Path) -> None:
+    """Every agent file under a .auto directory, and every file they import, passes its
+    editor schema (agent files the agent schema, imported files the fragment schema)."""
+    pending = [("agent", p) for p in sorted(root.glob("agents/*.yaml"))]
+    seen: set[Path] = set()
+    while pending:
+        kind, path = pending.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        document = yaml.safe_load(path.read_text())
+        problems = [
+            f"{'.'.join(map(str, e.absolute_path)) or '(file)'}: {e.message}"
+            for e in SCHEMAS[kind].iter_errors(document)
+        ]
+        assert not problems, f"{path} compiles but its {kind} schema refuses it: {problems}"
+        imports = document.get("imports") if isinstance(document, dict) else None
+        for name in imports if isinstance(imports, list) else ():
+            pending.append(("fragment", (path.parent / str(name)).resolve()))
 
 
 @pytest.fixture

@@ -96,7 +96,9 @@ def test_github_tool_without_a_github_app_mount_warns(tree: Tree) -> None:
     result = tree.compile()
     assert result.ok
     find(result.warnings, "tools.0", "needs a githubApp mount")
-    tree.write("agents/a.yaml", BASE + MOUNT + "tools: [{kind: github}]\n")
+    written = MOUNT.replace("githubApp}", "githubApp, capabilities: {issues: read}}")
+    written = written.replace("issues: read", "contents: read, pullRequests: read, issues: read")
+    tree.write("agents/a.yaml", BASE + written + "tools: [{kind: github}]\n")
     assert tree.compile().warnings == ()
 
 
@@ -230,7 +232,8 @@ def test_an_allowed_tool_the_broker_does_not_know_warns(tree: Tree) -> None:
     assert result.ok
     warning = find(result.warnings, "tools.0.allow.1", "no GitHub tool the broker knows")
     assert "'get_isue'" in warning.message
+    caps = "{contents: write, pullRequests: write, issues: write}"
     tree.write(
-        "agents/a.yaml", BASE + GITHUB_MOUNT.replace("CAPS", "{}").replace("TOOL", "list_issues")
+        "agents/a.yaml", BASE + GITHUB_MOUNT.replace("CAPS", caps).replace("TOOL", "list_issues")
     )
     assert tree.compile().warnings == ()

@@ -43,6 +43,7 @@ def test_success_lists_each_agent(tree: Tree) -> None:
     assert text.splitlines() == [
         "a: harness claude-code, environment runtime, 1 trigger, event-dependent no",
         "b: harness claude-code, environment runtime, 2 triggers, event-dependent yes",
+        "  /w: o/r @ x{{payload.github.after}} (auth none)",
         "ok: 2 agents compiled",
     ]
 

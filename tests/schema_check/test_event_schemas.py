@@ -71,7 +71,7 @@ def test_text_paths_exact_optional_object_and_unknown(tree: Tree) -> None:
           - event: pull_request
             actions: [opened]
             displayTitle: "#{{ github.pullRequest.number }} {{ github.pullRequest.title }}"
-            initialPrompt: "by {{ github.pullRequest.mergedBy.login }} {{ github.pullRequest }}"
+            initialPrompt: "by {{ github.pullRequest.labels.0.name }} {{ github.pullRequest }}"
             message: "{{ github.pullRequest.nope }} {{ github.event }} {{ github.deliveryId }}"
         """,
     )
@@ -82,7 +82,7 @@ def test_text_paths_exact_optional_object_and_unknown(tree: Tree) -> None:
     ]
     optional, obj, unknown = found
     assert "may be absent or null" in optional.message
-    assert "github.pullRequest.mergedBy" in optional.message
+    assert "github.pullRequest.labels may have no item 0" in optional.message
     assert "is an object or a list" in obj.message
     assert "github.pullRequest has no field 'nope'" in unknown.message
     assert unknown.line == 11
@@ -233,7 +233,9 @@ def check_text(tree: Tree, *, strict: bool) -> tuple[int, str]:
 def test_strict_turns_warnings_into_errors(tree: Tree) -> None:
     tree.write(
         "agents/a.yaml",
-        BASE + "triggers:\n  - {event: pull_request, message: '{{ github.pullRequest.body }}'}\n",
+        BASE
+        + "triggers:\n  - {event: pull_request, message: '{{ github.pullRequest.labels.0.name }}'}"
+        + "\n",
     )
     code, text = check_text(tree, strict=False)
     assert code == 0
@@ -258,7 +260,9 @@ def test_cli_check_runs_schema_checks_and_strict(
         assert main(["check", str(tree.root), "--no-event-schemas"]) == 0
     tree.write(
         "agents/a.yaml",
-        BASE + "triggers:\n  - {event: pull_request, message: '{{ github.pullRequest.body }}'}\n",
+        BASE
+        + "triggers:\n  - {event: pull_request, message: '{{ github.pullRequest.labels.0.name }}'}"
+        + "\n",
     )
     with redirect_stdout(io.StringIO()):
         assert main(["check", str(tree.root)]) == 0

@@ -38,10 +38,12 @@ env keys.
 Templates are `{{ dotted.path }}` lookups and nothing else. A mount `ref` sees the session
 input (`payload.github.…`, `triggerEventId`); trigger texts see the payload (`github.…`, no
 `payload.` prefix). Webhook keys are camelCased at every depth. A missing key refuses the
-spawn. A null (or a path below one) renders empty in a text template, but a ref cannot render
-it: `check --strict` passes a text path that may only be null, and a ref path that may be null
-(or any path that may be absent) only when a filter of the trigger requires it present and not
-null, such as `{path: github.pullRequest.mergedBy.login, exists: true}`.
+spawn, and so does a token that is null when the event arrives (`unresolvable_text` in a text,
+`unresolvable_ref` in a ref). `check --strict` passes a text path that may only be null (such
+as `github.pullRequest.user.login`, which GitHub's schema allows to be null but real events
+fill); a ref path that may be null (or any path that may be absent) passes only when a filter of
+the trigger requires it present and not null, such as
+`{path: github.pullRequest.mergedBy.login, exists: true}`.
 
 A `githubApp` mount's capabilities default to writing contents, pull requests and issues.
 `check` shows each mount's effective capabilities with `(default)` beside the ones the file

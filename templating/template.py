@@ -39,9 +39,7 @@ class Template:
         """Render against ``context`` (JSON data: dicts, lists, strings, numbers, booleans).
 
         Raises :class:`UnresolvableTokenError` for a missing or non-scalar token and,
-        for the text dialect, :class:`OutputTooLargeError` past ``MAX_TEXT_OUTPUT``. In the
-        text dialect a null renders empty, and so does a path below a null (a pull request's
-        `mergedBy.login` before it is merged); a missing key is still an error.
+        for the text dialect, :class:`OutputTooLargeError` past ``MAX_TEXT_OUTPUT``.
         """
         literals = self._literals
         if not self.tokens:
@@ -60,8 +58,6 @@ class Template:
                     else:
                         node = _lookup(context, token, self.dialect)
                         break
-                if node is None and self.dialect is Dialect.TEXT:
-                    node = ""  # a null renders empty in text (a ref has no empty segment)
                 parts.append(node if type(node) is str else _format(token, node))
                 parts.append(literals[index])
             out = "".join(parts)
@@ -87,8 +83,6 @@ def _lookup(context: Mapping[str, Any], token: Token, dialect: Dialect) -> Any:
     root = "the session input" if dialect is Dialect.REF else "the payload"
     node: Any = context
     for depth, segment in enumerate(token.path):
-        if node is None and dialect is Dialect.TEXT and depth:
-            return None  # below a null: the text renders it empty
         if isinstance(node, Mapping):
             key = segment if type(segment) is str else str(segment)
             if key in node:

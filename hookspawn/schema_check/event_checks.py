@@ -260,7 +260,7 @@ def _check_path(
 
     A template path that may be null or absent passes when a filter of the trigger requires
     it present and not null (`guards`); a text template (`null_renders`) also takes a path
-    that may only be null: it renders empty."""
+    that may only be null (a null on the day refuses that spawn, recorded and explained)."""
     if not segments or segments[0] != "github":
         report.add(
             agent, path, locate, f"{what}: the payload has only `github` at its root", "error"

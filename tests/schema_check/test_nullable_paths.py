@@ -1,4 +1,4 @@
-"""`check --strict` and paths that may be null: fine in a text template (it renders empty) and
+"""`check --strict` and paths that may be null: fine in a text template and
 in a ref guarded by a trigger filter on that path; otherwise refused, naming the guard."""
 
 from __future__ import annotations

@@ -99,6 +99,7 @@ def test_ref_dialect_renders_against_session_input() -> None:
         ("{{ github.pullRequest.labels.name }}", "name", "github.pullRequest.labels (a list of 2)"),
         ("{{ github.pullRequest.number.x }}", "x", "github.pullRequest.number (number)"),
         ("{{ github.pullRequest.head.ref.0 }}", "0", "github.pullRequest.head.ref (string)"),
+        ("{{ github.pullRequest.body.x }}", "x", "github.pullRequest.body (null)"),
     ],
 )
 def test_missing_segment_names_token_and_first_missing_segment(
@@ -118,6 +119,7 @@ def test_missing_segment_names_token_and_first_missing_segment(
     [
         ("{{ github.pullRequest }}", "pullRequest", "object", "is an object"),
         ("{{ github.pullRequest.labels }}", "labels", "list", "is a list"),
+        ("{{ github.pullRequest.body }}", "body", "null", "is null"),
         ("{{ github.pullRequest.labels.0 }}", "0", "object", "is an object"),
     ],
 )
@@ -127,19 +129,6 @@ def test_non_scalar_is_refused(source: str, segment: str, found: str, says: str)
     err = caught.value
     assert (err.token, err.segment, err.reason, err.found) == (source, segment, "not_scalar", found)
     assert err.message == f"{source}: {segment!r} {says}, not a scalar"
-
-
-def test_null_renders_empty_in_text_and_is_refused_in_a_ref() -> None:
-    # text: a null, or a path below one, renders empty (a PR's mergedBy before it is merged)
-    assert text("[{{ github.pullRequest.body }}|{{ github.pullRequest.body.x }}]") == "[|]"
-    ref = compile_template("x/{{ payload.github.pullRequest.body }}", Dialect.REF)
-    with pytest.raises(UnresolvableTokenError) as caught:
-        ref.render({"triggerEventId": "d-1", "payload": CONTEXT})
-    assert (caught.value.reason, caught.value.found) == ("not_scalar", "null")
-    below = compile_template("x/{{ payload.github.pullRequest.body.x }}", Dialect.REF)
-    with pytest.raises(UnresolvableTokenError) as caught:
-        below.render({"triggerEventId": "d-1", "payload": CONTEXT})
-    assert caught.value.message.endswith("no 'x' in payload.github.pullRequest.body (null)")
 
 
 def test_ref_root_missing_names_session_input() -> None:

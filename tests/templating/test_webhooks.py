@@ -67,11 +67,12 @@ def test_text_templates_on_real_deliveries(webhooks_dir: Path) -> None:
     assert labels.render(env) == "bug draft=false by Codertocat (pull_request)"
 
 
-def test_null_body_renders_empty_in_text(webhooks_dir: Path) -> None:
+def test_null_body_is_not_a_scalar(webhooks_dir: Path) -> None:
     env = envelope(webhooks_dir, "pull_request", "opened.with-null-body.json")
     assert env["github"]["pullRequest"]["body"] is None
-    body = compile_template("body: {{ github.pullRequest.body }}.", Dialect.TEXT)
-    assert body.render(env) == "body: ."
+    with pytest.raises(UnresolvableTokenError) as caught:
+        compile_template("{{ github.pullRequest.body }}", Dialect.TEXT).render(env)
+    assert (caught.value.reason, caught.value.found) == ("not_scalar", "null")
 
 
 def test_missing_pull_request_on_a_push(webhooks_dir: Path) -> None:

@@ -220,12 +220,12 @@ def send_until_answered(sock: socket.socket, total: int, chunk: bytes) -> tuple[
 def test_huge_headers_are_refused_431(web: Web) -> None:
     attacks = {  # name → (head, what is repeated after it, how much of it)
         "a 50 MB header line": (
-            b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ",
+            b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ",
             b"a" * 65536,
             50_000_000,
         ),
         "10,000 header lines": (
-            b"GET /healthz HTTP/1.1\r\nHost: x\r\n",
+            b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n",
             b"X-Many: 1\r\n" * 6000,
             10_000 * len(b"X-Many: 1\r\n"),
         ),
@@ -262,7 +262,7 @@ def test_30_held_25mb_bodies_stay_within_the_budget(web: Web) -> None:
     size = 25_000_000
     held_back = 1024  # never sent: the bodies are held open
     heads = [
-        b"POST /webhooks/github HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"X-GitHub-Event: issues\r\nX-GitHub-Delivery: held-%d\r\nContent-Length: %d\r\n\r\n"
         % (i, size)
         for i in range(30)
@@ -342,7 +342,7 @@ def test_300mb_login_upload_is_refused_unread(web: Web) -> None:
     results: dict[str, tuple[bytes, int]] = {}
 
     def run(name: str, headers: bytes) -> None:
-        sock = connect(web, b"POST /ui/login HTTP/1.1\r\nHost: x\r\n" + headers + b"\r\n")
+        sock = connect(web, b"POST /ui/login HTTP/1.1\r\nHost: 127.0.0.1\r\n" + headers + b"\r\n")
         total = 10 if "10 sent" in name else size
         try:
             results[name] = send_until_answered(sock, total, chunk)
@@ -406,7 +406,7 @@ def test_serve_runs_its_web_with_the_same_limits(
     _, url, _, _ = served
     port = int(urlsplit(url).port or 0)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")
         sock.setblocking(False)
         answer, sent = send_until_answered(sock, 5_000_000, b"a" * 65536)
     assert status_of(answer) == 431, answer[:300]

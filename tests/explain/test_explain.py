@@ -37,11 +37,9 @@ def snapshot(url: str) -> dict[bytes, bytes | None]:
     which the test worker's broadcast binding refreshes on its own clock) is left out."""
     client = redis.Redis.from_url(url)
     try:
-        keys: list[bytes] = sorted(client.keys("*"))
+        keys = sorted(str(key, "latin-1") for key in client.keys("*"))  # type: ignore[arg-type]
         return {
-            key: client.dump(key)  # type: ignore[misc]
-            for key in keys
-            if not key.startswith(b"_kombu.")
+            key.encode("latin-1"): client.dump(key) for key in keys if not key.startswith("_kombu.")
         }
     finally:
         client.close()

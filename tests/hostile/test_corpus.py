@@ -242,7 +242,8 @@ def test_garbage_content_length_is_refused_by_the_http_server(hs: Hookspawn) -> 
     before = hookspawn_state(hs.rt.client)
     for length in (b"abc", b"-1", b"1, 2"):
         request = (
-            b"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\n"
             b"X-GitHub-Event: pull_request\r\nX-GitHub-Delivery: cl-1\r\n"
             b"X-Hub-Signature-256: " + sign(raw, SECRET).encode() + b"\r\n"
             b"Content-Length: " + length + b"\r\nConnection: close\r\n\r\n" + raw

@@ -16,7 +16,7 @@ from agents.compiler import compile_dir
 from agents.errors import Diagnostic
 from agents.import_resolver import FILE_PATH
 from agents.model import CompileResult
-from agents.snapshot_sharing import sharing_groups
+from agents.session.snapshot_sharing import sharing_groups
 
 __all__ = ["ExtraCheck", "directory_problem", "format_result", "run_check", "with_extra"]
 

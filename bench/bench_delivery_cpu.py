@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import Bench, pr_bodies, stage_deliveries
 
 import triggers.matching
-import workers.pipeline
-import workers.processing
+import workers.delivery.pipeline
+import workers.delivery.processing
 from triggers.session_spec import SessionSpec
-from workers.deliveries import DeliveryStore
+from workers.delivery.deliveries import DeliveryStore
 from workers.runtime import build_runtime
 from workers.settings import Settings
 
@@ -53,10 +53,10 @@ def timed(owner: Any, name: str, label: str) -> None:
 PARTS = (
     (DeliveryStore, "claim", "claim script (lock, lease, record, body)"),
     (DeliveryStore, "finish", "finish script (run, status, sessions)"),
-    (workers.processing, "load_body", "parse the payload"),
-    (workers.processing, "envelope_view", "envelope view"),
+    (workers.delivery.processing, "load_body", "parse the payload"),
+    (workers.delivery.processing, "envelope_view", "envelope view"),
     (triggers.matching.TriggerIndex, "evaluate", "matching (10 triggers)"),
-    (workers.pipeline.SpawnPipeline, "spawn_trigger", "planning one spawn"),
+    (workers.delivery.pipeline.SpawnPipeline, "spawn_trigger", "planning one spawn"),
     (SessionSpec, "without_input", "  the spec JSON (part of the finish above)"),
 )
 

@@ -55,11 +55,11 @@ from triggers.signature import sign  # noqa: E402
 from triggers.spawn_rules import trigger_spawn_id  # noqa: E402
 from workers import keys  # noqa: E402
 from workers.celery_app import PROCESS_DELIVERY, celery_config  # noqa: E402
-from workers.connections import ConnectionStore  # noqa: E402
-from workers.deliveries import DeliveryStore  # noqa: E402
-from workers.delivery_record import NewDelivery  # noqa: E402
+from workers.delivery.deliveries import DeliveryStore  # noqa: E402
+from workers.delivery.record import NewDelivery  # noqa: E402
+from workers.delivery.task_message import TaskMessages  # noqa: E402
+from workers.github.connections import ConnectionStore  # noqa: E402
 from workers.sessions import decode_session  # noqa: E402
-from workers.task_message import TaskMessages  # noqa: E402
 
 WEBHOOKS = ROOT / "tests" / "webhooks"
 SECRET = "bench-webhook-secret"

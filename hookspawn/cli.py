@@ -18,7 +18,7 @@ from hookspawn import (
 )
 from hookspawn.client import DEFAULT_URL, CommandError
 
-#: sessions one `hookspawn runner` runs at once by default (workers.runner_service says why)
+#: sessions one `hookspawn runner` runs at once by default (workers.session.runner.service says why)
 DEFAULT_CONCURRENCY = 2
 
 CONCURRENCY_HELP = "worker processes (default: twice the CPU cores, at least 2)"

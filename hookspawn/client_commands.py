@@ -235,11 +235,11 @@ def _manual_connection(args: argparse.Namespace) -> int:
 
 def recover(args: argparse.Namespace) -> int:
     """`deliveries recover`: direct access (HOOKSPAWN_REDIS_URL and the App's credentials)."""
+    from workers.delivery.recover import recover as run
+    from workers.delivery.recover import write_report
     from workers.errors import WorkerError
-    from workers.github import GitHubApp
-    from workers.recover import recover as run
-    from workers.recover import write_report
-    from workers.runtime import redis_client
+    from workers.github.client import GitHubApp
+    from workers.redis_connection import redis_client
     from workers.settings import parse_duration
 
     try:
@@ -273,7 +273,7 @@ def recover(args: argparse.Namespace) -> int:
 
 def explain(args: argparse.Namespace) -> int:
     """`explain FILE --event NAME`: POST /explain on the running server and print its answer."""
-    from workers.explain import format_explain
+    from workers.delivery.explain import format_explain
 
     try:
         payload = json.loads(Path(args.file).read_bytes())

@@ -23,7 +23,7 @@ log = logging.getLogger("hookspawn")
 def load_settings() -> Settings:
     """The environment's settings, with the GitHub App `github-app create` kept in the data
     directory for what the environment leaves unset."""
-    from workers.app_registration import with_registered_app
+    from workers.github.app_registration import with_registered_app
 
     try:
         return with_registered_app(Settings())
@@ -96,8 +96,8 @@ def worker(args: argparse.Namespace) -> int:
     from celery.signals import worker_process_shutdown
 
     from workers.agents_source import ChangeWatch
+    from workers.delivery.sweep import Sweeper
     from workers.runtime import build_runtime
-    from workers.sweep import Sweeper
 
     settings = load_settings()
     _logging(settings)

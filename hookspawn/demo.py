@@ -7,12 +7,12 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from agents.sandbox_config import SandboxConfig
+from agents.sandbox.config import SandboxConfig
 from hookspawn.client import DEFAULT_URL
-from workers.connections import ConnectionStore
-from workers.installation import Installation
-from workers.runtime import redis_client
-from workers.sandbox_exec import sandbox_available
+from workers.github.connections import ConnectionStore
+from workers.github.installation import Installation
+from workers.redis_connection import redis_client
+from workers.session.runner.sandbox import sandbox_available
 from workers.settings import Settings
 
 __all__ = [

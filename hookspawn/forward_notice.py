@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from agents import compile_dir
 from hookspawn.github_app_commands import agents_forward_commands
-from workers.app_registration import SECRET_FILE
+from workers.github.app_registration import SECRET_FILE
 from workers.settings import Settings
 
 __all__ = ["app_secret_note", "forward_lines"]

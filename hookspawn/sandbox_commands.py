@@ -10,10 +10,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agents.sandbox_migrate import migrate as migrated
+from agents.sandbox.migrate import migrate as migrated
 from hookspawn.client import CommandError
 from hookspawn.commands import load_settings
-from workers.sandbox_exec import host_paths_for, load_config
+from workers.session.runner.sandbox import host_paths_for, load_config
 from workers.settings import Settings
 
 __all__ = ["sandbox"]

@@ -24,7 +24,7 @@ from hookspawn.redis_server import (
     stop_servers_using,
 )
 from workers.lifeline import tied_to_this_process
-from workers.session_roots import WorkspacesUnavailable, open_workspaces, runner_readable_dir
+from workers.session.runner.roots import WorkspacesUnavailable, open_workspaces, runner_readable_dir
 from workers.settings import Settings
 
 SECRET_FILE = "webhook-secret"  # noqa: S105 - a file name

@@ -10,7 +10,7 @@ from urllib.parse import quote
 from hookspawn import client_commands, commands
 from hookspawn.client import CommandError, error_line
 from hookspawn.terminal_text import ControlStripper
-from workers.session_status import TERMINAL
+from workers.session.status import TERMINAL
 
 __all__ = ["runner", "sessions"]
 
@@ -20,7 +20,7 @@ _FOLLOW_POLL = 0.5
 
 def runner(args: argparse.Namespace) -> int:
     from workers.errors import WorkerError
-    from workers.runner_service import run_runner
+    from workers.session.runner.service import run_runner
 
     settings = commands.load_settings()
     commands._logging(settings)

@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 DOCS = "https://docs.github.com/rest"
-# GitHub's own wording (see workers/github.py for the classification that relies on it).
+# GitHub's own wording (see workers/github/client.py for the classification that relies on it).
 SUSPENDED_MESSAGE = "This installation has been suspended"
 NOT_ACCESSIBLE_MESSAGE = (
     "There is at least one repository that does not exist or is not accessible "

@@ -1,4 +1,4 @@
-"""workers.github and workers.token_cache: githubkit over real HTTP to the GitHub stand-in."""
+"""workers.github's client and token cache: githubkit over real HTTP to the GitHub stand-in."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from workers.errors import (
     TokenPermissionNotGranted,
     Transient,
 )
-from workers.github import GitHubApp, MintedToken, RemoteInstallation, RemoteRepository
+from workers.github.client import GitHubApp, MintedToken, RemoteInstallation, RemoteRepository
+from workers.github.token_cache import TokenCache
 from workers.settings import Settings
-from workers.token_cache import TokenCache
 
 APP_ID = "4242"
 WRITE = {"contents": "write", "pull_requests": "write", "metadata": "read"}

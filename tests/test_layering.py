@@ -20,10 +20,10 @@ ORDER = ("hookspawn", "workers", "triggers", "agents", "templating")
 #: the pure core: whole packages, and the modules of workers that decide without I/O
 PURE_PACKAGES = ("templating", "agents", "triggers")
 PURE_MODULES = (
-    "workers.installation",
-    "workers.lifecycle",
-    "workers.connection_sync",
-    "workers.explain",
+    "workers.github.installation",
+    "workers.github.lifecycle",
+    "workers.github.connection_sync",
+    "workers.delivery.explain",
 )
 
 #: what the pure core must never load
@@ -106,3 +106,57 @@ def test_the_pure_core_loads_no_io_library() -> None:
     assert result.returncode == 0, result.stderr
     assert len(modules) > 20, modules
     assert result.stdout.strip() == "", f"the pure core loaded {result.stdout.strip()}"
+
+
+#: inside workers, from the top down: the wiring at its root builds the three programs (the
+#: delivery path, the local runner over the session side's records and broker, GitHub); the
+#: modules left at the root (errors, keys, settings, metrics, the session records, ...) are the
+#: base every program shares. A module may import only its own layer and the layers after it.
+WORKERS_LAYERS = (
+    ("workers.runtime", "workers.tasks"),
+    ("workers.delivery",),
+    ("workers.session.runner",),
+    ("workers.session",),
+    ("workers.github",),
+    ("workers",),
+)
+
+
+def workers_layer(module: str) -> int:
+    """The index in WORKERS_LAYERS of the most specific entry holding `module`."""
+    best, best_len = len(WORKERS_LAYERS) - 1, 0
+    for index, prefixes in enumerate(WORKERS_LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    return best
+
+
+def test_the_workers_layers_are_told_apart() -> None:
+    assert workers_layer("workers.runtime") == 0
+    assert workers_layer("workers.delivery.pipeline") == 1
+    assert workers_layer("workers.session.runner.run") == 2
+    assert workers_layer("workers.session.broker") == 3
+    assert workers_layer("workers.github.client") == 4
+    assert workers_layer("workers.keys") == 5
+
+
+def test_workers_sub_packages_import_only_the_layers_below_them() -> None:
+    wrong: list[str] = []
+    for path in modules_of("workers"):
+        module = module_name(path)
+        rank = workers_layer(module)
+        source = path.read_text(encoding="utf-8")
+        for line, name in imports_of(source, module, is_package=path.name == "__init__.py"):
+            if name.split(".")[0] != "workers" or name == "workers":
+                continue
+            if workers_layer(name) < rank:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {module} imports {name}")
+    assert not wrong, "imports against the layers of workers:\n" + "\n".join(wrong)
+
+
+def test_workers_keeps_few_modules_at_its_root() -> None:
+    root = sorted(p.name for p in (ROOT / "workers").glob("*.py"))
+    assert len(root) <= 15, root
+    packages = [p for p in (ROOT / "workers").iterdir() if (p / "__init__.py").is_file()]
+    assert len(packages) >= 2, packages

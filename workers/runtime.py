@@ -15,40 +15,28 @@ from celery import Celery
 from celery.utils.nodenames import anon_nodename
 
 from workers.agents_source import AgentsSource, ChangeWatch
-from workers.broker import Broker
 from workers.celery_app import PROCESS_DELIVERY, make_celery
-from workers.connections import ConnectionStore
-from workers.credential_handover import CredentialHandover
-from workers.deliveries import DeliveryStore
-from workers.dispatch import Dispatcher, EmbeddedDispatcher, HttpDispatcher
-from workers.github import GitHubApp
-from workers.pipeline import SpawnPipeline
-from workers.processing import DeliveryProcessor, Pipeline
-from workers.session_audit import SessionAudit
-from workers.session_credentials import SessionCredentials
-from workers.session_queue import runner_dispatcher
-from workers.session_runs import SessionRuns
-from workers.session_tokens import SessionTokens
+from workers.delivery.credential_handover import CredentialHandover
+from workers.delivery.deliveries import DeliveryStore
+from workers.delivery.dispatch import Dispatcher, EmbeddedDispatcher, HttpDispatcher
+from workers.delivery.pipeline import SpawnPipeline
+from workers.delivery.processing import DeliveryProcessor, Pipeline
+from workers.delivery.task_message import TaskMessages
+from workers.github.client import GitHubApp
+from workers.github.connections import ConnectionStore
+from workers.github.token_cache import TokenCache
+from workers.redis_connection import redis_client
+from workers.session.audit import SessionAudit
+from workers.session.broker import Broker
+from workers.session.credentials import SessionCredentials
+from workers.session.runner.queue import runner_dispatcher
+from workers.session.stores import SessionStores
+from workers.session.tokens import SessionTokens
 from workers.sessions import SessionStore, SpawnRecords
 from workers.settings import Settings
-from workers.task_message import TaskMessages
 from workers.tasks import register_tasks
-from workers.token_cache import TokenCache
 
 log = logging.getLogger(__name__)
-
-
-def redis_client(url: str, *, single_connection: bool = False) -> redis.Redis:
-    """`single_connection`: commands share one connection (under the client's lock) instead
-    of taking one from the pool and giving it back each time; pipelines still use the pool."""
-    return redis.Redis.from_url(
-        url,
-        socket_timeout=5,
-        socket_connect_timeout=2,
-        health_check_interval=30,
-        retry_on_timeout=False,
-        single_connection_client=single_connection,
-    )
 
 
 def build_pipeline(
@@ -198,13 +186,10 @@ class Runtime:
             max_attempts=settings.max_retries + 1,
             session_retention=settings.sessions_kept,
         )
-        self.sessions = SessionStore(self.client, retention=settings.sessions_kept)
         self.connections = ConnectionStore(self.client)
-        self.audit = SessionAudit(self.client, retention=settings.sessions_kept)
-        self.credentials = SessionCredentials(
-            self.client, ttl=settings.session_credential_ttl, audit=self.audit
-        )
-        self.runs = SessionRuns(self.client)
+        stores = SessionStores(self.client, settings)
+        self.sessions, self.audit = stores.sessions, stores.audit
+        self.credentials, self.runs = stores.credentials, stores.runs
         self.celery: Celery = make_celery(url)
         factory: PipelineFactory
         if pipeline is None:

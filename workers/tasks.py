@@ -11,8 +11,8 @@ import redis
 from celery import Celery, Task
 
 from workers.celery_app import MAX_COUNTDOWN, MAX_RETRIES, PROCESS_DELIVERY
+from workers.delivery.processing import DeliveryProcessor, backoff
 from workers.errors import StoreUnavailable, Transient
-from workers.processing import DeliveryProcessor, backoff
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from triggers.session_spec import SessionSpec
-from workers.session_runs import SessionWithRun
+from workers.session.runs import SessionWithRun
 
 __all__ = [
     "AgentList",

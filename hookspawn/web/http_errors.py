@@ -15,7 +15,7 @@ from hookspawn.errors import HookspawnError
 from templating.errors import Error
 from triggers import errors as intake
 from workers import errors as work
-from workers import manual_connections as manual
+from workers.github import manual_connections as manual
 
 
 class ApiError(HookspawnError):

@@ -11,7 +11,7 @@ from hookspawn.web.error_models import errors
 from hookspawn.web.routes_metrics import timed_intake
 from triggers.errors import PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
-from workers.delivery_record import NewDelivery
+from workers.delivery.record import NewDelivery
 from workers.runtime import Runtime
 
 #: declared here for the OpenAPI document; requests for it go straight to `receive`

@@ -11,7 +11,7 @@ from hookspawn.web.api_models import AgentList
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, errors
 from workers.agents_source import AgentsSource
-from workers.pipeline import SpawnPipeline
+from workers.delivery.pipeline import SpawnPipeline
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
 

@@ -12,8 +12,8 @@ from starlette.concurrency import run_in_threadpool
 from hookspawn.web.api_models import ConnectionList, SyncReportView
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
-from workers.connections import ConnectionStore, run_sync
-from workers.manual_connections import NAME_PATTERN, OWNER_PATTERN, REPOSITORY_PATTERN
+from workers.github.connections import ConnectionStore, run_sync
+from workers.github.manual_connections import NAME_PATTERN, OWNER_PATTERN, REPOSITORY_PATTERN
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
 

@@ -12,8 +12,8 @@ from hookspawn.web.api_models import ExplainAnswer
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
-from workers.explain import DELIVERY_RE, EVENT_RE, explain
-from workers.pipeline import SpawnPipeline
+from workers.delivery.explain import DELIVERY_RE, EVENT_RE, explain
+from workers.delivery.pipeline import SpawnPipeline
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
 

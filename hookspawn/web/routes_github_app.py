@@ -16,14 +16,14 @@ from starlette.concurrency import run_in_threadpool
 from agents.app_manifest import app_manifest
 from hookspawn.web.deps import require_admin, runtime
 from workers.agents_source import AgentsSource
-from workers.app_registration import (
+from workers.delivery.pipeline import SpawnPipeline
+from workers.github.app_registration import (
     convert_code,
     github_web_url,
     issue_state,
     save_app,
     take_state,
 )
-from workers.pipeline import SpawnPipeline
 
 #: answers: 200 with a page; 400 invalid_state (the state is missing, unknown, expired or used),
 #: invalid_request (no code, a malformed org or name), conversion_refused (GitHub refused the

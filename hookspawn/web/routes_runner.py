@@ -14,9 +14,9 @@ from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
 from workers import keys
 from workers.runtime import Runtime
-from workers.session_logs import read_log, tail
-from workers.session_runs import ACTIVE
-from workers.session_status import SessionStatus
+from workers.session.runner.logs import read_log, tail
+from workers.session.runs import ACTIVE
+from workers.session.status import SessionStatus
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
 

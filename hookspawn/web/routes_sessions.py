@@ -17,9 +17,9 @@ from hookspawn.web.routes_runner import run_view
 from triggers.outcome import Outcome
 from triggers.session_spec import SessionSpec, session_json_schema
 from workers import metrics
-from workers.pipeline import SpawnPipeline
+from workers.delivery.pipeline import SpawnPipeline
+from workers.delivery.starts import StartRequest, start_from_agent, start_manual
 from workers.runtime import Runtime
-from workers.starts import StartRequest, start_from_agent, start_manual
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
 

@@ -21,7 +21,7 @@ from hookspawn.web.http_errors import ApiError
 from hookspawn.web.routes_deliveries import delivery_view
 from hookspawn.web.routes_runner import run_view
 from workers import keys
-from workers.pipeline import SpawnPipeline
+from workers.delivery.pipeline import SpawnPipeline
 from workers.runtime import Runtime
 
 router = APIRouter(prefix="/ui", include_in_schema=False)

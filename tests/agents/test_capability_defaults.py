@@ -13,8 +13,8 @@ from triggers.coverage import Coverage
 from triggers.json_codec import load_body
 from triggers.matching import TriggerIndex
 from workers.agents_source import AgentSet
-from workers.explain import explain, format_explain
-from workers.installation import Installation
+from workers.delivery.explain import explain, format_explain
+from workers.github.installation import Installation
 
 REPO = "Codertocat/Hello-World"
 AGENT = (

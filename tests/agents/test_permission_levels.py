@@ -3,7 +3,7 @@ by explain's warning about an installation that grants less than a mount needs."
 
 from __future__ import annotations
 
-import workers.explain
+import workers.delivery.explain
 from agents.github_tools import LEVEL_RANK, TOOLS, grants, level_covers
 from agents.model import Capabilities
 
@@ -18,5 +18,5 @@ def test_the_levels_are_ordered_and_each_includes_the_ones_before() -> None:
 def test_the_gate_and_explain_read_the_same_order() -> None:
     assert grants(Capabilities(contents="write"), TOOLS["get_file_contents"])
     assert not grants(Capabilities(contents="read"), TOOLS["create_or_update_file"])
-    assert not hasattr(workers.explain, "_LEVELS")
-    assert vars(workers.explain)["level_covers"] is level_covers
+    assert not hasattr(workers.delivery.explain, "_LEVELS")
+    assert vars(workers.delivery.explain)["level_covers"] is level_covers

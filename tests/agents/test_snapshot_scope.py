@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.snapshot_scope import Candidate, may_restore, plan_scopes, privileges
+from agents.session.snapshot_scope import Candidate, may_restore, plan_scopes, privileges
 from triggers.session_spec import SessionMount
 
 REPO = "acme/widgets"

@@ -7,7 +7,7 @@ from datetime import timedelta
 import redis
 
 from workers import keys
-from workers.session_audit import SessionAudit
+from workers.session.audit import SessionAudit
 
 
 def test_the_trail_is_bounded_and_expires_a_retention_after_its_newest_entry(

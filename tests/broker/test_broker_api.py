@@ -10,7 +10,7 @@ import pytest
 from agents.github_tools import TOOLS
 from tests.broker.conftest import INSTALLATION, PUBLIC_URL, BrokerEnv, Session
 from tests.secret_scan import leaks, redis_haystacks
-from workers.session_credentials import credential_hash
+from workers.session.credentials import credential_hash
 
 
 def _code(response: object) -> str:

@@ -6,7 +6,7 @@ import redis
 
 from tests.broker.conftest import BrokerEnv, Session
 from workers import keys
-from workers.session_audit import FAILURE_LIMIT, SessionAudit
+from workers.session.audit import FAILURE_LIMIT, SessionAudit
 
 
 def test_600_bad_credentials_leave_the_audit_intact_and_later_ones_get_429(

@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from tests.broker.conftest import BrokerEnv, Session
-from workers.broker import Broker
-from workers.session_audit import SessionAudit
-from workers.session_credentials import SessionCredentials
+from workers.session.audit import SessionAudit
+from workers.session.broker import Broker
+from workers.session.credentials import SessionCredentials
 
 
 def _commit(env: BrokerEnv, session: Session, checkout: Path, name: str, text: str) -> None:

@@ -12,10 +12,10 @@ from tests.dispatch_target import DispatchTarget
 from tests.secret_scan import leaks, redis_haystacks
 from triggers.session_spec import BrokerAccess, Origin, SessionEnvironment, SessionSpec
 from workers import keys
-from workers.credential_handover import CredentialHandover
-from workers.dispatch import HttpDispatcher
+from workers.delivery.credential_handover import CredentialHandover
+from workers.delivery.dispatch import HttpDispatcher
 from workers.errors import DispatchUnavailable, SessionEnded
-from workers.session_credentials import SessionCredentials
+from workers.session.credentials import SessionCredentials
 from workers.sessions import SessionStore
 
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from workers.errors import GitHubUnavailable
-from workers.github import MintedToken
-from workers.session_tokens import Revoked, SessionTokens
+from workers.github.client import MintedToken
+from workers.session.tokens import Revoked, SessionTokens
 
 
 class GitHubSide:

@@ -15,9 +15,9 @@ from hookspawn import demo, samples
 from hookspawn.agents_notice import agents_notice
 from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
-from workers.connections import ConnectionStore
-from workers.github import GitHubApp
-from workers.sandbox_exec import host_paths_for, open_sandbox
+from workers.github.client import GitHubApp
+from workers.github.connections import ConnectionStore
+from workers.session.runner.sandbox import host_paths_for, open_sandbox
 from workers.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from workers.connections import ConnectionStore
+from workers.github.connections import ConnectionStore
 
 Payload = Callable[[str], dict[str, Any]]
 

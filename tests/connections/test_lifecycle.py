@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from tests.connections.conftest import Payload
-from workers.connection_sync import mark_status, prune, replace_all
 from workers.errors import WorkerError
-from workers.installation import Installation, State
-from workers.lifecycle import apply_event
+from workers.github.connection_sync import mark_status, prune, replace_all
+from workers.github.installation import Installation, State
+from workers.github.lifecycle import apply_event
 
 # The recorded payloads' ids and names.
 CREATED_ID = (

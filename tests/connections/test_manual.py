@@ -18,8 +18,8 @@ from hookspawn.cli import main
 from tests.conftest import make_settings, running_worker, wait_for, webhook_headers
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
-from workers.connections import ConnectionStore
-from workers.installation import Installation
+from workers.github.connections import ConnectionStore
+from workers.github.installation import Installation
 from workers.runtime import Runtime, build_runtime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,10 +147,10 @@ def test_a_sync_leaves_manual_connections_alone(
     store.add_manual("me/mine", None)
     with GitHubStandin(app_id="4242") as gh:
         gh.add_installation(7, "acme", repositories=[(101, "acme/api")])
-        from workers.github import GitHubApp
+        from workers.github.client import GitHubApp
 
         app = GitHubApp(app_id="4242", private_key=gh.private_key_pem, api_url=gh.url)
-        from workers.connections import sync_from_github
+        from workers.github.connections import sync_from_github
 
         sync_from_github(store, app)
     by_id = {i.id: i for i in store.all()}

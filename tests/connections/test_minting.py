@@ -6,9 +6,9 @@ import pytest
 
 from tests.connections.test_store import ACME, seed
 from triggers.spawn_rules import Grant, Refusal
-from workers.connections import ConnectionStore
 from workers.errors import AccessRevoked, GitHubUnavailable, TokenPermissionNotGranted
-from workers.minting import mint_or_refuse
+from workers.github.connections import ConnectionStore
+from workers.github.minting import mint_or_refuse
 
 PERMISSIONS = {"contents": "write", "metadata": "read"}
 

@@ -15,7 +15,7 @@ from tests.conftest import make_settings
 from tests.connections.conftest import Payload
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
-from workers.connections import ConnectionStore
+from workers.github.connections import ConnectionStore
 from workers.runtime import build_runtime
 
 ADMIN = "admin-secret"

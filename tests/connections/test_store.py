@@ -11,8 +11,8 @@ import redis
 from tests.conftest import command_calls
 from tests.connections.conftest import Payload
 from workers import keys
-from workers.connections import ConnectionStore
-from workers.installation import Installation
+from workers.github.connections import ConnectionStore
+from workers.github.installation import Installation
 
 ACME, OTHER = 7, 9
 

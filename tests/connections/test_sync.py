@@ -9,9 +9,9 @@ import pytest
 from tests.connections.conftest import Payload
 from tests.connections.test_store import added, seed
 from tests.github_standin import GitHubStandin
-from workers.connections import ConnectionStore, resync_installation, sync_from_github
 from workers.errors import GitHubUnavailable
-from workers.github import GitHubApp
+from workers.github.client import GitHubApp
+from workers.github.connections import ConnectionStore, resync_installation, sync_from_github
 
 APP_ID = "4242"
 

@@ -15,7 +15,7 @@ from triggers.session_spec import Origin
 from triggers.spawn_plan import DirectStart, Planned, Refused, plan_start, startable
 from triggers.spawn_rules import MAX_SPAWN_DEPTH, manual_spawn_id
 from workers.agents_source import AgentSet
-from workers.explain import DEFAULT_DELIVERY_ID, explain_start
+from workers.delivery.explain import DEFAULT_DELIVERY_ID, explain_start
 
 
 @pytest.fixture

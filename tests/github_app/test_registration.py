@@ -20,8 +20,8 @@ from hookspawn.web.api import create_app
 from tests.conftest import make_settings
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
-from workers.app_registration import APP_FILE, KEY_FILE, SECRET_FILE, with_registered_app
-from workers.github import GitHubApp
+from workers.github.app_registration import APP_FILE, KEY_FILE, SECRET_FILE, with_registered_app
+from workers.github.client import GitHubApp
 from workers.runtime import build_runtime
 from workers.settings import Settings
 

@@ -16,12 +16,12 @@ from hookspawn.web.api import create_app
 from tests.conftest import make_settings, running_worker, wait_for, webhook_headers
 from tests.live_server import live_client
 from workers import keys
-from workers.delivery_record import Delivery, NewDelivery
+from workers.delivery.processing import RunResult, backoff
+from workers.delivery.record import Delivery, NewDelivery
+from workers.delivery.sweep import Sweeper
 from workers.errors import GitHubUnavailable
-from workers.processing import RunResult, backoff
 from workers.runtime import Runtime, build_runtime
 from workers.settings import Settings
-from workers.sweep import Sweeper
 
 
 class Recording:

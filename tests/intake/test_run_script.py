@@ -9,8 +9,8 @@ import pytest
 import redis
 
 from tests.conftest import command_calls
-from workers.deliveries import run_script
-from workers.runtime import redis_client
+from workers.delivery.deliveries import run_script
+from workers.redis_connection import redis_client
 
 _INCR = "return redis.call('INCRBY', KEYS[1], ARGV[1])"
 

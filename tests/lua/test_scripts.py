@@ -11,9 +11,9 @@ import redis
 from tests.conftest import wait_for
 from triggers.envelope import build_envelope, session_input
 from triggers.session_spec import Origin, SessionEnvironment, SessionSpec
-from workers import delivery_scripts as scripts
 from workers import keys
-from workers.delivery_scripts import Arg, finish_call
+from workers.delivery import scripts
+from workers.delivery.scripts import Arg, finish_call
 from workers.sessions import CREATE
 
 NOW = 1_800_000_000.0

@@ -23,11 +23,11 @@ from tests.live_server import live_client
 from tests.pipeline.conftest import AGENTS, Hookspawn, connect, write_agents
 from triggers.json_codec import MAX_DEPTH
 from workers import keys
-from workers.delivery_record import Delivery, NewDelivery
+from workers.delivery.processing import Pipeline, RunResult
+from workers.delivery.record import Delivery, NewDelivery
+from workers.delivery.sweep import Sweeper
 from workers.errors import GitHubUnavailable
-from workers.processing import Pipeline, RunResult
 from workers.runtime import build_pipeline, build_runtime
-from workers.sweep import Sweeper
 
 
 def nested(depth: int) -> bytes:
@@ -175,7 +175,7 @@ def test_a_bug_fails_the_delivery_at_once_and_replay_completes_it(
     hs, broken = breakable
     connect(hs)
     broken.set()
-    with caplog.at_level(logging.ERROR, logger="workers.processing"):
+    with caplog.at_level(logging.ERROR, logger="workers.delivery.processing"):
         delivery = hs.send("pull_request", hs.pr())
         view = hs.processed(delivery)
     assert view["status"] == "failed", view

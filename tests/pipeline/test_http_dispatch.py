@@ -7,9 +7,9 @@ from pathlib import Path
 from tests.conftest import make_settings
 from tests.dispatch_target import DispatchTarget
 from tests.pipeline.conftest import Hookspawn, connect
-from workers.credential_handover import CredentialHandover
-from workers.dispatch import HttpDispatcher
-from workers.pipeline import SpawnPipeline
+from workers.delivery.credential_handover import CredentialHandover
+from workers.delivery.dispatch import HttpDispatcher
+from workers.delivery.pipeline import SpawnPipeline
 from workers.runtime import build_runtime
 
 

@@ -14,8 +14,8 @@ from tests.conftest import make_settings, wait_for
 from tests.github_standin import GitHubStandin
 from tests.pipeline.conftest import Hookspawn, connect, start_hookspawn
 from workers import keys
-from workers.deliveries import DeliveryStore
-from workers.delivery_record import NewDelivery
+from workers.delivery.deliveries import DeliveryStore
+from workers.delivery.record import NewDelivery
 
 RETENTION = 2  # seconds
 

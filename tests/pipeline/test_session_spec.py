@@ -22,8 +22,8 @@ from triggers.session_spec import (
 )
 from triggers.spawn_rules import Grant, build_spec, named_requester, requester_of, stored_requester
 from workers import keys
-from workers.deliveries import DeliveryStore
-from workers.delivery_record import NewDelivery
+from workers.delivery.deliveries import DeliveryStore
+from workers.delivery.record import NewDelivery
 from workers.sessions import SessionStore
 
 

@@ -15,7 +15,7 @@ from triggers.json_codec import load_body
 from triggers.session_spec import Origin, Requester
 from triggers.spawn_plan import DirectStart, Planned, Refused, Suppressed, TriggerStart, plan_spawn
 from triggers.spawn_rules import Grant, trigger_spawn_id
-from workers.installation import Installation
+from workers.github.installation import Installation
 
 REPO = "Codertocat/Hello-World"
 NOW = "2026-12-01T00:00:00Z"

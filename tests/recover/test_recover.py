@@ -15,10 +15,10 @@ import redis
 
 from hookspawn.cli import main
 from tests.github_standin import GitHubStandin, other_private_key_pem
-from workers.deliveries import DeliveryStore
-from workers.delivery_record import NewDelivery
-from workers.github import GitHubApp
-from workers.recover import recover
+from workers.delivery.deliveries import DeliveryStore
+from workers.delivery.record import NewDelivery
+from workers.delivery.recover import recover
+from workers.github.client import GitHubApp
 
 
 def ago(**delta: float) -> str:

@@ -31,8 +31,8 @@ from tests.conftest import (
 from tests.live_server import live_client
 from tests.procs import Proc
 from workers import keys
-from workers.runner_service import RunnerService
 from workers.runtime import Runtime, build_runtime
+from workers.session.runner.service import RunnerService
 from workers.settings import Settings
 
 #: the account session commands run as when the tests run as root (the default setting)

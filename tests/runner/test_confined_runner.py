@@ -198,15 +198,15 @@ def test_a_runner_with_an_invalid_sandbox_config_refuses_sessions(
         setup=[{"name": "never", "commands": ['touch "$HOME/ran"']}],
     )
     with (
-        caplog.at_level(logging.ERROR, logger="workers.runner_service"),
+        caplog.at_level(logging.ERROR, logger="workers.session.runner.service"),
         hookspawn_web(settings) as hs,
         running_runner(settings),
     ):
         session = _ended(hs, hs.start("refused"))
     problem = f"{config}: sandbox.mounts[0].source: {missing} does not exist on this host"
-    assert [r.getMessage() for r in caplog.records if r.name == "workers.runner_service"] == [
-        f"sandbox unavailable, sessions are refused (failed: sandbox_unavailable): {problem}"
-    ]
+    assert [
+        r.getMessage() for r in caplog.records if r.name == "workers.session.runner.service"
+    ] == [f"sandbox unavailable, sessions are refused (failed: sandbox_unavailable): {problem}"]
     assert (session["status"], session["failure"]["code"]) == ("failed", "sandbox_unavailable")
     assert session["failure"]["message"] == (
         f"the runner's sandbox cannot start, so no command was run: {problem}"

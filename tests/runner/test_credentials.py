@@ -14,9 +14,9 @@ from tests.runner.conftest import Hookspawn, Origin, hookspawn_web, runner_setti
 from tests.runner.test_lifecycle import MOUNT_GITHUB_APP
 from tests.runner.test_staging import refusing_host
 from workers import keys
-from workers.runner_service import open_runner_sandbox
-from workers.session_runner import SessionRunner
-from workers.session_runs import SessionRuns
+from workers.session.runner.run import SessionRunner
+from workers.session.runner.service import open_runner_sandbox
+from workers.session.runs import SessionRuns
 from workers.settings import Settings
 
 CREDENTIAL = "hs-issued-credential-5b1e0d"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from workers.disk_usage import DiskWatch, disk_usage, format_size
-from workers.session_cgroup import CgroupLimits, CgroupsUnavailable, _own_dirs
+from workers.session.runner.cgroup import CgroupLimits, CgroupsUnavailable, _own_dirs
+from workers.session.runner.disk_usage import DiskWatch, disk_usage, format_size
 
 MIB = 1024 * 1024
 

@@ -32,8 +32,8 @@ from tests.runner.conftest import (
 )
 from tests.runner.test_lifecycle import MOUNT_GITHUB_APP, PR_REVIEW_TRIGGER, widgets_payload
 from tests.secret_scan import file_haystacks, leaks
-from workers.runner_service import RunnerService
 from workers.runtime import build_runtime
+from workers.session.runner.service import RunnerService
 from workers.settings import Settings
 
 INSTALLATION = 7

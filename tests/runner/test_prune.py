@@ -13,12 +13,12 @@ import redis
 
 from tests.conftest import make_settings, wait_for
 from workers import keys
-from workers.runner_service import RunnerService
-from workers.session_logs import log_path, workspace_path
-from workers.session_prune import SessionPruner
-from workers.session_roots import workspaces_root
-from workers.session_runs import SessionRuns
-from workers.snapshots import TRANSIENT_GRACE, SnapshotCache
+from workers.session.runner.logs import log_path, workspace_path
+from workers.session.runner.prune import SessionPruner
+from workers.session.runner.roots import workspaces_root
+from workers.session.runner.service import RunnerService
+from workers.session.runner.snapshots import TRANSIENT_GRACE, SnapshotCache
+from workers.session.runs import SessionRuns
 
 KEY_FRESH = "1" * 32
 KEY_STALE = "2" * 32

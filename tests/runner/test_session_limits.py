@@ -21,9 +21,9 @@ from tests.runner.conftest import (
     write_agent,
 )
 from workers.errors import SessionFailed
-from workers.runner_service import RunnerService
-from workers.session_cgroup import CgroupsUnavailable, SessionCgroups
-from workers.session_limits import RunnerLimits, open_session_cgroups
+from workers.session.runner.cgroup import CgroupsUnavailable, SessionCgroups
+from workers.session.runner.limits import RunnerLimits, open_session_cgroups
+from workers.session.runner.service import RunnerService
 
 
 def _cgroups() -> SessionCgroups | None:
@@ -172,7 +172,7 @@ def test_without_a_cgroup_the_runner_says_so_at_start_and_in_each_session_log(
     proc.mkdir()
     (proc / "mountinfo").write_text("22 1 0:20 / /sys rw - sysfs sysfs rw\n")
     (proc / "cgroup").write_text("0::/\n")
-    with caplog.at_level(logging.WARNING, logger="workers.session_limits"):
+    with caplog.at_level(logging.WARNING, logger="workers.session.runner.limits"):
         unavailable = open_session_cgroups(proc)
     assert isinstance(unavailable, CgroupsUnavailable)
     assert [r.getMessage() for r in caplog.records] == [

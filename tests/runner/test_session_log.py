@@ -20,8 +20,8 @@ from tests.runner.conftest import (
     write_agent,
 )
 from tests.runner.test_harness import _running, _waiting_harness
-from workers.session_exec import run_command
-from workers.session_log import OUTPUT_PREFIX, SessionLog
+from workers.session.runner.command import run_command
+from workers.session.runner.log_writer import OUTPUT_PREFIX, SessionLog
 
 MB = 1024 * 1024
 #: a line of hookspawn's own, as the runner writes them

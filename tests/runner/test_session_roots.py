@@ -27,17 +27,17 @@ from tests.runner.conftest import (
     write_agent,
 )
 from workers import keys
-from workers.runner_service import RunnerService
-from workers.session_exec import account_of
-from workers.session_prune import SessionPruner
-from workers.session_roots import (
+from workers.session.runner.command import account_of
+from workers.session.runner.prune import SessionPruner
+from workers.session.runner.roots import (
     WorkspacesUnavailable,
     can_enter,
     open_workspaces,
     scratch_parent,
     workspaces_root,
 )
-from workers.snapshots import SnapshotCache
+from workers.session.runner.service import RunnerService
+from workers.session.runner.snapshots import SnapshotCache
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="the runner user only differs from the runner under root"

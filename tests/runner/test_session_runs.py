@@ -1,4 +1,4 @@
-"""Each lifecycle script of workers/session_runs.py, branch by branch, against a real Redis."""
+"""Each lifecycle script of workers/session/runs.py, branch by branch, against a real Redis."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from tests.runner.conftest import (
     write_agent,
 )
 from workers import keys
-from workers.runner_service import RunnerService
-from workers.session_roots import workspaces_root
-from workers.session_runs import SessionRuns
+from workers.session.runner.roots import workspaces_root
+from workers.session.runner.service import RunnerService
+from workers.session.runs import SessionRuns
 
 #: the retention the run records of these tests get
 TTL = 3600

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workers import session_runs
-from workers.session_status import ACTIVE, TERMINAL, SessionStatus, lua_is, lua_literal
+from workers.session import runs as session_runs
+from workers.session.status import ACTIVE, TERMINAL, SessionStatus, lua_is, lua_literal
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ("_QUEUE", "_CLAIM", "_ADVANCE", "_RENEW", "_CANCEL", "_LOST")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.runner.conftest import PR_NUMBER, Origin, write_agent
 from tests.runner.test_github_app import github_app_stack
-from workers.snapshots import slot_of
+from workers.session.runner.snapshots import slot_of
 
 #: the same setup for both agents (today's key saw nothing else): it says what it found in the
 #: cache, and plants a "lint" in it when the checkout has the pull request's widget.py

@@ -14,7 +14,7 @@ from tests.runner.conftest import (
     running_runner,
     write_agent,
 )
-from workers.snapshots import SnapshotCache, slot_of
+from workers.session.runner.snapshots import SnapshotCache, slot_of
 
 FILL = (
     'if [ -f "$HOME/.cache/deps/marker" ]; then echo restored > "$HOME/outcome"; '

@@ -17,8 +17,8 @@ import pytest
 from tests.runner.conftest import PR_NUMBER, RUNNER_USER, Origin, git, hand_over
 from triggers.session_spec import Requester, SessionMount
 from workers.errors import SessionFailed
-from workers.session_exec import account_of, run_command
-from workers.staging import (
+from workers.session.runner.command import account_of, run_command
+from workers.session.runner.staging import (
     BrokerLink,
     Staging,
     git_config_for,

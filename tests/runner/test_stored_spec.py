@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.runner.conftest import Origin
 from tests.runner.test_credentials import edit_spec, local_runner, started_app
-from workers.session_runs import SessionRuns
+from workers.session.runs import SessionRuns
 
 
 def test_a_stored_spec_that_is_not_a_session_spec_fails_the_session_naming_the_field(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agents.sandbox_config import HostPaths, Problem, SandboxConfig, SandboxMount, validate
+from agents.sandbox.config import HostPaths, Problem, SandboxConfig, SandboxMount, validate
 
 HOST = HostPaths(host_home="/home/op", data_dir="/var/lib/hookspawn")
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.sandbox_config import SandboxConfig, SandboxMount
-from workers.sandbox_exec import (
+from agents.sandbox.config import SandboxConfig, SandboxMount
+from workers.session.runner.command import account_of
+from workers.session.runner.sandbox import (
     SandboxUnavailable,
     confine,
     host_paths_for,
@@ -22,7 +23,6 @@ from workers.sandbox_exec import (
     sandbox_available,
     srt_scratch,
 )
-from workers.session_exec import account_of
 
 
 @dataclass

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from agents.sandbox_config import validate
-from agents.sandbox_migrate import migrate
+from agents.sandbox.config import validate
+from agents.sandbox.migrate import migrate
 from tests.sandbox.test_config import HOST, SEED_EXAMPLES
 
 

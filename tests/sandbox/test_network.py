@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agents.sandbox_config import SandboxConfig
+from agents.sandbox.config import SandboxConfig
 from hookspawn.cli import main
-from workers.sandbox_exec import confine, srt_scratch, srt_settings
+from workers.session.runner.sandbox import confine, srt_scratch, srt_settings
 from workers.settings import Settings
 
 SRT = SandboxConfig(backend="srt")

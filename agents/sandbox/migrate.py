@@ -1,0 +1,100 @@
+"""The migration from `security.sandboxReadRoots`/`sandboxWriteRoots` and `readOnly` to mounts."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from agents.sandbox.env import Problem
+
+__all__ = ["migrate"]
+
+_ROOTS = (("sandboxReadRoots", "readonly"), ("sandboxWriteRoots", "writable"))
+
+
+def _roots(security: dict[str, Any], problems: list[Problem]) -> list[dict[str, str]]:
+    """The legacy roots as mounts with source = target (what srt needs), then the fields
+    removed from `security`."""
+    mounts: list[dict[str, str]] = []
+    for key, mode in _ROOTS:
+        if key not in security:
+            continue
+        roots = security.pop(key)
+        if not isinstance(roots, list) or not all(isinstance(r, str) and r for r in roots):
+            problems.append(Problem(f"security.{key}", "must be a list of path strings"))
+            continue
+        mounts += [{"source": r, "target": r, "mode": mode} for r in roots]
+    return mounts
+
+
+def _mode(mount: dict[str, Any], where: str, problems: list[Problem]) -> None:
+    """A mount's `readOnly` replaced by `mode` (in place, keeping the key's position)."""
+    if "readOnly" not in mount:
+        return
+    read_only = mount["readOnly"]
+    if not isinstance(read_only, bool):
+        problems.append(Problem(f"{where}.readOnly", "must be true or false"))
+        return
+    mode = "readonly" if read_only else "writable"
+    if "mode" in mount and mount["mode"] != mode:
+        problems.append(
+            Problem(
+                f"{where}.readOnly",
+                f"{str(read_only).lower()} contradicts mode {mount['mode']!r}: remove one",
+            )
+        )
+        return
+    rebuilt = {
+        ("mode" if k == "readOnly" else k): (mode if k == "readOnly" else v)
+        for k, v in mount.items()
+        if k != "mode"
+    }
+    mount.clear()
+    mount.update(rebuilt)
+
+
+def _mounts(sandbox: dict[str, Any], added: list[dict[str, str]]) -> list[Problem]:
+    mounts = sandbox.get("mounts")
+    if mounts is None:
+        if not added:
+            return []
+        mounts = sandbox["mounts"] = []
+    if not isinstance(mounts, list):
+        return [Problem("sandbox.mounts", "must be a list")]
+    problems: list[Problem] = []
+    for n, mount in enumerate(mounts):
+        if isinstance(mount, dict):
+            _mode(mount, f"sandbox.mounts[{n}]", problems)
+    mounts += [mount for mount in added if mount not in mounts]
+    return problems
+
+
+def migrate(raw: object) -> tuple[object, list[Problem]]:
+    """A configuration → the same configuration in today's shape, or the problems that stop
+    the migration (then nothing is to be written). An already-migrated configuration comes
+    back equal to itself. Legacy roots become mounts appended after the existing ones; a root
+    already mounted at the same place in the same mode is not added twice."""
+    if not isinstance(raw, dict):
+        return raw, [Problem("(document)", "must be a JSON object")]
+    doc = copy.deepcopy(raw)
+    problems: list[Problem] = []
+    security = doc.get("security")
+    if isinstance(security, dict) and any(key in security for key, _ in _ROOTS):
+        added = _roots(security, problems)
+        if not security:
+            del doc["security"]
+    else:
+        added = []
+    sandbox = doc.get("sandbox")
+    if sandbox is None and added:
+        sandbox = doc["sandbox"] = {"mounts": []}
+    if sandbox is not None and not isinstance(sandbox, dict):
+        return raw, [*problems, Problem("sandbox", "must be an object")]
+    if isinstance(sandbox, dict):
+        problems += _mounts(sandbox, added)
+        if added and "backend" not in sandbox:
+            # the legacy roots were srt's: its host paths are what source = target keeps valid
+            doc["sandbox"] = {"backend": "srt", **sandbox}
+    if problems:
+        return raw, problems
+    return doc, []

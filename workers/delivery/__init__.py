@@ -1,0 +1,1 @@
+"""The delivery path: claim a delivery, plan its spawns, mint, dispatch, record."""

@@ -1,0 +1,320 @@
+"""The credential broker: git credentials and GitHub tool decisions for a session.
+
+Authenticates the session credential (failures are counted and rate-limited per session, never
+audited), decides from the stored spec (triggers.session_access), re-checks coverage at every
+request against only the installations the session was spawned with, and mints the session's
+own tokens (workers.session.tokens, never the spawn path's shared cache), which are revoked at
+GitHub when the session ends. A definitive refusal from GitHub prunes the store as at spawn.
+Each decision is audited on the session. A git token goes only into the git credential answer;
+a tool call is answered with the decision alone, never a token.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from triggers.session_access import (
+    AccessNotFound,
+    AccessRefused,
+    ToolGrant,
+    find_git_mount,
+    git_permissions,
+    session_mounts,
+    session_tools,
+    tool_grant,
+)
+from triggers.session_spec import SessionSpec
+from triggers.spawn_rules import Grant, Refusal
+from triggers.url_rewrite import parse_rewrites
+from workers import keys
+from workers.errors import (
+    BrokerDenied,
+    BrokerError,
+    BrokerNotFound,
+    InvalidCredential,
+    TooManyFailures,
+    WorkerError,
+)
+from workers.github.client import MintedToken
+from workers.github.connections import ConnectionStore
+from workers.github.installation import Installation
+from workers.github.minting import mint_or_refuse
+from workers.session.audit import SessionAudit
+from workers.session.credentials import SessionCredentials
+from workers.session.tokens import Revoked, SessionTokens
+from workers.sessions import SessionStore
+from workers.timestamps import iso_z
+
+__all__ = ["Broker", "GitRequest"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GitRequest:
+    """What git asks for: a mount by its path, or the URL (protocol, host, path) it fetches."""
+
+    mount_path: str | None = None
+    protocol: str | None = None
+    host: str | None = None
+    path: str | None = None
+
+
+class Broker:
+    """One per process; every method is sync (the routes run it in a thread)."""
+
+    def __init__(
+        self,
+        *,
+        sessions: SessionStore,
+        credentials: SessionCredentials,
+        audit: SessionAudit,
+        connections: ConnectionStore,
+        tokens: SessionTokens | None,
+        rewrites: list[str] | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.credentials = credentials
+        self.audit = audit
+        self.connections = connections
+        self.tokens = tokens
+        self.rewrites = parse_rewrites(rewrites or ())
+
+    def authenticate(self, session_id: str, credential: str, kind: str) -> SessionSpec:
+        """The session's spec, parsed once, when `credential` is one of its valid credentials;
+        else InvalidCredential (TooManyFailures past the limit of failed authentications)."""
+        if credential and self.credentials.verify(session_id, credential):
+            spec = self.sessions.spec(session_id)
+            if spec is not None:
+                return spec
+        if self.sessions.client.exists(keys.session(session_id)):
+            retry_after = self.audit.failed_authentication(session_id, kind)
+            if retry_after is not None:
+                raise TooManyFailures(
+                    f"session {session_id}: too many failed authentications lately; "
+                    f"try again in {retry_after}s",
+                    sessionId=session_id,
+                    retryAfter=retry_after,
+                )
+        raise InvalidCredential(
+            f"session {session_id}: the session credential is missing, wrong, expired or revoked",
+            sessionId=session_id,
+        )
+
+    # git ------------------------------------------------------------------------------
+    def git_credential(
+        self, session_id: str, spec: SessionSpec, asked: GitRequest
+    ) -> dict[str, Any]:
+        """A token for the mount `asked` names (`spec`: the authenticated session's)."""
+        fields: dict[str, Any] = {"mountPath": asked.mount_path}
+        try:
+            mount = find_git_mount(
+                session_mounts(spec),
+                mount_path=asked.mount_path,
+                protocol=asked.protocol,
+                host=asked.host,
+                path=asked.path,
+                rewrites=self.rewrites,
+            )
+            fields = {"mountPath": mount.mount_path, "repository": mount.repository}
+            permissions = git_permissions(mount)
+            fields["permissions"] = permissions
+            token = self._mint(
+                session_id, mount.repository, permissions, mount.mount_path, mount.installation_id
+            )
+        except (AccessRefused, WorkerError) as exc:
+            raise self._denied(session_id, "git", exc, fields) from None
+        self.audit.record(
+            session_id, "git", "allowed", **{**fields, "permissions": token.permissions}
+        )
+        return {
+            "username": "x-access-token",
+            "password": token.token,
+            "expiresAt": _iso(token),
+            "permissions": token.permissions,
+        }
+
+    # tools ----------------------------------------------------------------------------
+    def tools(self, spec: SessionSpec) -> list[str]:
+        return session_tools(spec)
+
+    def tool_call(
+        self, session_id: str, spec: SessionSpec, tool: str, repository: str
+    ) -> dict[str, Any]:
+        """The gate's decision on one call: what it may do, on which repository, through which
+        installation. Nothing is minted and no token is answered."""
+        fields: dict[str, Any] = {"tool": tool, "repository": repository}
+        try:
+            grant, installation, _ = self._tool_decision(spec, tool, repository, fields)
+        except (AccessRefused, WorkerError) as exc:
+            raise self._denied(session_id, "tool", exc, fields) from None
+        self.audit.record(session_id, "tool", "allowed", **fields)
+        return {
+            "allowed": True,
+            "permissions": grant.permissions,
+            "repository": repository,
+            "installationId": installation.id,
+        }
+
+    def tool_token(
+        self, session_id: str, spec: SessionSpec, tool: str, repository: str
+    ) -> MintedToken:
+        """A token scoped to one allowed tool call, the session's own (revoked when it ends),
+        for hookspawn to make the call itself: never to be answered to the session."""
+        fields: dict[str, Any] = {"tool": tool, "repository": repository}
+        try:
+            grant, installation, repository_id = self._tool_decision(spec, tool, repository, fields)
+            where = grant.mount.mount_path if grant.mount is not None else None
+            token = self._session_token(
+                session_id, installation, repository_id, repository, grant.permissions, where
+            )
+        except (AccessRefused, WorkerError) as exc:
+            raise self._denied(session_id, "tool", exc, fields) from None
+        self.audit.record(
+            session_id, "tool", "allowed", **{**fields, "permissions": token.permissions}
+        )
+        return token
+
+    def _tool_decision(
+        self, spec: SessionSpec, tool: str, repository: str, fields: dict[str, Any]
+    ) -> tuple[ToolGrant, Installation, int]:
+        """The gate, then coverage: a mounted repository through its mount's installation, any
+        other through an installation the session's githubApp mounts were granted at spawn."""
+        grant = tool_grant(spec, tool, repository)
+        fields["permissions"] = grant.permissions
+        if grant.mount is not None:
+            fields["mountPath"] = grant.mount.mount_path
+            pinned = [grant.mount.installation_id]
+        else:
+            pinned = _session_installations(spec)
+        where = f"mount {grant.mount.mount_path}: " if grant.mount is not None else ""
+        installation, repository_id = self._covered(repository, pinned, where)
+        return grant, installation, repository_id
+
+    # end ------------------------------------------------------------------------------
+    def end(self, session_id: str, *, by: str = "admin") -> tuple[int, Revoked]:
+        """End the session: revoke its credentials, then its GitHub tokens (at GitHub, before
+        this returns); BrokerNotFound for an unknown session. `by`: who ended it, for the
+        audit."""
+        if self.sessions.get(session_id) is None:
+            raise BrokerNotFound(
+                f"no session {session_id!r}", code="session_not_found", sessionId=session_id
+            )
+        revoked = self.credentials.revoke(session_id)
+        tokens = self.tokens.revoke(session_id) if self.tokens is not None else Revoked()
+        message = (
+            f"session ended by {by}: {revoked} credential(s) revoked, "
+            f"{tokens.revoked + tokens.already} GitHub token(s) revoked"
+        )
+        if tokens.failed:
+            message += f", {tokens.failed} could not be revoked (GitHub unreachable)"
+        self.audit.record(session_id, "session", "denied", code="session_ended", message=message)
+        return revoked, tokens
+
+    # minting --------------------------------------------------------------------------
+    def _mint(
+        self,
+        session_id: str,
+        repository: str,
+        permissions: Mapping[str, str],
+        mount_path: str | None,
+        pinned: int | None,
+    ) -> MintedToken:
+        """The session's own token for exactly `repository`, from the installation its mount
+        was spawned with (`pinned`), coverage re-checked now."""
+        where = f"mount {mount_path}: " if mount_path else ""
+        installation, repository_id = self._covered(repository, [pinned], where)
+        return self._session_token(
+            session_id, installation, repository_id, repository, permissions, mount_path
+        )
+
+    def _covered(
+        self, repository: str, installations: list[int | None], where: str
+    ) -> tuple[Installation, int]:
+        """The first of `installations` that covers `repository` now; never another one."""
+        for installation_id in installations:
+            if installation_id is None:
+                continue
+            found = self.connections.resolve(
+                repository, pinned=installation_id, delivery_installation=None
+            )
+            if found is not None:
+                return found
+        raise BrokerDenied(
+            f"{where}repository {repository} is not covered by the GitHub App installation "
+            "the session was spawned with",
+            code="repository_not_covered",
+            repository=repository,
+        )
+
+    def _session_token(
+        self,
+        session_id: str,
+        installation: Installation,
+        repository_id: int,
+        repository: str,
+        permissions: Mapping[str, str],
+        mount_path: str | None,
+    ) -> MintedToken:
+        if self.tokens is None:
+            raise BrokerDenied(
+                "no GitHub App credentials are configured: no token can be minted",
+                code="github_not_configured",
+            )
+        if installation.manual:
+            raise BrokerDenied(
+                f"{repository} is covered by a manual connection (`hookspawn connections add`), "
+                "with no GitHub App installation behind it: no token can be minted",
+                code="github_not_configured",
+            )
+        token = mint_or_refuse(
+            partial(self.tokens.get, session_id, installation.id, [repository_id], permissions),
+            self.connections,
+            Grant(installation.id, repository_id),
+            repository=repository,
+            permissions=permissions,
+            mount_path=mount_path,
+        )
+        if isinstance(token, Refusal):
+            raise BrokerDenied(token.message, code=token.code, **token.details)
+        if self.sessions.client.exists(keys.session_ended(session_id)):
+            # ended while this token was being minted: it goes with the others, unanswered
+            self.tokens.revoke(session_id)
+            raise InvalidCredential(
+                f"session {session_id} was ended: the session credential is revoked",
+                sessionId=session_id,
+            )
+        return token
+
+    def _denied(
+        self, session_id: str, kind: str, exc: AccessRefused | WorkerError, fields: dict[str, Any]
+    ) -> WorkerError:
+        """Audit a refusal and turn it into the error the API answers."""
+        if isinstance(exc, AccessRefused):
+            same: type[BrokerError] = (
+                BrokerNotFound if isinstance(exc, AccessNotFound) else BrokerDenied
+            )
+            error: WorkerError = same(exc.message, code=exc.code, **exc.details)
+        else:
+            error = exc
+        self.audit.record(
+            session_id, kind, "denied", code=error.code, message=error.message, **fields
+        )
+        return error
+
+
+def _session_installations(spec: SessionSpec) -> list[int | None]:
+    """The installations the session's githubApp mounts were granted at spawn, in mount order."""
+    found: list[int | None] = []
+    for mount in session_mounts(spec):
+        if mount.github_app and mount.installation_id not in found:
+            found.append(mount.installation_id)
+    return found
+
+
+def _iso(token: MintedToken) -> str:
+    return iso_z(token.expires_at)

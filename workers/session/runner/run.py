@@ -1,0 +1,444 @@
+"""Runs one session on this machine: staging → setup (snapshot cache) → harness → its end."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shlex
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import redis
+from pydantic import ValidationError
+
+from agents.sandbox.config import SandboxConfig
+from agents.session.env import MissingSecret, resolve_env
+from triggers.session_spec import SessionSpec
+from workers import metrics
+from workers.errors import SessionFailed
+from workers.session.runner.command import (
+    CommandCancelled,
+    CommandTimedOut,
+    account_of,
+    run_command,
+    runner_account,
+)
+from workers.session.runner.lease import Heartbeat
+from workers.session.runner.limits import RunnerLimits
+from workers.session.runner.log_writer import SessionLog
+from workers.session.runner.logs import log_path
+from workers.session.runner.roots import scratch_parent, workspaces_root
+from workers.session.runner.sandbox import SandboxUnavailable, confine, srt_scratch
+from workers.session.runner.secret_store import load_secrets
+from workers.session.runner.setup_snapshot import SetupSnapshot
+from workers.session.runner.snapshots import SnapshotCache
+from workers.session.runner.staging import (
+    BrokerLink,
+    Staging,
+    git_config_for,
+    host_path,
+    make_dirs,
+    parse_rewrites,
+    stage_mounts,
+)
+from workers.session.runs import SessionRuns
+from workers.session.status import SessionStatus
+from workers.sessions import SessionStore
+from workers.settings import Settings
+
+__all__ = ["SessionRunner"]
+
+log = logging.getLogger(__name__)
+
+#: the PATH session commands get (the host's environment is not passed on)
+SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: seconds one staging git command may take (a fetch of a large repository included)
+GIT_TIMEOUT = 600
+#: seconds the credential helper's check may take (it starts Python and does nothing)
+HELPER_TIMEOUT = 30
+#: the sandbox's home directory, mapped under the session root like every sandbox path
+HOME = "/home/user"
+
+
+class _Run:
+    """One session's run: its files, log and how its commands are started."""
+
+    def __init__(
+        self,
+        runner: SessionRunner,
+        session: SessionSpec,
+        log_file: SessionLog,
+        beat: Heartbeat,
+    ) -> None:
+        self.runner, self.session, self.log, self.beat = runner, session, log_file, beat
+        self.workspace = runner.workspaces / session.id
+        self.home = host_path(self.workspace, HOME)
+        self.limits = runner.limits.session(
+            session, self.workspace, stop=beat.stop_asked.is_set, note=self.note
+        )
+        #: staging's global git config (beside the session root, outside it)
+        self.git_config = runner.workspaces / f"{session.id}.gitconfig"
+        #: srt's own temporary directory (the sockets to its proxy), made for the first
+        #: confined command and removed when the session ends
+        self.scratch: Path | None = None
+        self.base_env = {"PATH": SESSION_PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}
+        if runner.account:
+            self.base_env["USER"] = runner.account.name
+
+    def note(self, text: str) -> None:
+        self.log.note(text)
+
+    def command(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        *,
+        timeout: float | None,
+        confined: bool,
+        stdin: bytes | None = None,
+    ) -> int:
+        """Run one command of the session; `confined`: inside the sandbox (setup and harness;
+        staging's git runs outside, as the sandbox keeps `.git/config` and hooks unwritable)."""
+        if self.beat.stop_asked.is_set():
+            raise CommandCancelled(argv[0])
+        full_env = {**self.base_env, **env}
+        parent_death = signal.SIGKILL
+        if confined:
+            if self.scratch is None:
+                self.scratch = srt_scratch(self.runner.account, within=self.runner.scratch)
+            wrapped, full_env = self.runner.confine(
+                argv, self.workspace, full_env, scratch=self.scratch
+            )
+            if wrapped != list(argv):
+                # srt passes SIGTERM on to its command; SIGKILL would leave that running
+                parent_death = signal.SIGTERM
+            argv = wrapped
+        try:
+            return run_command(
+                argv,
+                cwd=cwd,
+                env=full_env,
+                timeout=timeout,
+                log=self.log,
+                cancel=self.limits.cancel,
+                account=self.runner.account,
+                stdin=stdin,
+                parent_death=parent_death,
+                preexec=self.limits.preexec(confined),
+            )
+        except (PermissionError, FileNotFoundError) as exc:
+            raise SessionFailed(
+                f"{runner_account(self.runner.account)} cannot run {argv[0]!r} in {cwd}: "
+                f"{exc.strerror} (every directory above the data directory must be traversable "
+                "by HOOKSPAWN_RUNNER_USER, and the command must exist)",
+                code="internal_error",
+            ) from None
+        finally:
+            self.limits.ended()  # a session past its disk limit fails here
+
+    def close(self) -> None:
+        """Remove srt's temporary directory (srt leaves its sockets when it is killed)."""
+        self.limits.close()
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def helper_problem(self) -> str | None:
+        """Why the session's account cannot run the git credential helper, or None: it runs
+        `erase` (which keeps nothing, so does nothing) as git would run it."""
+        helper = self.runner.helper
+        try:
+            code = run_command(
+                [helper, "erase"],
+                cwd=self.workspace,
+                env=self.base_env,
+                timeout=HELPER_TIMEOUT,
+                log=self.log,
+                cancel=self.beat.stop_asked.is_set,
+                account=self.runner.account,
+                stdin=b"",
+            )
+        except (PermissionError, FileNotFoundError) as exc:
+            return str(exc.strerror or exc).lower()
+        except CommandTimedOut:
+            return f"`{Path(helper).name} erase` ran longer than {HELPER_TIMEOUT}s"
+        return None if code == 0 else f"`{Path(helper).name} erase` exited with status {code}"
+
+    def git(self, args: Sequence[str], cwd: Path, env: Mapping[str, str]) -> int:
+        argv = ["git"]
+        for source, target in self.runner.rewrites:
+            argv += ["-c", f"url.{target}.insteadOf={source}"]
+        git_env = {
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": str(self.git_config),
+            **env,
+        }
+        try:
+            return self.command([*argv, *args], cwd, git_env, timeout=GIT_TIMEOUT, confined=False)
+        except CommandTimedOut:
+            raise SessionFailed(
+                f"`git {args[0]}` in {cwd} ran longer than {GIT_TIMEOUT}s and was stopped",
+                code="fetch_failed",
+            ) from None
+
+
+class SessionRunner:
+    """Takes queued sessions (one `run` per Celery task) and runs them to their end."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        client: redis.Redis,
+        owner: str,
+        *,
+        sandbox: SandboxConfig | SandboxUnavailable,
+        issue_credential: Callable[[str], str | None] | None = None,
+    ) -> None:
+        """`sandbox`: what confines setup and harness commands, as opened at the runner's
+        start, or why it could not be opened (every session is then refused).
+        `issue_credential(session_id)`: a fresh session credential for the broker (the
+        broker's SessionCredentials.issue), None for a session ended before it ran; without
+        one a githubApp mount whose spec carries no credential fails its auth preflight."""
+        self.settings = settings
+        self.sandbox = sandbox
+        self.issue_credential = issue_credential
+        self.owner = owner
+        self.sessions = SessionStore(client)
+        self.runs = SessionRuns(client)
+        self.account = account_of(settings.runner_user)
+        self.workspaces = workspaces_root(settings)
+        self.scratch = scratch_parent(self.account, self.workspaces)
+        self.rewrites = parse_rewrites(settings.git_url_rewrite)
+        self.snapshots = SnapshotCache(settings.data_dir / "snapshots")
+        self.limits = RunnerLimits(settings)
+        self.helper = str(Path(sys.executable).parent / "git-credential-hookspawn")
+
+    def run(self, session_id: str) -> str:
+        """Run the session when it is queued; what became of it."""
+        if not self.runs.claim(session_id, self.owner, self.settings.runner_lease_seconds):
+            return "not queued"
+        try:
+            session, gone = self.sessions.spec(session_id), "the session record is gone"
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"])
+            session = None
+            gone = f"the stored session is not a session spec: {where}: {first['msg']}"
+        path = log_path(self.settings.data_dir, session_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lease = self.settings.runner_lease_seconds
+        with (
+            SessionLog(path, self.settings.session_log_limit) as log_file,
+            Heartbeat(self.runs, session_id, self.owner, lease) as beat,
+        ):
+            if session is None:
+                return self._end(session_id, SessionStatus.FAILED, "internal_error", gone)
+            run = _Run(self, session, log_file, beat)
+            try:
+                self._run(run)
+            except SessionFailed as exc:
+                run.note(f"failed: {exc.code}: {exc.message}")
+                return self._end(session_id, SessionStatus.FAILED, exc.code, exc.message)
+            except CommandCancelled:
+                run.note("cancelled")
+                return self._end(session_id, SessionStatus.CANCELLED)
+            except Exception as exc:
+                log.exception("session %s: runner error", session_id)
+                run.note(f"runner error: {type(exc).__name__}: {exc}")
+                return self._end(
+                    session_id,
+                    SessionStatus.FAILED,
+                    "internal_error",
+                    f"{type(exc).__name__}: {exc}",
+                )
+            finally:
+                run.close()
+            run.note("succeeded")
+            return self._end(session_id, SessionStatus.SUCCEEDED)
+
+    def _end(
+        self, session_id: str, status: SessionStatus, code: str | None = None, message: str = ""
+    ) -> str:
+        failure = {"code": code, "message": message} if code else None
+        if self.runs.advance(session_id, self.owner, status, failure):
+            metrics.inc(metrics.SESSIONS_ENDED, status, code or "")
+            self._flush_metrics()
+        return status
+
+    def _flush_metrics(self) -> None:
+        # the runner records a few series per session: flushed as they happen, no thread
+        with contextlib.suppress(redis.RedisError):
+            metrics.flush(self.runs.client)
+
+    def confine(
+        self, argv: Sequence[str], workspace: Path, env: dict[str, str], *, scratch: Path
+    ) -> tuple[list[str], dict[str, str]]:
+        """`argv` and `env` wrapped by the sandbox, reaching the domains
+        HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS lists (`scratch`: srt's own temporary directory,
+        `srt_scratch`); a session fails rather than run unconfined."""
+        if isinstance(self.sandbox, SandboxUnavailable):
+            raise SessionFailed(_refusal(self.sandbox), code="sandbox_unavailable")
+        try:
+            return confine(
+                argv,
+                workspace=workspace,
+                config=self.sandbox,
+                env=env,
+                allowed_domains=self.settings.sandbox_allowed_domains,
+                scratch=scratch,
+            )
+        except SandboxUnavailable as exc:
+            raise SessionFailed(_refusal(exc), code="sandbox_unavailable") from None
+
+    def _run(self, run: _Run) -> None:
+        if isinstance(self.sandbox, SandboxUnavailable):
+            raise SessionFailed(_refusal(self.sandbox), code="sandbox_unavailable")
+        session = run.session
+        spec = session.environment.spec
+        try:
+            env = resolve_env(
+                [spec.get("env") or {}, session.env],
+                load_secrets(self.settings.secrets_file),
+            )
+        except MissingSecret as exc:
+            raise SessionFailed(exc.message, code="secret_missing") from None
+        make_dirs(run.workspace, run.home, self.account)
+        mounts = session.mounts
+        run.git_config.write_text(git_config_for([m.url for m in mounts], self.rewrites))
+        run.git_config.chmod(0o644)
+        run.note(f"staging {len(mounts)} mount(s) in {run.workspace}")
+        staging = Staging(
+            workspace=run.workspace,
+            git=run.git,
+            note=run.note,
+            account=self.account,
+            helper=self.helper,
+            broker=self._broker(session),
+            helper_problem=run.helper_problem,
+        )
+        stage_mounts(staging, mounts, session.requester)
+        self._advance(run, SessionStatus.SETUP)
+        working = session.working_directory
+        cwd = host_path(run.workspace, working) if working else run.workspace
+        if working:
+            make_dirs(run.workspace, cwd, self.account)
+            self._setup(run, spec, cwd, env)
+        else:
+            run.note("no working directory: setup skipped")
+        self._advance(run, SessionStatus.RUNNING)
+        self._harness(run, cwd, env)
+
+    def _broker(self, session: SessionSpec) -> BrokerLink | None:
+        """The spec's `broker`, with a session credential: a stored spec carries only the
+        broker's url, so one is issued for this start (kept in memory, handed to git's
+        environment only)."""
+        if session.broker is None:
+            return None
+        url, credential = session.broker.url, session.broker.credential
+        if not credential and self.issue_credential is not None:
+            credential = self.issue_credential(session.id)
+            return BrokerLink(url, credential, ended=credential is None)
+        return BrokerLink(url, credential)
+
+    def _advance(self, run: _Run, status: SessionStatus) -> None:
+        if run.beat.stop_asked.is_set():
+            raise CommandCancelled(status)
+        run.note(status)
+        self.runs.advance(run.session.id, self.owner, status)
+        run.limits.phase(status)
+        if status == SessionStatus.RUNNING:
+            created = datetime.fromisoformat(run.session.created_at)
+            metrics.observe(metrics.SESSION_START_SECONDS, time.time() - created.timestamp())
+            self._flush_metrics()
+
+    def _setup(self, run: _Run, spec: Mapping[str, Any], cwd: Path, env: dict[str, str]) -> None:
+        entries = spec.get("setup") or []
+        snapshot = SetupSnapshot(
+            self.snapshots,
+            self.runs,
+            self.owner,
+            run.session,
+            spec,
+            workspace=run.workspace,
+            home=run.home,
+            cwd=cwd,
+            account=self.account,
+            note=run.note,
+        )
+        if entries:
+            snapshot.restore()
+        for entry in entries:
+            script = "set -eu\n" + "\n".join(entry["commands"])
+            run.note(f"setup {entry['name']}")
+            try:
+                code = run.command(
+                    ["/bin/sh", "-lc", script],
+                    cwd,
+                    env,
+                    timeout=self.settings.setup_timeout,
+                    confined=True,
+                )
+            except CommandTimedOut:
+                raise SessionFailed(
+                    f"setup entry {entry['name']!r} ran longer than "
+                    f"{self.settings.setup_timeout:g}s and was stopped",
+                    code="setup_timeout",
+                ) from None
+            if code != 0:
+                raise SessionFailed(
+                    f"setup entry {entry['name']!r} exited with status {code}", code="setup_failed"
+                )
+        if entries:
+            # past the disk limit nothing is saved: the session fails disk_limit_exceeded
+            run.limits.check_disk()
+            snapshot.save()
+
+    def _harness(self, run: _Run, cwd: Path, env: dict[str, str]) -> None:
+        command = self.settings.harness_command
+        if not command:
+            run.note("no harness command (HOOKSPAWN_HARNESS_COMMAND): done after setup")
+            return
+        session = run.session
+        harness_env = {
+            **env,
+            "HOOKSPAWN_SESSION_ID": session.id,
+            "HOOKSPAWN_SESSION_TITLE": session.display_title or "",
+            "HOOKSPAWN_SESSION_PROMPT": session.initial_prompt or "",
+            "HOOKSPAWN_SESSION_MESSAGE": session.message or "",
+        }
+        argv = shlex.split(command)
+        run.note(f"harness: {shlex.join(argv)}")
+        started = time.monotonic()
+        limit = self.settings.harness_timeout.total_seconds()
+        try:
+            code = run.command(
+                argv,
+                cwd,
+                harness_env,
+                timeout=limit,
+                confined=True,
+                stdin=(session.initial_prompt or "").encode(),
+            )
+        except CommandTimedOut:
+            raise SessionFailed(
+                f"the harness `{argv[0]}` ran longer than HOOKSPAWN_HARNESS_TIMEOUT "
+                f"({limit:g}s) and was stopped",
+                code="harness_timeout",
+            ) from None
+        if code != 0:
+            raise SessionFailed(
+                f"the harness `{argv[0]}` exited with status {code} after "
+                f"{time.monotonic() - started:.0f}s",
+                code="harness_failed",
+            )
+
+
+def _refusal(exc: SandboxUnavailable) -> str:
+    return f"the runner's sandbox cannot start, so no command was run: {exc}"

@@ -1,0 +1,315 @@
+"""A locally run session's lifecycle in Redis: status, failure, lease, cancel (SPEC §15)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, cast
+
+import redis
+from pydantic import BaseModel, ConfigDict, Field
+
+from triggers.session_spec import SessionSpec
+from workers import keys
+from workers.session.status import ACTIVE, TERMINAL, SessionStatus, lua_is, lua_literal
+from workers.timestamps import now_iso
+
+__all__ = ["ACTIVE", "TERMINAL", "Failure", "SessionRuns", "SessionWithRun"]
+
+# the scripts below name statuses only through these (their text is built from the enum)
+_QUEUED = lua_literal(SessionStatus.QUEUED)
+_STAGING = lua_literal(SessionStatus.STAGING)
+_CANCELLED = lua_literal(SessionStatus.CANCELLED)
+_FAILED = lua_literal(SessionStatus.FAILED)
+
+# A run record is kept as long as its session (`ttl`, HOOKSPAWN_SESSION_RETENTION): it
+# expires `ttl` after it was queued, or after it ended when a runner took it (a held session
+# never expires under its runner).
+
+# Record a session as queued unless it has a run record. KEYS: run, queued index; ARGV:
+# workspace, now (ISO), now (epoch), session id, ttl (seconds). Answers the status it has now.
+_QUEUE = f"""
+local run, queued = KEYS[1], KEYS[2]
+local workspace, now, epoch, id, ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+if redis.call('HSETNX', run, 'status', {_QUEUED}) == 1 then
+  redis.call('HSET', run, 'workspace', workspace, 'queuedAt', now, 'ttl', ttl)
+  redis.call('EXPIRE', run, ttl)
+  redis.call('ZADD', queued, epoch, id)
+end
+return redis.call('HGET', run, 'status')
+"""
+
+# A runner takes a queued session. KEYS: run, leases, queued index; ARGV: owner, lease
+# deadline, now, session id. Answers 1 when taken, 0 when it is not queued (taken already,
+# ended, or cancelled).
+_CLAIM = f"""
+local run, leases, queued = KEYS[1], KEYS[2], KEYS[3]
+local owner, deadline, now, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if redis.call('HGET', run, 'status') ~= {_QUEUED} then return 0 end
+redis.call('HSET', run, 'status', {_STAGING}, 'owner', owner, 'stagingAt', now)
+redis.call('PERSIST', run)
+redis.call('ZADD', leases, deadline, id)
+redis.call('ZREM', queued, id)
+return 1
+"""
+
+# The holder moves its session on. KEYS: run, leases; ARGV: owner, status, now, failure JSON
+# (''), session id. Answers 1 when moved, 0 when the session is no longer the owner's to move
+# (ended by the sweep or by a cancel).
+_ADVANCE = f"""
+local run, leases = KEYS[1], KEYS[2]
+local owner, status, now, failure, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local current = redis.call('HGET', run, 'status')
+if redis.call('HGET', run, 'owner') ~= owner then return 0 end
+if {lua_is("current", TERMINAL)} then return 0 end
+redis.call('HSET', run, 'status', status, status .. 'At', now)
+if {lua_is("status", TERMINAL)} then
+  redis.call('HSET', run, 'endedAt', now)
+  if failure ~= '' then redis.call('HSET', run, 'failure', failure) end
+  redis.call('ZREM', leases, id)
+  local ttl = redis.call('HGET', run, 'ttl')
+  if ttl then redis.call('EXPIRE', run, ttl) end
+end
+return 1
+"""
+
+# The holder renews its lease. KEYS: run, leases; ARGV: owner, deadline, session id.
+# Answers the cancel flag ('1' or '0'), or -1 when the session is no longer the owner's.
+_RENEW = f"""
+local run, leases, owner, deadline, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
+local current = redis.call('HGET', run, 'status')
+if redis.call('HGET', run, 'owner') ~= owner then return -1 end
+if {lua_is("current", TERMINAL)} then return -1 end
+redis.call('ZADD', leases, deadline, id)
+return redis.call('HGET', run, 'cancel') or '0'
+"""
+
+# The holder records its setup snapshot. KEYS: run; ARGV: owner, then field/value pairs (of
+# SNAPSHOT_FIELDS). Answers 1 when recorded, 0 when the session is no longer the owner's.
+_SNAPSHOT = """
+local run, owner = KEYS[1], ARGV[1]
+if redis.call('HGET', run, 'owner') ~= owner then return 0 end
+for i = 2, #ARGV, 2 do
+  local field, value = ARGV[i], ARGV[i + 1]
+  redis.call('HSET', run, field, value)
+end
+return 1
+"""
+
+#: the run record's setup snapshot fields, as the API shows them
+SNAPSHOT_FIELDS = ("snapshotKey", "snapshotScope", "snapshot")
+
+# Cancel. KEYS: run, queued index; ARGV: now, session id. A queued session ends `cancelled`
+# at once; an active one is flagged for its runner, which kills what runs and ends it.
+# Answers the status it has now ('' when the session has no run record).
+_CANCEL = f"""
+local run, queued, now, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+local current = redis.call('HGET', run, 'status')
+if not current then return '' end
+if current == {_QUEUED} then
+  redis.call('HSET', run, 'status', {_CANCELLED}, 'cancelledAt', now, 'endedAt', now)
+  redis.call('ZREM', queued, id)
+  return {_CANCELLED}
+end
+if {lua_is("current", ACTIVE)} then
+  redis.call('HSET', run, 'cancel', '1')
+end
+return current
+"""
+
+# Fail one session whose lease ran out. KEYS: run, leases; ARGV: session id, now (epoch,
+# for the deadline check), now (ISO), failure JSON. Answers 1 when failed now.
+_LOST = f"""
+local run, leases, id, epoch, now, failure = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local deadline = redis.call('ZSCORE', leases, id)
+if not deadline or tonumber(deadline) > tonumber(epoch) then return 0 end
+redis.call('ZREM', leases, id)
+local current = redis.call('HGET', run, 'status')
+if not {lua_is("current", ACTIVE)} then return 0 end
+redis.call('HSET', run, 'status', {_FAILED}, 'failedAt', now, 'endedAt', now, 'failure', failure)
+local ttl = redis.call('HGET', run, 'ttl')
+if ttl then redis.call('EXPIRE', run, ttl) end
+return 1
+"""
+
+
+class Failure(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    code: str
+    message: str
+
+
+class SessionWithRun(SessionSpec):
+    """A session as GET /sessions/{id} answers it: the spec, and with HOOKSPAWN_RUNNER=local
+    how its run stands."""
+
+    status: str | None = Field(
+        None, description="queued, staging, setup, running, succeeded, failed or cancelled"
+    )
+    failure: Failure | None = None
+    workspace: str | None = Field(None, description="the session root on the host")
+    snapshot_key: str | None = Field(
+        None, description="the setup snapshot's key, once setup has computed it"
+    )
+    snapshot_scope: str | None = Field(
+        None,
+        description="the scope of the snapshot restored or saved (branch:OWNER/NAME@BRANCH, "
+        "pull:OWNER/NAME#N, ref:OWNER/NAME@REF); before either, the one it would save into",
+    )
+    snapshot: str | None = Field(None, description="restored, saved or missed")
+    log_tail: str | None = None
+    times: dict[str, str] | None = Field(None, description="when it entered each status")
+
+
+_LOST_FAILURE = json.dumps(
+    {
+        "code": "runner_lost",
+        "message": "the runner holding this session stopped (killed or lost) before the "
+        "session ended",
+    }
+)
+
+
+def _now() -> str:
+    return now_iso("milliseconds")
+
+
+class SessionRuns:
+    """Run records by session id; transitions are checked inside Redis (one script each)."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self._queue = client.register_script(_QUEUE)
+        self._claim = client.register_script(_CLAIM)
+        self._advance = client.register_script(_ADVANCE)
+        self._renew = client.register_script(_RENEW)
+        self._cancel = client.register_script(_CANCEL)
+        self._snapshot = client.register_script(_SNAPSHOT)
+        self._lost = client.register_script(_LOST)
+
+    def queue(self, session_id: str, *, workspace: str, ttl: int) -> str:
+        """Record the session as queued (once), kept `ttl` seconds (as its session is); its
+        status now."""
+        status = self._queue(
+            keys=[keys.session_run(session_id), keys.RUNNER_QUEUED],
+            args=[workspace, _now(), time.time(), session_id, ttl],
+        )
+        return cast(bytes, status).decode()
+
+    def claim(self, session_id: str, owner: str, lease: float) -> bool:
+        return bool(
+            self._claim(
+                keys=[keys.session_run(session_id), keys.RUNNER_LEASES, keys.RUNNER_QUEUED],
+                args=[owner, time.time() + lease, _now(), session_id],
+            )
+        )
+
+    def advance(
+        self, session_id: str, owner: str, status: str, failure: dict[str, str] | None = None
+    ) -> bool:
+        return bool(
+            self._advance(
+                keys=[keys.session_run(session_id), keys.RUNNER_LEASES],
+                args=[owner, status, _now(), json.dumps(failure) if failure else "", session_id],
+            )
+        )
+
+    def note_snapshot(self, session_id: str, owner: str, **fields: str) -> bool:
+        """Record the setup snapshot's fields (SNAPSHOT_FIELDS) while the session is the
+        owner's; whether it was."""
+        unknown = set(fields) - set(SNAPSHOT_FIELDS)
+        if unknown:
+            raise ValueError(f"not a snapshot field of the run record: {sorted(unknown)}")
+        pairs = [item for pair in fields.items() for item in pair]
+        return bool(self._snapshot(keys=[keys.session_run(session_id)], args=[owner, *pairs]))
+
+    def renew(self, session_id: str, owner: str, lease: float) -> bool | None:
+        """Extend the lease; whether a cancel was asked (None: the session is not ours now)."""
+        answer = self._renew(
+            keys=[keys.session_run(session_id), keys.RUNNER_LEASES],
+            args=[owner, time.time() + lease, session_id],
+        )
+        if answer == -1:
+            return None
+        return bytes(answer) == b"1"
+
+    def cancel(self, session_id: str) -> str | None:
+        """Ask to cancel; the status now (None: the session is not run by a local runner)."""
+        answer = cast(
+            bytes,
+            self._cancel(
+                keys=[keys.session_run(session_id), keys.RUNNER_QUEUED], args=[_now(), session_id]
+            ),
+        )
+        return answer.decode() or None
+
+    def waiting_since(self, seconds: float) -> list[str]:
+        """Sessions still queued `seconds` after they were queued (or last handed out here):
+        their run message may be lost (a crash between storing and queuing it), so the caller
+        queues them again; each is counted as handed out now. A duplicate message is harmless:
+        a runner takes a session only while it is queued."""
+        now = time.time()
+        found = cast(
+            list[bytes], self.client.zrangebyscore(keys.RUNNER_QUEUED, "-inf", now - seconds)
+        )
+        ids = [raw.decode() for raw in found]
+        pipe = self.client.pipeline(transaction=False)
+        for session_id in ids:
+            pipe.exists(keys.session_run(session_id))
+        kept = [i for i, present in zip(ids, pipe.execute(), strict=True) if present]
+        gone = [i for i in ids if i not in kept]
+        if gone:  # expired while queued (no runner took it within the retention)
+            self.client.zrem(keys.RUNNER_QUEUED, *gone)
+        if kept:
+            self.client.zadd(keys.RUNNER_QUEUED, {session_id: now for session_id in kept}, xx=True)
+        return kept
+
+    def sweep_lost(self) -> list[str]:
+        """Fail (`runner_lost`) every session whose runner stopped renewing its lease."""
+        expired = cast(
+            list[bytes], self.client.zrangebyscore(keys.RUNNER_LEASES, "-inf", time.time())
+        )
+        return [raw.decode() for raw in expired if self.settle(raw.decode())]
+
+    def settle(self, session_id: str) -> bool:
+        """Fail the session `runner_lost` when its lease has run out; True when it did now.
+        (Reading a session settles it too, so one is never left `running` for want of a
+        runner to sweep.)"""
+        return bool(
+            self._lost(
+                keys=[keys.session_run(session_id), keys.RUNNER_LEASES],
+                args=[session_id, time.time(), _now(), _LOST_FAILURE],
+            )
+        )
+
+    def get(self, session_id: str) -> dict[str, Any] | None:
+        """The run record as the API shows it (status, failure, workspace, the snapshot's key,
+        scope and outcome, times);
+        None when the session is not run by a local runner."""
+        raw = cast(dict[bytes, bytes], self.client.hgetall(keys.session_run(session_id)))
+        return _view(raw) if raw else None
+
+    def views(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """`get` for many sessions in one round trip; those with no run record left out."""
+        pipe = self.client.pipeline(transaction=False)
+        for session_id in session_ids:
+            pipe.hgetall(keys.session_run(session_id))
+        return {
+            session_id: _view(raw)
+            for session_id, raw in zip(session_ids, pipe.execute(), strict=True)
+            if raw
+        }
+
+
+def _view(raw: dict[bytes, bytes]) -> dict[str, Any]:
+    record = {k.decode(): v.decode() for k, v in raw.items()}
+    return {
+        "status": record["status"],
+        "failure": json.loads(record["failure"]) if "failure" in record else None,
+        "workspace": record.get("workspace"),
+        **{name: record.get(name) for name in SNAPSHOT_FIELDS},
+        "times": {
+            name[: -len("At")]: value for name, value in record.items() if name.endswith("At")
+        },
+    }

@@ -1,0 +1,138 @@
+"""Installation tokens the broker hands to one session, and their revocation when it ends.
+
+A session's git and tool tokens are its own: minted for it, reused only by it (until near
+expiry), never taken from or put into the spawn path's shared cache, so revoking them at
+GitHub (`DELETE /installation/token`) when the session ends touches no other session. They
+are held in this process's memory only, never in Redis or a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from workers.errors import WorkerError
+from workers.github.client import MintedToken
+from workers.github.token_cache import REFRESH_MARGIN, Mint
+
+__all__ = ["Revoked", "SessionTokens"]
+
+log = logging.getLogger(__name__)
+
+#: what `revoke_token(token, installation_id)` is: usually `GitHubApp.revoke_token`
+Revoke = Callable[[str, int], None]
+
+_Key = tuple[int, frozenset[int], frozenset[tuple[str, str]]]
+
+
+@dataclass(frozen=True)
+class Revoked:
+    """What ending a session did to its tokens: revoked now, already dead, not revoked."""
+
+    revoked: int = 0
+    already: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True)
+class _Held:
+    scope: _Key
+    token: MintedToken
+
+
+class SessionTokens:
+    """Every unexpired token minted for each session, by session id; thread-safe."""
+
+    def __init__(
+        self,
+        mint: Mint,
+        revoke: Revoke,
+        *,
+        clock: Callable[[], float] = time.time,
+        refresh_margin: float = REFRESH_MARGIN,
+    ) -> None:
+        self._mint = mint
+        self._revoke = revoke
+        self._clock = clock
+        self._margin = refresh_margin
+        self._lock = threading.Lock()
+        self._held: dict[str, list[_Held]] = {}
+
+    def __repr__(self) -> str:
+        with self._lock:
+            return f"SessionTokens(sessions={len(self._held)})"
+
+    def get(
+        self,
+        session_id: str,
+        installation_id: int,
+        repository_ids: Sequence[int],
+        permissions: Mapping[str, str],
+    ) -> MintedToken:
+        """The session's own token for exactly this scope: one it holds (not within the refresh
+        margin of its expiry), or a fresh one. Every token stays held until it expires, so
+        ending the session revokes the replaced ones too."""
+        scope: _Key = (
+            int(installation_id),
+            frozenset(int(r) for r in repository_ids),
+            frozenset((str(k), str(v)) for k, v in permissions.items()),
+        )
+        with self._lock:
+            self._drop_expired()
+            fresh = self._clock() + self._margin
+            for held in self._held.get(session_id, ()):
+                if held.scope == scope and held.token.expires_at.timestamp() > fresh:
+                    return held.token
+        token = self._mint(scope[0], sorted(scope[1]), dict(permissions))
+        with self._lock:
+            self._held.setdefault(session_id, []).append(_Held(scope, token))
+        return token
+
+    def holds(self, session_id: str) -> int:
+        """How many unexpired tokens the session has."""
+        with self._lock:
+            self._drop_expired()
+            return len(self._held.get(session_id, ()))
+
+    def revoke(self, session_id: str) -> Revoked:
+        """Revoke every unexpired token of the session at GitHub and forget them all.
+
+        A token GitHub already refuses counts as `already`; one it could not be asked about
+        (GitHub unreachable) is logged and counted `failed`: it dies at its expiry.
+        """
+        with self._lock:
+            self._drop_expired()
+            held = self._held.pop(session_id, [])
+        revoked = already = failed = 0
+        for item in held:
+            installation_id = item.scope[0]
+            try:
+                self._revoke(item.token.token, installation_id)
+            except WorkerError as exc:
+                if exc.details.get("status") == 401:
+                    already += 1
+                    continue
+                failed += 1
+                log.warning(
+                    "session %s: a token of installation %s could not be revoked (%s); it "
+                    "expires at %s",
+                    session_id,
+                    installation_id,
+                    exc.message,
+                    item.token.expires_at.isoformat(),
+                )
+            else:
+                revoked += 1
+        return Revoked(revoked, already, failed)
+
+    def _drop_expired(self) -> None:
+        now = self._clock()
+        for session_id in list(self._held):
+            alive = [h for h in self._held[session_id] if h.token.expires_at.timestamp() > now]
+            if alive:
+                self._held[session_id] = alive
+            else:
+                del self._held[session_id]

@@ -1,4 +1,4 @@
-"""Repository and branch globs (SPEC §5): `*` and `?` within a path segment, `**` across them.
+"""Repository and branch globs: `*` and `?` within a path segment, `**` across them.
 
 Syntax, checked by `validate_glob`:
 

@@ -65,7 +65,7 @@ class Capabilities:
         return tuple(key for _, key, _ in CAPABILITY_FIELDS if key not in self.written)
 
     def token_permissions(self) -> dict[str, str]:
-        """The installation-token permission body (SPEC §8)."""
+        """The installation-token permission body."""
         body: dict[str, str] = {}
         for attr, _, permission in CAPABILITY_FIELDS:
             level = getattr(self, attr)

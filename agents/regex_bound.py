@@ -1,4 +1,4 @@
-"""Bounded regular expressions for `matches` filters (SPEC §5): RE2, linear time, capped cost.
+"""Bounded regular expressions for `matches` filters: RE2, linear time, capped cost.
 
 A filter pattern is written by an agent author, the subject comes from a webhook (a comment
 body can be megabytes), so neither may stall a worker:

@@ -1,4 +1,4 @@
-"""Trigger entries → Trigger (SPEC §5): event, globs, filters, bots, text templates, stable keys."""
+"""Trigger entries → Trigger: event, globs, filters, bots, text templates, stable keys."""
 
 from __future__ import annotations
 

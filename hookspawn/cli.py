@@ -1,4 +1,4 @@
-"""The `hookspawn` command line (SPEC §11)."""
+"""The `hookspawn` command line."""
 
 from __future__ import annotations
 

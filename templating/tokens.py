@@ -1,6 +1,6 @@
 """Token syntax: split a source into literal text and ``{{ path }}`` tokens, checked with jinja2.
 
-Syntax (SPEC §3):
+Syntax:
 
 * ``{{ a.b.0.c }}`` is a token: a dotted path whose segments are ASCII names
   (``[A-Za-z_][A-Za-z0-9_]*``) or list indexes (``0`` or digits without a leading

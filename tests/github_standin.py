@@ -787,7 +787,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("x-github-request-id", secrets.token_hex(8).upper())
             if "x-ratelimit-remaining" not in answer.headers:
                 # GitHub sends these on every answer; a refusal carrying them with budget left
-                # is not a rate limit (SPEC §7).
+                # is not a rate limit.
                 self.send_header("x-ratelimit-limit", "5000")
                 self.send_header("x-ratelimit-remaining", "4999")
                 self.send_header("x-ratelimit-reset", str(int(time.time()) + 3600))

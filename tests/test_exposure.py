@@ -1,4 +1,4 @@
-"""The admin API never listens beyond loopback by accident (SPEC §14)."""
+"""The admin API never listens beyond loopback by accident."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which installation covers a repository (SPEC §7), pure, over a snapshot of the connections."""
+"""Which installation covers a repository, pure, over a snapshot of the connections."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class Coverage(Generic[C]):
     def resolve(
         self, full_name: str, *, pinned: int | None, delivery_installation: int | None
     ) -> tuple[C, int] | None:
-        """The installation a mount of `full_name` uses, with the repository id (SPEC §7).
+        """The installation a mount of `full_name` uses, with the repository id.
 
         A pinned `auth.installationId` is used only when it is a known active installation
         covering the repository; otherwise there is none (never another installation, never an

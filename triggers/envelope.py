@@ -1,4 +1,4 @@
-"""The trigger payload envelope (SPEC §4): the webhook body in lowerCamelCase under `github`."""
+"""The trigger payload envelope: the webhook body in lowerCamelCase under `github`."""
 
 from __future__ import annotations
 

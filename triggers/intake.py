@@ -123,7 +123,7 @@ def _repository(body: Mapping[str, Any]) -> str | None:
 def parse_delivery(
     headers: Mapping[str, str], raw: bytes, secrets: Sequence[str]
 ) -> ParsedDelivery:
-    """Check a request in SPEC §10's order: size, signature, headers, content type, body.
+    """Check a request in the intake's order: size, signature, headers, content type, body.
 
     `headers` must have lower-case names.
     """

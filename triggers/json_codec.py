@@ -62,7 +62,7 @@ def check_depth(raw: bytes, value: Any, limit: int = MAX_DEPTH) -> None:
 
 
 def load_body(body: bytes) -> Any:
-    """A recorded webhook body as JSON values, integers of any size kept exact (SPEC §4)."""
+    """A recorded webhook body as JSON values, integers of any size kept exact."""
     if _LONG_DIGITS in body.translate(_DIGITS_ONLY):
         return json.loads(body)
     return orjson.loads(body)

@@ -1,4 +1,4 @@
-"""Trigger matching (SPEC §5): an index by event name, and a decision per (agent, trigger).
+"""Trigger matching: an index by event name, and a decision per (agent, trigger).
 
 Pure: the index is built once per compiled agent set and answers which triggers an envelope
 fires, and for the others the first condition that failed. It never acts.

@@ -1,4 +1,4 @@
-"""How one spawn ended (SPEC §6): the outcome recorded with its delivery or answered to a start."""
+"""How one spawn ended: the outcome recorded with its delivery or answered to a start."""
 
 from __future__ import annotations
 

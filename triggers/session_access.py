@@ -148,7 +148,7 @@ def find_git_mount(
 
 
 def git_permissions(mount: SessionMountView) -> dict[str, str]:
-    """The git credential scope of a mount (SPEC §8), as its spec was spawned with (its
+    """The git credential scope of a mount, as its spec was spawned with (its
     `gitPermissions`); `no_git_credential` when none."""
     if not mount.github_app:
         raise AccessDenied(

@@ -1,4 +1,4 @@
-"""The dispatched session spec (SPEC §9): what a session is created from. Never holds a token."""
+"""The dispatched session spec: what a session is created from. Never holds a token."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class CommitAuthor(_Model):
 class SessionMount(_Model):
     """One checkout. `url` is the address staging fetches (the mounts seed's resolution);
     `repository` is owner/name on GitHub (App auth and coverage use it); `git_permissions` is
-    the scope of the mount's git credential, None when it gets none (SPEC §8).
+    the scope of the mount's git credential, None when it gets none.
     `event_dependent`: the ref was rendered from the event (a ref template), so the event's
     author may have chosen it (setup snapshots are scoped by it)."""
 
@@ -59,7 +59,7 @@ class Requester(_Model):
 
 
 class BrokerAccess(_Model):
-    """How the session reaches the credential broker (SPEC §15). `credential` is present only
+    """How the session reaches the credential broker. `credential` is present only
     in the spec handed over at dispatch; a stored spec never carries it (see `without_input`)."""
 
     url: str

@@ -1,6 +1,6 @@
-"""The spawn decision (SPEC §6), pure: what one spawn would do, and why.
+"""The spawn decision, pure: what one spawn would do, and why.
 
-`plan_spawn` follows SPEC §6's order — already dispatched? → suppress? → render refs →
+`plan_spawn` follows the spawn decision's order — already dispatched? → suppress? → render refs →
 validate refs → which installation and what token would be asked → render texts → the
 session spec (no token) — and answers `Planned`, `Refused`, `Suppressed` or
 `AlreadyDispatched`. A manual or agent start is first checked by `startable` (`plan_start`
@@ -127,7 +127,7 @@ class Planned:
 
 @dataclass(frozen=True)
 class Refused:
-    """A rule refuses the spawn. `mints` are the tokens SPEC §6 asks before the refusing rule
+    """A rule refuses the spawn. `mints` are the tokens the decision asks before the refusing rule
     (a text refusal comes after them): the pipeline still asks them, and a refusal of one
     of them is the outcome instead."""
 
@@ -178,7 +178,7 @@ def plan_spawn(
     """The plan of one spawn of `agent`, from the connections as `coverage` saw them.
 
     `broker_url`: the credential broker's base URL, under which a session with a githubApp
-    mount finds its broker (SPEC §15); None plans specs without one. `dispatched`: looks up
+    mount finds its broker; None plans specs without one. `dispatched`: looks up
     whether the spawn was dispatched already (None: not looked up)."""
     session_id = (
         trigger_spawn_id(start.delivery_id, agent.name, start.trigger.key)

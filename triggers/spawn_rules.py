@@ -25,7 +25,7 @@ MAX_SPAWN_DEPTH = 5
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a rule refuses a spawn; `code` is one of SPEC §6's refusal codes."""
+    """Why a rule refuses a spawn; `code` is one of the spawn refusal codes."""
 
     code: str
     message: str

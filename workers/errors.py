@@ -49,7 +49,7 @@ class TokenRefused(WorkerError):
 
 
 class AccessRevoked(TokenRefused):
-    """GitHub definitively refused a token (SPEC §7): the grant must be pruned.
+    """GitHub definitively refused a token: the grant must be pruned.
 
     `kind` is `installation_deleted`, `installation_suspended` or `repository_inaccessible`.
     """
@@ -82,7 +82,7 @@ class ConfigurationError(WorkerError):
 
 
 class BrokerError(WorkerError):
-    """The credential broker said no to a session (SPEC §15); `code` names why."""
+    """The credential broker said no to a session; `code` names why."""
 
 
 class InvalidCredential(BrokerError):
@@ -117,7 +117,7 @@ class BrokerNotFound(BrokerError):
 
 
 class SessionFailed(WorkerError):
-    """A locally run session ends `failed` with this code (SPEC §15: `git_auth_failed`,
+    """A locally run session ends `failed` with this code (`git_auth_failed`,
     `fetch_failed`, `setup_failed`, `setup_timeout`, `secret_missing`, `harness_failed`,
     `harness_timeout`)."""
 

@@ -75,7 +75,7 @@ def github_app_state(state: str) -> str:
     return f"{PREFIX}:github-app-state:{state}"
 
 
-#: hash: a locally run session's lifecycle (SPEC §15): status, failure (JSON), workspace,
+#: hash: a locally run session's lifecycle: status, failure (JSON), workspace,
 #: snapshotKey, snapshotScope and snapshot (its setup snapshot's key, scope and outcome),
 #: owner (the runner holding it), cancel ("1" once asked), `<status>At` times and ttl (its
 #: retention in seconds); expires with its session, never while a runner holds it

@@ -111,7 +111,7 @@ OptionalDuration = Annotated[
 
 
 class Settings(BaseSettings):
-    """Every `HOOKSPAWN_*` variable of SPEC §12."""
+    """Every `HOOKSPAWN_*` variable (README's settings table)."""
 
     model_config = SettingsConfigDict(env_prefix="HOOKSPAWN_", extra="ignore", frozen=True)
 
@@ -164,14 +164,14 @@ class Settings(BaseSettings):
     body_budget: Size = Field(default=256 * 1024 * 1024, ge=1024 * 1024)
     #: addresses or networks of proxies whose X-Forwarded-Proto / -For are believed
     trusted_proxies: Annotated[Csv, AfterValidator(proxy_addresses)] = Field(default_factory=list)
-    #: the sandbox configuration (SPEC §15) session commands are confined by
+    #: the sandbox configuration session commands are confined by
     sandbox_config: Path | None = None
     #: domain patterns confined commands may reach through srt's proxy (`example.com`,
     #: `*.example.com`, `127.0.0.1:8000`, …); empty: no network
     sandbox_allowed_domains: Annotated[Csv, AfterValidator(srt_domains)] = Field(
         default_factory=list
     )
-    #: `local`: created sessions are run on this machine by `hookspawn runner` (SPEC §15)
+    #: `local`: created sessions are run on this machine by `hookspawn runner`
     runner: Annotated[Literal["local"] | None, BeforeValidator(lambda v: v or None)] = None
     #: who setup and harness commands run as when the runner runs as root (`""`: as root)
     runner_user: str = "nobody"

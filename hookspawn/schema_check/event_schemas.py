@@ -6,8 +6,8 @@ by the pure core. The models omit some fields GitHub sends, so a path they refus
 possible when GitHub's example payloads carry it (`event_paths`, beside this module). The
 checks of compiled agents built on these verdicts are in `event_checks`.
 
-Envelope keys are the models' JSON names (field aliases, else field names) in lowerCamelCase
-(SPEC §4); `github.event` and `github.deliveryId` always exist (and `triggerEventId` in refs).
+Envelope keys are the models' JSON names (field aliases, else field names) in lowerCamelCase;
+`github.event` and `github.deliveryId` always exist (and `triggerEventId` in refs).
 
 A path is, for one (event, action):
 - impossible: some segment names no field of its object (closed models), indexes something
@@ -39,7 +39,7 @@ from triggers.envelope import camel
 
 __all__ = ["EventSchemas", "PathVerdict", "UnknownEvent"]
 
-#: envelope keys hookspawn adds to every event (SPEC §4)
+#: envelope keys hookspawn adds to every event
 _ALWAYS = frozenset({"event", "deliveryId"})
 _SCALARS: tuple[type, ...] = (str, int, float, bool, _dt.datetime, _dt.date, _dt.time, enum.Enum)
 

@@ -1,9 +1,9 @@
-"""The HTTP API's answers as pydantic models (SPEC §10), for the OpenAPI document and checks.
+"""The HTTP API's answers as pydantic models, for the OpenAPI document and checks.
 
 Each model describes what a route already returns: camelCase keys through the alias
 generator, nullable fields required when the route always sends them, keys a route sends only
 sometimes optional (routes declare `response_model_exclude_unset=True`, so a default never
-adds a key). Every view allows extra keys (SPEC §10: more fields are welcome), so validating a
+adds a key). Every view allows extra keys (more fields are welcome), so validating a
 route's answer never drops or refuses a key; only the shared error body (`error_models`) is
 closed.
 """
@@ -84,7 +84,7 @@ class DeliverySummary(_View):
 
 
 class OutcomeView(_View):
-    """How one (agent, trigger) spawn ended (SPEC §6)."""
+    """How one (agent, trigger) spawn ended."""
 
     agent: str
     trigger: int | None = Field(description="the trigger's index in the agent file")

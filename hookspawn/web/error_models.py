@@ -1,7 +1,7 @@
 """The JSON API's one error body as pydantic models, and the failure tables that document it.
 
-What each route declares as `responses=` for its 4xx and 5xx answers in the OpenAPI document
-(SPEC §10), and the rewrite of the generated 422s to the shared body.
+What each route declares as `responses=` for its 4xx and 5xx answers in the OpenAPI document,
+and the rewrite of the generated 422s to the shared body.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
-#: the admin token check on every admin router (SPEC §10)
+#: the admin token check on every admin router
 ADMIN = {401: "unauthorized: HOOKSPAWN_ADMIN_TOKEN is set and the request does not carry it"}
 #: any route that reads or writes Redis
 STORE = {503: "store_unavailable: the store (Redis) is unreachable"}
@@ -56,7 +56,7 @@ def errors(*tables: Mapping[int, str]) -> dict[int | str, dict[str, Any]]:
     }
 
 
-#: a state-changing admin route reached with the /ui cookie from another origin (SPEC §14)
+#: a state-changing admin route reached with the /ui cookie from another origin
 CROSS_ORIGIN = (
     "cross_origin_request: the /ui cookie authenticated a request that changes state and did "
     "not come from this server's own pages"

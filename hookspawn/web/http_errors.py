@@ -35,7 +35,7 @@ class MisdirectedRequest(ApiError):
 
 
 class StartRefused(ApiError):
-    """A manual or agent start the spawn pipeline refused (SPEC §10), answered as an error.
+    """A manual or agent start the spawn pipeline refused, answered as an error.
 
     Each refusal code of `START_REFUSALS` has its class, made from that table, so `STATUS`
     answers it by class like any error; a refusal with another code is answered 409, a

@@ -23,7 +23,7 @@ from workers.runtime import Runtime
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
 
-#: what a start answers (SPEC §10): 201 with the session, or the refusal with its status
+#: what a start answers: 201 with the session, or the refusal with its status
 STARTED: dict[int | str, dict[str, Any]] = {
     201: {
         "model": SessionSpec | SessionRef,

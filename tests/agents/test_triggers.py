@@ -1,4 +1,4 @@
-"""Trigger rules (SPEC §5): fields, globs, filters, text templates and stable keys."""
+"""Trigger rules: fields, globs, filters, text templates and stable keys."""
 
 from __future__ import annotations
 

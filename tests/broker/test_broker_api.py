@@ -1,4 +1,4 @@
-"""The broker's HTTP interface (SPEC §15): session credentials, git credentials, the tool gate,
+"""The broker's HTTP interface: session credentials, git credentials, the tool gate,
 the audit trail, and what never leaks (credentials and tokens in Redis, logs, stored specs)."""
 
 from __future__ import annotations

@@ -724,7 +724,7 @@ class Cluster:
         }
 
     def session_credentials(self) -> dict[str, str]:
-        """The session credentials the dispatch target was handed (SPEC §15 `broker`)."""
+        """The session credentials the dispatch target was handed."""
         found: dict[str, str] = {}
         for received in self.target.received:
             broker = received.body.get("broker") or {}

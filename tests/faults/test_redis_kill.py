@@ -1,6 +1,6 @@
 """`kill -9` Redis with deliveries queued and in flight: nothing answered 202 is lost.
 
-Redis runs with `appendfsync always`, as SPEC §13 asks where a power loss must lose nothing.
+Redis runs with `appendfsync always`, so that a power loss loses nothing answered 202.
 A SIGKILL alone would not need it (what Redis wrote before answering sits in the page cache
 and survives the process), but under `everysec` Redis may postpone the write itself by up to
 two seconds while a slow fsync is still running and answer the client meanwhile, so on a busy

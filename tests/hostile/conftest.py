@@ -19,7 +19,7 @@ from tests.intake.test_receiver import snapshot
 from tests.procs import HOOKSPAWN, Proc, environment, launch, wait_answering
 from workers import keys
 
-#: what SPEC §10 lets POST /webhooks/github answer, and the error code each refusal carries
+#: what POST /webhooks/github may answer, and the error code each refusal carries
 INTAKE_CODES: dict[int, set[str]] = {
     400: {"invalid_header", "invalid_body"},
     401: {"invalid_signature"},

@@ -1,7 +1,7 @@
 """Hypothesis-driven requests to POST /webhooks/github over real HTTP with a real Redis.
 
 Every request gets a documented status, every refusal the shared error body with the code
-that belongs to its status, the checks run in SPEC §10's order, and a refused request
+that belongs to its status, the checks run in the intake's order, and a refused request
 leaves the store exactly as it was; an accepted one is recorded byte for byte.
 """
 
@@ -198,7 +198,7 @@ def attempts(draw: st.DrawFn) -> Attempt:
     )
 
 
-# -- the reference: SPEC §10's order, written independently of triggers/intake ------------
+# -- the reference: the intake's order, written independently of triggers/intake ------------
 
 
 def expected_refusal(a: Attempt) -> tuple[int, str] | None:

@@ -6,7 +6,7 @@ the same on every run. What each test asserts:
 
 - `test_no_server_errors`: no answer is a 5xx (schemathesis' `not_a_server_error`).
 - `test_every_refusal_has_the_shared_error_body`: every 4xx is `{"error": {code, message,
-  details}}` (SPEC §10), the generated 422s included.
+  details}}`, the generated 422s included.
 - `test_responses_conform_to_the_schema`: all of schemathesis' default checks (status code,
   content type, headers and body schema conformance, negative data rejected, positive data
   accepted). Routes declare their response models (hookspawn/web/api_models.py), so bodies are
@@ -256,7 +256,7 @@ def test_untyped_response_bodies(findings: Findings) -> None:
                     untyped.add(label)
     assert untyped - KNOWN_UNTYPED == set(), "new untyped answers: give the route a response model"
     assert KNOWN_UNTYPED - untyped == set(), "typed now: remove these from KNOWN_UNTYPED"
-    # every documented failure is the shared error body (SPEC §10), the 422s included: the
+    # every documented failure is the shared error body, the 422s included: the
     # app's handler answers {"error": {...}}, not FastAPI's default {"detail": [...]}
     assert failures, "no failure is documented"
     assert {label: s for label, s in failures.items() if s != ERROR_BODY} == {}

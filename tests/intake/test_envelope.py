@@ -43,7 +43,7 @@ def test_envelope_of_a_real_payload(webhooks_dir: Path) -> None:
     github = envelope["github"]
     assert github["event"] == "workflow_dispatch"
     assert github["deliveryId"] == "d-1"
-    # free-form maps are camelCased too (SPEC §4), values untouched
+    # free-form maps are camelCased too, values untouched
     for key, value in body["inputs"].items():
         assert github["inputs"][camel(key)] == value
     assert session_input("d-1", envelope) == {"triggerEventId": "d-1", "payload": envelope}

@@ -309,7 +309,7 @@ def test_requested_permissions_match_capabilities_exactly(connected: Hookspawn) 
             "metadata": "read",
         },
     } in bodies
-    # head-branch leaves capabilities out: each takes its own default (SPEC §8)
+    # head-branch leaves capabilities out: each takes its own default
     assert {
         "repository_ids": [REPO_ID],
         "permissions": {

@@ -1,4 +1,4 @@
-"""Test envelopes built from recorded GitHub deliveries (SPEC §4 shape, keys in lowerCamelCase)."""
+"""Test envelopes built from recorded GitHub deliveries (keys in lowerCamelCase at every depth)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session dispatch (SPEC §9): into hookspawn's own store, or POSTed to HOOKSPAWN_DISPATCH_URL."""
+"""Session dispatch: into hookspawn's own store, or POSTed to HOOKSPAWN_DISPATCH_URL."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The spawn pipeline (SPEC §6): read the connections, plan (triggers.spawn_plan), execute.
+"""The spawn pipeline: read the connections, plan (triggers.spawn_plan), execute.
 
 Executing a plan is the I/O the pure plan leaves: mint the tokens it asks for (a definitive
 refusal from GitHub prunes the grant and refuses the spawn), then dispatch its session.

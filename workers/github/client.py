@@ -1,6 +1,6 @@
 """The GitHub edge: App JWT calls and installation tokens through githubkit, answers classified.
 
-Every failure leaves this module as a `workers.errors` class (SPEC §7), classified and counted
+Every failure leaves this module as a `workers.errors` class, classified and counted
 by `workers.github.errors`. Installation tokens never appear in an exception, a log line or a repr.
 """
 
@@ -116,7 +116,7 @@ class GitHubApp:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GitHubApp | None:
-        """The configured App, or None when the deployment has no App credentials (SPEC §12)."""
+        """The configured App, or None when the deployment has no App credentials."""
         if not settings.github_app_id or settings.github_private_key_path is None:
             return None
         path = settings.github_private_key_path

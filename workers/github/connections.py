@@ -43,7 +43,7 @@ _ATTEMPTS = 100
 
 
 class ConnectionStore:
-    """Installations by id; coverage and installation choice for spawns (SPEC §7)."""
+    """Installations by id; coverage and installation choice for spawns."""
 
     def __init__(self, client: redis.Redis, *, clock: Callable[[], float] = time.time) -> None:
         self.client = client
@@ -81,7 +81,7 @@ class ConnectionStore:
         delivery_installation: int | None,
         generation: bytes | None = None,
     ) -> tuple[Installation, int] | None:
-        """The installation a mount of `full_name` uses, with the repository id (SPEC §7):
+        """The installation a mount of `full_name` uses, with the repository id:
         `Coverage.resolve` over the current snapshot."""
         return self.snapshot(generation).resolve(
             full_name, pinned=pinned, delivery_installation=delivery_installation

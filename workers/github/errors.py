@@ -1,4 +1,4 @@
-"""How a failed GitHub call becomes a `workers.errors` class (SPEC §7), counted by its kind.
+"""How a failed GitHub call becomes a `workers.errors` class, counted by its kind.
 
 Definitive refusals become `AccessRevoked` / `TokenPermissionNotGranted`, transient trouble
 `GitHubUnavailable` (with `retry_after` when GitHub says how long), bad App credentials or a
@@ -33,7 +33,7 @@ from workers.errors import (
 
 __all__ = ["GitHubCall", "classify", "counted", "unreadable"]
 
-# GitHub's own wording for the definitive mint refusals (SPEC §7).
+# GitHub's own wording for the definitive mint refusals.
 # https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app
 _SUSPENDED = "suspended"  # "This installation has been suspended"
 _NOT_ACCESSIBLE = "not accessible to the parent installation"
@@ -88,7 +88,7 @@ def unreadable(exc: Exception, call: GitHubCall) -> GitHubUnavailable:
 
 
 def classify(exc: GitHubException, call: GitHubCall, *, waited: float) -> WorkerError:
-    """One githubkit failure → the worker error SPEC §7 asks for."""
+    """One githubkit failure → the worker error it stands for."""
     if isinstance(exc, RateLimitExceeded):
         kind = "primary" if isinstance(exc, PrimaryRateLimitExceeded) else "secondary"
         retry_after = max(exc.retry_after.total_seconds(), 0.0)

@@ -3,10 +3,10 @@
 An `Installation` is one GitHub App installation the project knows: its status and the
 repositories it covers, keyed by repository id so a rename keeps identity. `apply_event` takes
 the raw (snake_case) webhook body and changes a `{installation id: Installation}` map in place,
-answering what changed. SPEC §7; the payload shapes are GitHub's:
+answering what changed. The payload shapes are GitHub's:
 https://docs.github.com/webhooks/webhook-events-and-payloads
 
-Choices the SPEC leaves open (each also said where it is made):
+Choices made here (each also said where it is made):
 
 - An installation id is never reused by GitHub, so `deleted` is final for webhooks: a late or
   replayed `created`, `unsuspend` or `installation_repositories` cannot bring it back (only a

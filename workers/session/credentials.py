@@ -3,7 +3,7 @@
 A credential is random (`secrets.token_urlsafe`), handed over once inside the dispatched spec,
 and never stored, logged or put into a stored spec in plain. A session may hold a few valid
 hashes at once, because an HTTP dispatch can be tried more than once for one spawn and the
-answer of an earlier try may have been lost (SPEC §9: the target keeps the spec of the first
+answer of an earlier try may have been lost (the dispatch target keeps the spec of the first
 try it took and answers 409 to later ones). So each try carries a fresh credential whose hash
 is added before the POST; a 2xx keeps only that one (the target took this try), a 409 drops
 it (the target kept an earlier one, which stays valid), a failed try keeps it (the target may

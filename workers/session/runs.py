@@ -1,4 +1,4 @@
-"""A locally run session's lifecycle in Redis: status, failure, lease, cancel (SPEC §15)."""
+"""A locally run session's lifecycle in Redis: status, failure, lease, cancel."""
 
 from __future__ import annotations
 

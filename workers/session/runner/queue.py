@@ -1,4 +1,4 @@
-"""HOOKSPAWN_RUNNER=local: each created session is queued for `hookspawn runner` (SPEC §15)."""
+"""HOOKSPAWN_RUNNER=local: each created session is queued for `hookspawn runner`."""
 
 from __future__ import annotations
 

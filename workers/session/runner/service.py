@@ -1,5 +1,5 @@
 """`hookspawn runner`: a Celery worker on the sessions queue that runs sessions, plus the sweep
-that fails sessions whose runner was lost (SPEC §15)."""
+that fails sessions whose runner was lost."""
 
 from __future__ import annotations
 

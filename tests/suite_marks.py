@@ -1,4 +1,5 @@
-"""How the suite is split: which tests are `slow` (left out of the quick loop,
+"""How the suite is split: which tests are `stack` (full-stack: real Redis and processes; the
+rest are pure, `pytest -m "not stack"`), which are `slow` (left out of the quick loop,
 `pytest -m "not slow"`), which are `serial`, and how pytest-xdist hands them to its workers.
 
 Listed by where the tests are (a folder `x/`, a module, or one test), so a new test in a
@@ -40,14 +41,14 @@ SLOW = (
     "hostile/test_openapi.py",
     "hostile/test_intake_fuzz.py",
     "hostile/test_connection_limits.py",
-    "ui/test_browser.py",
-    "sandbox/test_confined.py",
-    "runner/test_confined_runner.py",
-    "runner/test_snapshots.py",
-    "runner/test_harness.py",
-    "runner/test_lifecycle.py",
-    "runner/test_github_app.py",
-    "runner/test_session_runs.py",
+    "hookspawn/web/ui/test_browser.py",
+    "workers/session/sandbox/test_confined.py",
+    "workers/session/runner/test_confined_runner.py",
+    "workers/session/runner/test_snapshots.py",
+    "workers/session/runner/test_harness.py",
+    "workers/session/runner/test_lifecycle.py",
+    "workers/session/runner/test_github_app.py",
+    "workers/session/runner/test_session_runs.py",
     "templating/test_properties.py::test_compile_and_render_raise_only_template_errors",
     "templating/test_refs.py::test_every_accepted_ref_is_accepted_by_git",
 )
@@ -63,7 +64,15 @@ def _within(nodeid: str, places: tuple[str, ...]) -> bool:
     )
 
 
+#: full-stack tests: they start real processes (hookspawn, a worker, srt) on a real Redis;
+#: every test that asks for the `redis_url` fixture is one too
+STACK = ("faults/", "hostile/")
+
+
 def mark(item: pytest.Item) -> None:
+    fixtures = getattr(item, "fixturenames", ())
+    if "redis_url" in fixtures or _within(item.nodeid, STACK):
+        item.add_marker(pytest.mark.stack)
     if _within(item.nodeid, SLOW):
         item.add_marker(pytest.mark.slow)
     if _within(item.nodeid, SERIAL):

@@ -34,16 +34,6 @@ from hookspawn.redis_server import RedisServer, free_port
 from tests.conftest import WEBHOOKS, wait_for, webhook_headers
 from tests.dispatch_target import DispatchTarget
 from tests.github_standin import ROUTES, GitHubStandin, _Answer
-from tests.pipeline.conftest import (
-    ACCOUNT,
-    INSTALLATION,
-    OTHER_REPO,
-    OTHER_REPO_ID,
-    REPO,
-    REPO_ID,
-    example,
-    write_agents,
-)
 from tests.procs import (
     HOOKSPAWN,
     Proc,
@@ -55,6 +45,16 @@ from tests.procs import (
     wait_ready,
 )
 from tests.secret_scan import redis_haystacks
+from tests.workers.delivery.pipeline.conftest import (
+    ACCOUNT,
+    INSTALLATION,
+    OTHER_REPO,
+    OTHER_REPO_ID,
+    REPO,
+    REPO_ID,
+    example,
+    write_agents,
+)
 from triggers.spawn_rules import trigger_spawn_id
 from workers import keys
 

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import wait_for
 from tests.dispatch_target import DispatchTarget
 from tests.faults.conftest import AGENTS, Cluster, FaultStandin
-from tests.pipeline.conftest import write_agents
+from tests.workers.delivery.pipeline.conftest import write_agents
 
 LINTER = """\
 name: linter

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.faults.conftest import Cluster, FaultStandin, Seen
-from tests.pipeline.conftest import INSTALLATION, OTHER_REPO, REPO
+from tests.workers.delivery.pipeline.conftest import INSTALLATION, OTHER_REPO, REPO
 
 
 def earliest_retry(answer: Seen) -> float | None:

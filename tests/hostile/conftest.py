@@ -15,8 +15,8 @@ import redis
 
 from hookspawn.redis_server import free_port
 from tests.conftest import SECRET, webhook_headers
-from tests.intake.test_receiver import snapshot
 from tests.procs import HOOKSPAWN, Proc, environment, launch, wait_answering
+from tests.triggers.intake.test_receiver import snapshot
 from workers import keys
 
 #: what POST /webhooks/github may answer, and the error code each refusal carries
@@ -48,7 +48,7 @@ METRICS_KEY = f"{keys.PREFIX}:metrics".encode()
 
 
 def store_state(client: redis.Redis) -> dict[bytes, object]:
-    """Every key (see tests/intake's `snapshot`) but the metrics counters."""
+    """Every key (see tests/triggers/intake's `snapshot`) but the metrics counters."""
     return {key: value for key, value in snapshot(client).items() if key != METRICS_KEY}
 
 

@@ -28,9 +28,11 @@ from pydantic import ValidationError
 
 from hookspawn.redis_server import RedisServer
 from tests.conftest import WEBHOOKS, wait_for
+from tests.hookspawn.test_serve import (
+    served as served,  # `hookspawn serve`: embedded Redis, web, worker
+)
 from tests.hostile.conftest import signed_delivery, web_process
 from tests.procs import Proc, status_kb
-from tests.test_serve import served as served  # `hookspawn serve`: embedded Redis, web, worker
 from workers.settings import Settings
 
 #: short deadlines keep each attack to seconds; the limits themselves are the defaults

@@ -29,7 +29,7 @@ from tests.conftest import SECRET, make_settings, webhook_headers
 from tests.github_standin import GitHubStandin
 from tests.hostile.conftest import error_of, hookspawn_state
 from tests.live_server import live_client
-from tests.pipeline.conftest import (
+from tests.workers.delivery.pipeline.conftest import (
     ACCOUNT,
     INSTALLATION,
     OTHER_REPO,

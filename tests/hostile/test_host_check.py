@@ -17,7 +17,7 @@ from hookspawn.web.api import create_app
 from hookspawn.web.host_check import HostPolicy, host_name
 from tests.conftest import make_settings, webhook_headers
 from tests.live_server import live_client
-from tests.pipeline.conftest import write_agents
+from tests.workers.delivery.pipeline.conftest import write_agents
 from workers.runtime import build_runtime
 
 AGENTS = {

@@ -9,8 +9,8 @@ import pytest
 
 from tests.github_standin import GitHubStandin
 from tests.hostile.conftest import error_of
-from tests.pipeline.conftest import Hookspawn, connect, start_hookspawn
-from tests.pipeline.conftest import github as github  # the stand-in fixture
+from tests.workers.delivery.pipeline.conftest import Hookspawn, connect, start_hookspawn
+from tests.workers.delivery.pipeline.conftest import github as github  # the stand-in fixture
 
 FIRST = {"displayTitle": "Nightly", "initialPrompt": "tidy the docs"}
 OTHER = {"displayTitle": "Nightly", "initialPrompt": "push to main"}

@@ -38,7 +38,7 @@ from hookspawn.redis_server import RedisServer
 from hookspawn.web.api import create_app
 from tests.conftest import make_settings
 from tests.live_server import live_server
-from tests.pipeline.conftest import write_agents
+from tests.workers.delivery.pipeline.conftest import write_agents
 from workers.runtime import build_runtime
 
 TOKEN = "hostile-admin-token"

@@ -1,0 +1,189 @@
+"""The README Quick start, run as written: real `hookspawn serve --demo` on a free port, the
+sample sent from a second process, the delivery dispatched and its session shown in /ui."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hookspawn.redis_server import free_port
+from tests.conftest import wait_for
+from tests.procs import Proc, environment, launch
+from tests.workers.session.runner.conftest import git
+
+pytestmark = pytest.mark.slow
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+BIN = Path(sys.executable).parent  # the installed commands of the interpreter running the tests
+
+
+def code_blocks() -> list[str]:
+    """The `sh` code blocks of the README's Quick start."""
+    section = README.read_text().split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    return [part.split("```", 1)[0] for part in section.split("```sh\n")[1:]]
+
+
+def quick_start() -> tuple[list[str], str]:
+    """The commands of the Quick start's run steps, and the block that holds them."""
+    block = code_blocks()[0]
+    commands = [line for line in block.splitlines() if line and not line.startswith("#")]
+    return commands, block
+
+
+def test_the_quick_start_is_these_steps() -> None:
+    commands, block = quick_start()
+    assert commands == [
+        "pip install -e '.[dev]'",
+        "hookspawn serve --demo",
+        "hookspawn send --example pull_request.opened",
+    ]
+    assert block.index("# in a second shell:") < block.index("hookspawn send")
+    assert "# then open the /ui link that serve printed" in block
+    assert code_blocks()[1:] == ["pytest\n"]
+
+
+def command(line: str, *extra: str) -> list[str]:
+    """A README command line as argv, `hookspawn` being the installed one."""
+    argv = shlex.split(line)
+    assert argv[0] == "hookspawn"
+    return [str(BIN / "hookspawn"), *argv[1:], *extra]
+
+
+@dataclass
+class Served:
+    proc: Proc
+    cwd: Path
+    log: Path
+    url: str
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    """Step 2 in a fresh directory (no .auto, no data dir): `hookspawn serve --demo`. The
+    directory is one every account can traverse, as a user's working directory would be: run
+    as root, the session's commands run as another account (pytest's own tmp dirs are private)."""
+    commands, _ = quick_start()
+    cwd = Path(tempfile.mkdtemp(prefix="hookspawn-quickstart-"))
+    cwd.chmod(0o755)
+    port = free_port()
+    log = cwd / "serve.log"
+    argv = command(commands[1], "--port", str(port))
+    proc = launch("serve", argv, env=environment({}), log=log, cwd=cwd)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        yield Served(proc, cwd, log, url)
+    finally:
+        proc.stop(60)
+        shutil.rmtree(cwd, ignore_errors=True)
+
+
+def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served) -> None:
+    commands, _ = quick_start()
+    assert commands[0] == "pip install -e '.[dev]'"  # done: the tests run in that install
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"{served.url}/readyz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for(ready, timeout=60)
+    wait_for(lambda: "demo: then open" in served.log.read_text(), timeout=30)
+    banner = served.log.read_text()
+    assert f"serving on {served.url}" in banner
+    assert re.search(r"webhook secret \S{20,}", banner), banner
+    ui = re.search(r"deliveries and sessions at (http://\S+/ui)\n", banner)
+    assert ui and ui.group(1) == f"{served.url}/ui", banner
+    assert "loaded 3 agents from " in banner
+    assert "demo: connection acme (installation 424242) covers acme/widgets" in banner
+
+    # step 3, in a second process from the same directory (where serve keeps the secret)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
+    sent = subprocess.run(
+        command(commands[2], "--url", served.url),
+        cwd=served.cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    found = re.match(
+        r"202 queued: delivery (\S+) \(pull_request\); follow it at (\S+)\n", sent.stdout
+    )
+    assert found, sent.stdout
+    delivery, follow = found.groups()
+    assert follow == f"{served.url}/ui/deliveries/{delivery}"
+
+    def processed() -> dict[str, object] | None:
+        body = httpx.get(f"{served.url}/deliveries/{delivery}", timeout=5).json()
+        return body if body.get("status") == "processed" else None
+
+    wait_for(processed, timeout=60)
+    record = processed()
+    assert record is not None
+    outcomes = record["outcomes"]
+    assert isinstance(outcomes, list)
+    assert [(o["agent"], o["outcome"]) for o in outcomes] == [("pr-review", "dispatched")]
+    session = outcomes[0]["sessionId"]
+
+    # step 4: the /ui link of the banner shows the delivery, its outcome and its session
+    listing = httpx.get(ui.group(1), timeout=5)
+    assert listing.status_code == 200 and delivery in listing.text
+    page = httpx.get(follow, timeout=5)
+    assert page.status_code == 200
+    assert "dispatched" in page.text and session in page.text
+    session_page = httpx.get(f"{served.url}/ui/sessions/{session}", timeout=5)
+    assert session_page.status_code == 200
+    assert "pr-review" in session_page.text and "Review #2" in session_page.text
+
+    # the same from the CLI: a readable summary, and an error answer in one line
+    shown = subprocess.run(
+        command(f"hookspawn deliveries show {delivery}", "--url", served.url),
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert shown.returncode == 0
+    assert f"pr-review (trigger review): dispatched, session {session}" in shown.stdout
+    missing = subprocess.run(
+        command("hookspawn sessions show hs-missing", "--url", served.url),
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr.startswith("hookspawn sessions: GET /sessions/hs-missing: 404 ")
+    assert len(missing.stderr.splitlines()) == 1
+
+    # the runner checked out the demo repository's pull request head and set it up
+    ended: dict[str, object] = {}
+
+    def session_ended() -> bool:
+        ended.update(httpx.get(f"{served.url}/sessions/{session}", timeout=5).json())
+        return ended.get("status") in ("succeeded", "failed", "cancelled")
+
+    wait_for(session_ended, timeout=120)
+    assert ended["status"] == "succeeded", (ended.get("failure"), ended.get("logTail"))
+    workspace = Path(str(ended["workspace"]))
+    checkout = workspace / "workspace" / "widgets"
+    demo_git = workspace.parents[1] / "demo-git" / "acme" / "widgets.git"
+    pr_head = git(demo_git, "rev-parse", "refs/pull/2/head")
+    assert git(checkout, "rev-parse", "HEAD") == pr_head
+    assert git(checkout, "status", "--porcelain") == ""
+    assert (checkout / "src" / "gadget.js").is_file()  # the pull request's change
+    assert "install-workspace-deps" in str(ended["logTail"])
+
+    # web and worker said at start what they loaded, and from where
+    log = served.log.read_text()
+    assert log.count("loaded 3 agents from ") >= 3, log
+    served.proc.popen.send_signal(signal.SIGTERM)
+    assert served.proc.popen.wait(60) == 0

@@ -1,0 +1,160 @@
+"""The explorer in headless Chromium (Debian's `chromium`) after real deliveries; screenshots kept.
+
+Chromium loads the live server's pages itself, so the DOM it dumps is what a browser shows.
+Screenshots go to test-artifacts/ui/ (gitignored) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.github_standin import GitHubStandin
+from tests.workers.delivery.pipeline.conftest import Hookspawn, connect, example, start_hookspawn
+
+ARTIFACTS = Path(__file__).resolve().parents[4] / "test-artifacts" / "ui"
+HOSTILE_TITLE = '<script>document.title="pwned"</script>Fix <b>everything</b>'
+TOKEN = "browser-admin-token"
+
+
+def chromium_path() -> str:
+    found = shutil.which("chromium") or (
+        "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
+    )
+    if found is None:
+        pytest.skip("Chromium is not installed (Debian: apt-get install chromium); .ci/run has it")
+    return found
+
+
+class Chromium:
+    """Runs one headless Chromium per call, with its own profile, never off 127.0.0.1."""
+
+    def __init__(self, binary: str, profile: Path) -> None:
+        self.binary, self.profile = binary, profile
+
+    def _run(self, *args: str) -> str:
+        command = [
+            self.binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--disable-extensions",
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            f"--user-data-dir={self.profile}",
+            *args,
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    def dom(self, url: str) -> str:
+        return self._run("--dump-dom", url)
+
+    def visit(self, url: str, *, milliseconds: int) -> str:
+        """Load `url` and let its scripts and the navigations they start run for that long
+        (virtual time: Chromium exits once nothing is pending); the DOM at the end."""
+        return self._run(f"--virtual-time-budget={milliseconds}", "--dump-dom", url)
+
+    def screenshot(self, url: str, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        self._run(f"--screenshot={path}", "--window-size=1280,900", "--hide-scrollbars", url)
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+        assert path.stat().st_size > 10_000, f"{path} looks empty"
+        return path
+
+
+@pytest.fixture
+def chromium(tmp_path: Path) -> Chromium:
+    return Chromium(chromium_path(), tmp_path / "chromium-profile")
+
+
+@pytest.fixture
+def hs(
+    tmp_path: Path, redis_url: str, github: GitHubStandin, webhooks_dir: Path
+) -> Iterator[Hookspawn]:
+    yield from start_hookspawn(tmp_path, redis_url, github, webhooks_dir)
+
+
+def text_of(dom: str) -> str:
+    """The DOM's text with tags dropped (what the page reads as), whitespace collapsed."""
+    return " ".join(re.sub(r"<[^>]+>", " ", dom).split())
+
+
+def test_explorer_in_chromium(hs: Hookspawn, chromium: Chromium) -> None:
+    connect(hs)
+    pr = hs.send("pull_request", hs.pr(title=HOSTILE_TITLE))
+    view = hs.processed(pr)
+    comment = hs.send("issue_comment", example(hs.webhooks, "issue_comment/created.payload.json"))
+    hs.processed(comment)
+    assert hs.client.post("/agents/nightly/sessions").status_code == 201
+    base = str(hs.client.base_url).rstrip("/")
+
+    listing = chromium.dom(f"{base}/ui")
+    shown = text_of(listing)
+    for delivery in hs.sent:
+        assert delivery in shown
+    assert "refused: unresolvable_ref" in shown
+    assert "dispatched" in shown
+    assert "issue_comment" in shown
+
+    detail_dom = chromium.dom(f"{base}/ui/deliveries/{pr}")
+    detail = text_of(detail_dom)
+    assert pr in detail
+    for outcome in view["outcomes"]:
+        assert outcome["agent"] in detail
+    assert "Decision log" in detail
+    # the hostile title is text in the payload view, never an element
+    assert "&lt;script&gt;document.title" in detail_dom
+    assert "<script" not in detail_dom.lower()
+    assert "<b>everything</b>" not in detail_dom
+
+    review = hs.outcome(view, "pr-review")
+    session_dom = chromium.dom(f"{base}/ui/sessions/{review['sessionId']}")
+    assert "<title>Session" in session_dom  # not "pwned": nothing ran
+    assert "Fix &lt;b&gt;everything&lt;/b&gt;" in session_dom
+
+    agents = text_of(chromium.dom(f"{base}/ui/agents"))
+    for name in ("pr-review", "head-branch", "merged-by", "commenter", "nightly", "elsewhere"):
+        assert name in agents
+    assert "event-dependent" in agents
+    connections = text_of(chromium.dom(f"{base}/ui/connections"))
+    assert "Codertocat/Hello-World" in connections
+
+    chromium.screenshot(f"{base}/ui", ARTIFACTS / "deliveries.png")
+    chromium.screenshot(f"{base}/ui/deliveries/{pr}", ARTIFACTS / "delivery.png")
+    chromium.screenshot(f"{base}/ui/agents", ARTIFACTS / "agents.png")
+    chromium.screenshot(f"{base}/ui/connections", ARTIFACTS / "connections.png")
+    chromium.screenshot(f"{base}/ui/sessions/{review['sessionId']}", ARTIFACTS / "session.png")
+
+
+@pytest.fixture
+def hs_token(
+    tmp_path: Path, redis_url: str, github: GitHubStandin, webhooks_dir: Path
+) -> Iterator[Hookspawn]:
+    yield from start_hookspawn(tmp_path, redis_url, github, webhooks_dir, admin_token=TOKEN)
+
+
+def test_chromium_without_the_cookie_lands_on_sign_in(
+    hs_token: Hookspawn, chromium: Chromium
+) -> None:
+    base = str(hs_token.client.base_url).rstrip("/")
+    dom = chromium.dom(f"{base}/ui/agents")
+    shown = text_of(dom)
+    assert "Sign in" in shown
+    assert 'name="token"' in dom
+    assert 'value="/ui/agents"' in dom  # back to the page asked for, once signed in
+    assert "pr-review" not in shown
+    chromium.screenshot(f"{base}/ui/agents", ARTIFACTS / "sign-in.png")

@@ -1,0 +1,159 @@
+"""The harness after setup, cancelling a session, and a runner killed mid-session."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import uuid
+from pathlib import Path
+
+from tests.conftest import wait_for
+from tests.workers.session.runner.conftest import (
+    Origin,
+    hookspawn_web,
+    runner_process,
+    runner_settings,
+    running_runner,
+    write_agent,
+)
+
+#: a harness that records what it was given: its environment and standard input
+RECORDING_HARNESS = (
+    '/bin/sh -c \'cat > "$HOME/prompt"; env > "$HOME/env"; exit "${HARNESS_EXIT:-0}"\''
+)
+
+
+def _env_file(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def test_the_harness_gets_the_session_and_its_exit_status_ends_it(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    secrets = shared_dir / "secrets.json"
+    secrets.write_text(json.dumps({"api-key": "k-123"}))
+    settings = runner_settings(
+        redis_url, shared_dir, origin, harness_command=RECORDING_HARNESS, secrets_file=secrets
+    )
+    env = (
+        "env:\n"
+        "  API_KEY: {$secret: api-key}\n"
+        "  MAYBE: {$secret: not-there, optional: true}\n"
+        "  MODE: review\n"
+    )
+    write_agent(settings.agents_dir, "recorded", env=env)
+    write_agent(settings.agents_dir, "failing", env="env:\n  HARNESS_EXIT: '4'\n")
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        ok = hs.start("recorded", displayTitle="Title", initialPrompt="Do it.", message="hi")
+        bad = hs.start("failing")
+        done = hs.wait_status(ok, "succeeded", "failed")
+        failed = hs.wait_status(bad, "succeeded", "failed")
+    assert done["status"] == "succeeded", done
+    home = Path(done["workspace"]) / "home" / "user"
+    assert (home / "prompt").read_text() == "Do it."
+    seen = _env_file(home / "env")
+    assert seen["HOOKSPAWN_SESSION_ID"] == ok
+    assert seen["HOOKSPAWN_SESSION_TITLE"] == "Title"
+    assert seen["HOOKSPAWN_SESSION_PROMPT"] == "Do it."
+    assert seen["HOOKSPAWN_SESSION_MESSAGE"] == "hi"
+    assert seen["API_KEY"] == "k-123"
+    assert seen["MODE"] == "review"
+    assert "MAYBE" not in seen
+    assert seen["PWD"] == str(Path(done["workspace"]) / "workspace" / "widgets")
+    assert seen["SANDBOX_RUNTIME"] == "1"  # srt ran it
+    assert (failed["status"], failed["failure"]["code"]) == ("failed", "harness_failed")
+    assert "status 4" in failed["failure"]["message"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _waiting_harness() -> tuple[str, bytes]:
+    """A harness that keeps running until it is stopped, and the command line it ends up as
+    (`sleep 600.N`, N of this test alone): the sandbox runs it in a pid namespace of its own,
+    so it is found on the host by its command line, not by a pid it could write down."""
+    line = f"sleep 600.{uuid.uuid4().int % 10**9}"
+    return f"/bin/sh -c 'exec {line}'", line.replace(" ", "\0").encode() + b"\0"
+
+
+def _running(cmdline: bytes) -> list[int]:
+    """The live host processes whose command line is `cmdline`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == cmdline:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return [pid for pid in found if _alive(pid)]
+
+
+def test_cancel_kills_the_running_command_and_ends_cancelled(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    harness, cmdline = _waiting_harness()
+    settings = runner_settings(redis_url, shared_dir, origin, harness_command=harness)
+    write_agent(settings.agents_dir, "waiting")
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session_id = hs.start("waiting")
+        hs.wait_status(session_id, "running")
+        wait_for(lambda: _running(cmdline), what="the harness running")
+        answer = hs.http.post(f"/sessions/{session_id}/cancel")
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"id": session_id, "status": "running"}
+        ended = hs.wait_status(session_id, "cancelled", "failed", "succeeded")
+        again = hs.http.post(f"/sessions/{session_id}/cancel")
+    assert ended["status"] == "cancelled"
+    assert ended["failure"] is None
+    wait_for(lambda: not _running(cmdline), what=lambda: f"still running: {_running(cmdline)}")
+    assert again.status_code == 200
+    assert again.json()["status"] == "cancelled"
+
+
+def test_a_queued_session_cancelled_before_any_runner_takes_it_never_runs(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin)
+    write_agent(settings.agents_dir, "queued")
+    with hookspawn_web(settings) as hs:
+        session_id = hs.start("queued")
+        assert hs.session(session_id)["status"] == "queued"
+        answer = hs.http.post(f"/sessions/{session_id}/cancel")
+        assert answer.json() == {"id": session_id, "status": "cancelled"}
+        with running_runner(settings) as service:
+            assert service.runner.run(session_id) == "not queued"
+        session = hs.session(session_id)
+        missing = hs.http.post("/sessions/nope/cancel")
+    assert session["status"] == "cancelled"
+    assert not Path(session["workspace"]).exists()
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "session_not_found"
+
+
+def test_a_runner_killed_mid_session_leaves_it_failed_runner_lost(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    harness, cmdline = _waiting_harness()
+    settings = runner_settings(
+        redis_url, shared_dir, origin, harness_command=harness, runner_lease_seconds=1.0
+    )
+    write_agent(settings.agents_dir, "orphaned")
+    with hookspawn_web(settings) as hs:
+        with runner_process(settings, shared_dir / "runner.log") as runner:
+            session_id = hs.start("orphaned")
+            hs.wait_status(session_id, "running")
+            wait_for(lambda: _running(cmdline), what="the harness running")
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.popen.wait(10)
+        # the harness died with its runner
+        wait_for(lambda: not _running(cmdline), what=lambda: f"still running: {_running(cmdline)}")
+        # no runner is left to sweep: reading the session settles it once its lease is out
+        ended = hs.wait_status(session_id, "failed", "succeeded", "cancelled")
+    assert ended["status"] == "failed"
+    assert ended["failure"]["code"] == "runner_lost"

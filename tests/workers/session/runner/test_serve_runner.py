@@ -1,0 +1,79 @@
+"""`hookspawn serve` with HOOKSPAWN_RUNNER=local starts the runner beside web and worker."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hookspawn.redis_server import free_port
+from tests.conftest import wait_for
+from tests.procs import process_tree
+from tests.workers.session.runner.conftest import (
+    HOOKSPAWN,
+    Origin,
+    git,
+    runner_settings,
+    settings_env,
+    write_agent,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_serve_runs_sessions_with_the_runner_on(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin)
+    write_agent(settings.agents_dir, "served")
+    env = settings_env(settings)
+    del env["HOOKSPAWN_REDIS_URL"]  # serve's own embedded Redis
+    port = free_port()
+    log = shared_dir / "serve.log"
+    with log.open("wb") as out:
+        serve = subprocess.Popen(
+            [str(HOOKSPAWN), "serve", "--port", str(port), "--concurrency", "1"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+
+        def ready() -> bool:
+            assert serve.poll() is None, log.read_text()
+            try:
+                return httpx.get(f"{base}/readyz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        # a bound, not a timing: serve starts four interpreters (web, worker, runner, redis)
+        wait_for(ready, timeout=90)
+        commands = [_cmdline(pid) for pid in process_tree(serve.pid)]
+        assert any("hookspawn.cli runner" in line for line in commands), commands
+        started = httpx.post(f"{base}/agents/served/sessions", json={}, timeout=10)
+        assert started.status_code == 201, started.text
+        session_id = started.json()["id"]
+        seen: dict[str, object] = {}
+
+        def ended() -> bool:
+            seen.update(httpx.get(f"{base}/sessions/{session_id}", timeout=5).json())
+            return seen.get("status") in ("succeeded", "failed", "cancelled")
+
+        wait_for(ended, timeout=30)
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        serve.wait(30)
+    assert seen["status"] == "succeeded", seen
+    checkout = Path(str(seen["workspace"])) / "workspace" / "widgets"
+    assert git(checkout, "rev-parse", "HEAD") == origin.main

@@ -1,0 +1,26 @@
+"""The runner reads a session's stored spec once, as a session spec: a record that is not one
+fails the session before anything is staged, naming what is wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.workers.session.runner.conftest import Origin
+from tests.workers.session.runner.test_credentials import edit_spec, local_runner, started_app
+from workers.session.runs import SessionRuns
+
+
+def test_a_stored_spec_that_is_not_a_session_spec_fails_the_session_naming_the_field(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    with started_app(redis_url, shared_dir, origin) as (settings, hs, session_id):
+        edit_spec(hs, session_id, lambda spec: spec["mounts"][0].pop("url"))
+        assert local_runner(settings, hs).run(session_id) == "failed"
+        run = SessionRuns(hs.rt.client).get(session_id)
+    assert run is not None
+    assert run["failure"]["code"] == "internal_error"
+    message = run["failure"]["message"]
+    assert message.startswith("the stored session is not a session spec")
+    assert "mounts.0.url" in message
+    # nothing was staged: the checkout's directory was never made
+    assert not (Path(run["workspace"]) / "workspace" / "widgets").exists()

@@ -1,0 +1,270 @@
+"""`hookspawn sandbox check|migrate`: exit codes, one line per problem, stdout/stderr, --write."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import os
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookspawn.cli import main
+from tests.workers.session.sandbox.test_config import (
+    MICROSANDBOX_OVERLAY,
+    MICROSANDBOX_REFERENCE,
+    SRT_CACHE,
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in list(os.environ):
+        if name.startswith("HOOKSPAWN_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOOKSPAWN_DATA_DIR", str(tmp_path / "data"))
+
+
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def hookspawn(*args: str) -> Done:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return Done(code, out.getvalue(), err.getvalue())
+
+
+def write(path: Path, doc: object) -> Path:
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return path
+
+
+def on_host(example: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    """A seed example whose host paths (`/srv/…`) are moved under tmp_path and created there."""
+    doc = copy.deepcopy(example)
+    for mount in doc["sandbox"]["mounts"]:
+        mount["source"] = str(tmp_path / mount["source"].lstrip("/"))
+        Path(mount["source"]).mkdir(parents=True, exist_ok=True)
+        if doc["sandbox"]["backend"] == "srt":
+            mount["target"] = mount["source"]
+    return doc
+
+
+class TestCheck:
+    @pytest.mark.parametrize("example", [SRT_CACHE, MICROSANDBOX_REFERENCE, MICROSANDBOX_OVERLAY])
+    def test_each_seed_example_is_valid_once_its_sources_exist(
+        self, example: dict[str, Any], tmp_path: Path
+    ) -> None:
+        path = write(tmp_path / "sandbox.json", on_host(example, tmp_path))
+        done = hookspawn("sandbox", "check", str(path))
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+    def test_a_seed_example_on_a_host_without_its_source_says_which(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "sandbox.json", SRT_CACHE)
+        done = hookspawn("sandbox", "check", str(path))
+        assert done.returncode == 1
+        assert done.stdout == (
+            f"{path}: sandbox.mounts[0].source: /srv/agent-cache/pnpm does not exist on this host\n"
+        )
+
+    def test_one_line_per_problem_each_naming_the_file_the_entry_and_the_rule(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        doc = {
+            "sandbox": {
+                "backend": "srt",
+                "mounts": [
+                    {"source": f"{tmp_path}/x", "target": "/srv/y", "mode": "writable"},
+                    {"source": f"{tmp_path}/c", "target": f"{tmp_path}/c", "mode": "overlay"},
+                    {"source": "cache", "target": "/srv/c", "mode": "readonly"},
+                ],
+                "env": {"HOME": "/elsewhere"},
+            }
+        }
+        monkeypatch.chdir(tmp_path)
+        write(tmp_path / "s.json", doc)
+        done = hookspawn("sandbox", "check", "s.json")
+        assert done.returncode == 1
+        lines = done.stdout.splitlines()
+        # the rules and the host's answers together, each mount's in the order of the file
+        assert [line.split(": ", 2)[:2] for line in lines] == [
+            ["s.json", "sandbox.mounts[0].target"],
+            ["s.json", "sandbox.mounts[0].source"],
+            ["s.json", "sandbox.mounts[1].mode"],
+            ["s.json", "sandbox.mounts[1].source"],
+            ["s.json", "sandbox.mounts[2].source"],
+            ["s.json", "sandbox.env.HOME"],
+        ]
+        assert (
+            lines[1]
+            == f"s.json: sandbox.mounts[0].source: {tmp_path}/x does not exist on this host"
+        )
+        assert lines[2] == (
+            "s.json: sandbox.mounts[1].mode: "
+            "srt cannot overlay: use readonly or writable (overlay needs microsandbox)"
+        )
+        assert lines[4] == (
+            "s.json: sandbox.mounts[2].source: 'cache' is not absolute (after ~ expansion)"
+        )
+
+    def test_an_overlay_source_must_be_a_directory(self, tmp_path: Path) -> None:
+        (tmp_path / "cache").write_text("a file")
+        doc = {
+            "sandbox": {
+                "backend": "microsandbox",
+                "mounts": [{"source": str(tmp_path / "cache"), "target": "/c", "mode": "overlay"}],
+            }
+        }
+        path = write(tmp_path / "s.json", doc)
+        done = hookspawn("sandbox", "check", str(path))
+        assert done.returncode == 1
+        assert done.stdout == (
+            f"{path}: sandbox.mounts[0].source: {tmp_path / 'cache'}: "
+            "an overlay source must be a directory\n"
+        )
+
+    def test_a_source_that_leads_into_the_data_directory_is_not_shared(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "data" / "workspaces").mkdir(parents=True)
+        (tmp_path / "innocent").symlink_to(tmp_path / "data" / "workspaces")
+        doc = {"sandbox": {"backend": "srt", "mounts": [
+            {"source": str(tmp_path / "innocent"), "target": str(tmp_path / "innocent"),
+             "mode": "readonly"}]}}  # fmt: skip
+        done = hookspawn("sandbox", "check", str(write(tmp_path / "s.json", doc)))
+        assert done.returncode == 1
+        assert f"leads to {tmp_path / 'data' / 'workspaces'}, which is {tmp_path / 'data'}" in (
+            done.stdout
+        )
+
+    def test_the_mount_of_the_data_directory_is_refused_as_configured_by_the_environment(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "data").mkdir()
+        doc = {"sandbox": {"backend": "srt", "mounts": [
+            {"source": str(tmp_path), "target": str(tmp_path), "mode": "writable"}]}}  # fmt: skip
+        done = hookspawn("sandbox", "check", str(write(tmp_path / "s.json", doc)))
+        assert done.returncode == 1
+        assert f"overlaps {tmp_path / 'data'}, the data directory" in done.stdout
+
+    def test_config_defaults_to_hookspawn_sandbox_config(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        path = write(tmp_path / "s.json", {"sandbox": {"backend": "srt"}})
+        monkeypatch.setenv("HOOKSPAWN_SANDBOX_CONFIG", str(path))
+        assert hookspawn("sandbox", "check").returncode == 0
+        write(path, {"sandbox": {"backend": "lxc"}})
+        done = hookspawn("sandbox", "check")
+        assert done.returncode == 1
+        assert done.stdout.startswith(f"{path}: sandbox.backend: 'lxc': unknown")
+
+    def test_without_config_or_variable_it_says_what_to_give(self) -> None:
+        done = hookspawn("sandbox", "check")
+        assert done.returncode == 2
+        assert done.stderr == (
+            "hookspawn sandbox: check: give CONFIG or set HOOKSPAWN_SANDBOX_CONFIG\n"
+        )
+
+    def test_unreadable_or_non_json_files_are_one_line(self, tmp_path: Path) -> None:
+        done = hookspawn("sandbox", "check", str(tmp_path / "missing.json"))
+        assert done.returncode == 1
+        assert done.stdout.startswith(f"{tmp_path / 'missing.json'}: (file): cannot read it")
+        (tmp_path / "bad.json").write_text('{"sandbox": ')
+        done = hookspawn("sandbox", "check", str(tmp_path / "bad.json"))
+        assert done.returncode == 1
+        assert done.stdout.splitlines() == [
+            f"{tmp_path / 'bad.json'}: (file): not JSON: Expecting value at line 1 column 13"
+        ]
+
+    def test_backend_none_passes_with_a_warning(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "s.json", {"sandbox": {"backend": "none"}})
+        done = hookspawn("sandbox", "check", str(path))
+        assert done.returncode == 0
+        assert "unconfined" in done.stderr
+
+    def test_write_belongs_to_migrate(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "s.json", SRT_CACHE)
+        done = hookspawn("sandbox", "check", str(path), "--write")
+        assert done.returncode == 2
+        assert "--write is an option of migrate" in done.stderr
+
+
+LEGACY = {
+    "security": {"sandboxReadRoots": ["/srv/reference-data"], "sandboxWriteRoots": ["/srv/out"]},
+    "sandbox": {
+        "backend": "srt",
+        "mounts": [{"source": "/srv/cache", "target": "/srv/cache", "readOnly": False}],
+    },
+}
+
+
+class TestMigrate:
+    def test_prints_the_migrated_json_and_a_diff_and_changes_no_file(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "s.json", LEGACY)
+        before = path.read_bytes()
+        done = hookspawn("sandbox", "migrate", str(path))
+        assert done.returncode == 0
+        assert json.loads(done.stdout) == {
+            "sandbox": {
+                "backend": "srt",
+                "mounts": [
+                    {"source": "/srv/cache", "target": "/srv/cache", "mode": "writable"},
+                    {
+                        "source": "/srv/reference-data",
+                        "target": "/srv/reference-data",
+                        "mode": "readonly",
+                    },
+                    {"source": "/srv/out", "target": "/srv/out", "mode": "writable"},
+                ],
+            }
+        }
+        assert done.stderr.startswith(f"--- {path}\n+++ {path} (migrated)\n@@ ")
+        assert '-    "sandboxReadRoots": [\n' in done.stderr
+        assert '+        "mode": "writable"\n' in done.stderr
+        assert path.read_bytes() == before
+
+    def test_write_rewrites_the_file_and_a_second_run_changes_nothing(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "s.json", LEGACY)
+        first = hookspawn("sandbox", "migrate", str(path), "--write")
+        assert first.returncode == 0
+        assert path.read_text() == first.stdout
+        again = hookspawn("sandbox", "migrate", str(path), "--write")
+        assert (again.returncode, again.stdout, again.stderr) == (0, first.stdout, "")
+
+    @pytest.mark.parametrize("example", [SRT_CACHE, MICROSANDBOX_REFERENCE, MICROSANDBOX_OVERLAY])
+    def test_an_already_migrated_file_comes_back_byte_for_byte(
+        self, example: dict[str, Any], tmp_path: Path
+    ) -> None:
+        path = tmp_path / "s.json"
+        path.write_text(json.dumps(example))  # one line: not how migrate would format it
+        done = hookspawn("sandbox", "migrate", str(path), "--write")
+        assert (done.returncode, done.stdout, done.stderr) == (0, path.read_text() + "\n", "")
+        assert path.read_text() == json.dumps(example)
+
+    def test_a_contradiction_changes_nothing_and_names_the_field(self, tmp_path: Path) -> None:
+        doc = {"sandbox": {"backend": "srt", "mounts": [
+            {"source": "/a", "target": "/a", "mode": "readonly", "readOnly": False}]}}  # fmt: skip
+        path = write(tmp_path / "s.json", doc)
+        before = path.read_bytes()
+        done = hookspawn("sandbox", "migrate", str(path), "--write")
+        assert done.returncode == 1
+        assert done.stdout == ""
+        assert done.stderr == (
+            f"{path}: sandbox.mounts[0].readOnly: false contradicts mode 'readonly': remove one\n"
+        )
+        assert path.read_bytes() == before
+
+    def test_a_file_that_is_not_json_is_one_line(self, tmp_path: Path) -> None:
+        (tmp_path / "s.json").write_text("nope")
+        done = hookspawn("sandbox", "migrate", str(tmp_path / "s.json"))
+        assert done.returncode == 2
+        assert done.stderr.startswith(f"hookspawn sandbox: {tmp_path / 's.json'} is not JSON")

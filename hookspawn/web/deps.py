@@ -52,7 +52,7 @@ def require_admin(request: Request) -> None:
     if cookie and ui_logins.valid(rt.client, token, cookie):
         same_origin(request, required=True)
         return
-    raise ApiError(401, "unauthorized", "this endpoint needs Authorization: Bearer <admin token>")
+    raise ApiError("unauthorized", "this endpoint needs Authorization: Bearer <admin token>")
 
 
 def same_origin(request: Request, *, required: bool) -> None:
@@ -81,7 +81,6 @@ def same_origin(request: Request, *, required: bool) -> None:
 
 def _cross_origin(why: str) -> ApiError:
     return ApiError(
-        403,
         "cross_origin_request",
         f"refused: {why}; a request that changes state with the /ui cookie must come from "
         "this server's own pages (or use Authorization: Bearer <admin token>)",

@@ -17,21 +17,44 @@ from triggers import errors as intake
 from workers import errors as work
 from workers.github import manual_connections as manual
 
+#: the status of each code the web app answers on purpose (ApiError), the routes' own refusals
+API_CODES: dict[str, int] = {
+    "invalid_request": 400,
+    "unauthorized": 401,
+    "cross_origin_request": 403,
+    "session_not_found": 404,
+    "delivery_not_found": 404,
+    "not_cancellable": 409,
+    "payload_too_large": 413,
+    "unsupported_content_type": 415,
+    "explain_unavailable": 501,
+    "starts_unavailable": 503,
+    # refused by the connection itself, before the app (hookspawn/web/limits.py)
+    "header_timeout": 408,
+    "body_timeout": 408,
+    "headers_too_large": 431,
+    "too_many_connections": 503,
+    "body_budget_exceeded": 503,
+}
+
 
 class ApiError(HookspawnError):
-    """An answer the API gives on purpose: with its `status` (404, 401 …), or, when that is
-    None, the status `STATUS` has for its class."""
+    """An answer the API gives on purpose, by its code: `API_CODES` has the status of a route's
+    own refusal; a subclass is answered with the status `STATUS` has for its class."""
 
-    def __init__(self, status: int | None, code: str, message: str, **details: Any) -> None:
+    def __init__(self, code: str, message: str, **details: Any) -> None:
         super().__init__(message, code=code, **details)
-        self.status = status
+
+    @property
+    def status(self) -> int | None:
+        return API_CODES.get(self.code)
 
 
 class MisdirectedRequest(ApiError):
     """A request for a host this server does not answer to (hookspawn/web/host_check.py)."""
 
     def __init__(self, message: str, **details: Any) -> None:
-        super().__init__(None, "misdirected_request", message, **details)
+        super().__init__("misdirected_request", message, **details)
 
 
 class StartRefused(ApiError):
@@ -45,7 +68,7 @@ class StartRefused(ApiError):
     code = "refused"
 
     def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
-        super().__init__(None, code or self.code, message, **details)
+        super().__init__(code or self.code, message, **details)
 
     @staticmethod
     def of(outcome: str, code: str, message: str, details: dict[str, Any]) -> StartRefused:

@@ -12,7 +12,7 @@ import orjson
 from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallable, Scope
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from hookspawn.web.http_errors import ApiError, error_body
+from hookspawn.web.http_errors import API_CODES, ApiError, error_body
 from triggers.intake import MAX_BODY
 from workers.settings import Settings
 
@@ -60,13 +60,13 @@ class BodyBudget:
 class Refused(ApiError):
     """A request refused by the connection itself: answered, then the connection closes."""
 
-    status: int
-
-    def __init__(
-        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(status, code, message)
+    def __init__(self, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(code, message)
         self.headers = headers or {}
+
+    @property
+    def status(self) -> int:
+        return API_CODES[self.code]
 
     def response(self) -> bytes:
         body = orjson.dumps(error_body(self.code, self.message))
@@ -113,7 +113,6 @@ class GuardedProtocol(HttpToolsProtocol):
             self.transport = transport
             self.refuse(
                 Refused(
-                    503,
                     "too_many_connections",
                     f"this server holds {self.limits.max_connections} connections at most "
                     "(HOOKSPAWN_MAX_CONNECTIONS): try again shortly",
@@ -148,12 +147,11 @@ class GuardedProtocol(HttpToolsProtocol):
             if isinstance(cause, Refused):
                 self.refuse(cause)
             else:
-                self.refuse(Refused(400, "invalid_request", f"not a valid HTTP/1.1 request: {exc}"))
+                self.refuse(Refused("invalid_request", f"not a valid HTTP/1.1 request: {exc}"))
             return
         if self.reading_headers and self.header_bytes > self.limits.max_header_bytes:
             self.refuse(
                 Refused(
-                    431,
                     "headers_too_large",
                     f"the request line and headers are over {self.limits.max_header_bytes} "
                     "bytes (HOOKSPAWN_MAX_HEADER_BYTES)",
@@ -201,7 +199,6 @@ class GuardedProtocol(HttpToolsProtocol):
             seconds = self.limits.header_timeout
             self.refuse(
                 Refused(
-                    408,
                     "header_timeout",
                     f"the request line and headers did not arrive within {seconds:g}s "
                     "(HOOKSPAWN_HEADER_TIMEOUT)",
@@ -214,7 +211,6 @@ class GuardedProtocol(HttpToolsProtocol):
             seconds = self.limits.body_timeout
             self.refuse(
                 Refused(
-                    408,
                     "body_timeout",
                     f"the request body did not arrive within {seconds:g}s of its headers "
                     "(HOOKSPAWN_BODY_TIMEOUT)",
@@ -245,7 +241,6 @@ class GuardedProtocol(HttpToolsProtocol):
     def over_budget(self) -> Refused:
         seconds = max(1, round(self.limits.body_timeout))
         return Refused(
-            503,
             "body_budget_exceeded",
             f"request bodies in flight are at the {self.limits.body_budget}-byte budget "
             "(HOOKSPAWN_BODY_BUDGET): try again shortly",

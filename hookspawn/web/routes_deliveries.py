@@ -21,7 +21,7 @@ NOT_FOUND = {404: "delivery_not_found: no delivery with this id is recorded"}
 def delivery_view(rt: Runtime, delivery_id: str) -> dict[str, Any]:
     delivery = rt.store.get(delivery_id)
     if delivery is None:
-        raise ApiError(404, "delivery_not_found", f"no delivery {delivery_id!r} is recorded")
+        raise ApiError("delivery_not_found", f"no delivery {delivery_id!r} is recorded")
     runs = rt.store.runs(delivery_id)
     latest = runs[-1] if runs else {}
     view = delivery.to_json()
@@ -71,7 +71,7 @@ async def replay(request: Request, delivery_id: str) -> JSONResponse:
 
     def go() -> None:
         if not rt.store.requeue(delivery_id):
-            raise ApiError(404, "delivery_not_found", f"no delivery {delivery_id!r} is recorded")
+            raise ApiError("delivery_not_found", f"no delivery {delivery_id!r} is recorded")
         rt.enqueue(delivery_id)
 
     await run_in_threadpool(go)

@@ -58,7 +58,7 @@ async def explain_event(request: Request, body: ExplainRequest) -> dict[str, Any
     def run() -> dict[str, Any]:
         pipeline = rt.pipeline
         if not isinstance(pipeline, SpawnPipeline):
-            raise ApiError(501, "explain_unavailable", "this server's pipeline cannot be explained")
+            raise ApiError("explain_unavailable", "this server's pipeline cannot be explained")
         return explain(
             body.event,
             body.payload,

@@ -46,7 +46,7 @@ def run_view(rt: Runtime, session_id: str) -> dict[str, Any] | None:
 
 def _known(rt: Runtime, session_id: str) -> None:
     if not rt.client.exists(keys.session(session_id)):
-        raise ApiError(404, "session_not_found", f"no session {session_id!r}")
+        raise ApiError("session_not_found", f"no session {session_id!r}")
 
 
 @router.post(
@@ -72,13 +72,11 @@ async def cancel(request: Request, session_id: str) -> dict[str, Any]:
     status = await run_in_threadpool(act)
     if status is None:
         raise ApiError(
-            409,
             "not_cancellable",
             f"session {session_id!r} is not run by a local runner (HOOKSPAWN_RUNNER=local)",
         )
     if status in (SessionStatus.SUCCEEDED, SessionStatus.FAILED):
         raise ApiError(
-            409,
             "not_cancellable",
             f"session {session_id!r} has already ended ({status})",
             sessionStatus=status,

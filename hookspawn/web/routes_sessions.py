@@ -63,7 +63,7 @@ class SpawnBody(StartBody):
 def _spawner(rt: Runtime) -> SpawnPipeline:
     pipeline = rt.pipeline
     if not isinstance(pipeline, SpawnPipeline):
-        raise ApiError(503, "starts_unavailable", "this process has no spawn pipeline")
+        raise ApiError("starts_unavailable", "this process has no spawn pipeline")
     return pipeline
 
 
@@ -161,7 +161,7 @@ async def get_session(request: Request, session_id: str) -> dict[str, Any]:
     rt = runtime(request)
     session = await run_in_threadpool(rt.sessions.get, session_id)
     if session is None:
-        raise ApiError(404, "session_not_found", f"no session {session_id!r}")
+        raise ApiError("session_not_found", f"no session {session_id!r}")
     audit = rt.audit
     session["audit"] = await run_in_threadpool(audit.entries, session_id)
     session["failedAuthentications"] = await run_in_threadpool(audit.failures, session_id)

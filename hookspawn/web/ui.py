@@ -134,12 +134,10 @@ async def _small_form(request: Request) -> dict[str, str]:
     media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
     if media != "application/x-www-form-urlencoded":
         raise ApiError(
-            415,
             "unsupported_content_type",
             f"/ui/login takes an application/x-www-form-urlencoded form, not {media or 'none'}",
         )
     too_large = ApiError(
-        413,
         "payload_too_large",
         f"the /ui/login form is over {LOGIN_FORM_BYTES} bytes",
         limit=LOGIN_FORM_BYTES,
@@ -156,7 +154,7 @@ async def _small_form(request: Request) -> dict[str, str]:
         fields = parse_qs(raw.decode(), max_num_fields=8)
     except (UnicodeDecodeError, ValueError) as exc:
         message = f"the /ui/login form is not readable: {exc}"
-        raise ApiError(400, "invalid_request", message) from None
+        raise ApiError("invalid_request", message) from None
     return {name: values[0] for name, values in fields.items()}
 
 
@@ -301,7 +299,7 @@ async def session(request: Request, session_id: str) -> Response:
     def load(rt: Runtime) -> dict[str, Any]:
         found = rt.sessions.get(session_id)
         if found is None:
-            raise ApiError(404, "session_not_found", f"no session {session_id!r}")
+            raise ApiError("session_not_found", f"no session {session_id!r}")
         trail = rt.audit
         audit, failed = trail.entries(session_id), trail.failures(session_id)
         run = run_view(rt, session_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import redis
 
 from agents.errors import AgentsError
 from hookspawn.web.http_errors import (
+    API_CODES,
     START_REFUSALS,
     STATUS,
     ApiError,
@@ -81,8 +83,19 @@ def test_the_nearest_class_wins_whatever_the_table_order() -> None:
     assert status_of(ValueError("unexpected")) == 500
 
 
-def test_an_explicit_api_status_wins() -> None:
-    assert status_of(ApiError(404, "agent_not_found", "no agent 'x'")) == 404
+def test_a_routes_own_refusal_is_answered_with_its_codes_status() -> None:
+    assert status_of(ApiError("session_not_found", "no session 'x'")) == 404
+    assert status_of(ApiError("not_cancellable", "session 'x' has ended")) == 409
+    # a code the table lacks is a bug, answered as one
+    assert status_of(ApiError("no_such_code", "?")) == 500
+
+
+def test_every_code_a_route_raises_has_its_status() -> None:
+    raised = set()
+    for path in (ROOT / "hookspawn").rglob("*.py"):
+        raised |= set(re.findall(r'(?:ApiError|Refused)\(\s*"([a-z_]+)"', path.read_text()))
+    assert raised, "no ApiError raise site found"
+    assert raised <= set(API_CODES), raised - set(API_CODES)
 
 
 def test_a_misdirected_request_is_421_with_the_shared_body() -> None:

@@ -226,7 +226,7 @@ def test_the_exit_status_and_arguments_pass_through(host: Host) -> None:
         scratch=host.scratch,
     )
     done = subprocess.run(argv, env=env, cwd=host.workspace, capture_output=True, text=True)
-    assert (done.returncode, done.stdout) == (7, "a b,$HOME,*,")
+    assert (done.returncode, done.stdout) == (7, "a b,$HOME,*,"), done.stderr
 
 
 class TestWhenTheSandboxCannotStart:

@@ -34,21 +34,28 @@ SHARED = (
 #: other workers on a loaded machine that can pass the default 120 s
 TIMEOUTS = {"hostile/test_openapi.py": 360}
 
-#: whole process trees (`serve`, srt sandboxes, chromium), every example payload, fuzzing and
-#: property runs: each takes seconds to a minute; the quick loop leaves them out
+#: whole process trees (`serve`, the local runner, srt sandboxes, real git, chromium, the CLI
+#: over every example), every example payload, fuzzing and property runs: each takes seconds
+#: to a minute; the quick loop leaves them out
 SLOW = (
     "faults/",
     "hostile/test_openapi.py",
     "hostile/test_intake_fuzz.py",
     "hostile/test_connection_limits.py",
+    "hostile/test_agent_files.py",
     "hookspawn/web/ui/test_browser.py",
     "workers/session/sandbox/test_confined.py",
-    "workers/session/runner/test_confined_runner.py",
-    "workers/session/runner/test_snapshots.py",
-    "workers/session/runner/test_harness.py",
-    "workers/session/runner/test_lifecycle.py",
-    "workers/session/runner/test_github_app.py",
-    "workers/session/runner/test_session_runs.py",
+    "workers/session/runner/",
+    "workers/session/broker/test_real_git.py",
+    "workers/session/broker/test_credential_helper.py",
+    "workers/session/broker/test_failed_authentications.py",
+    "hookspawn/cli/test_init.py",
+    "hookspawn/cli/test_cli_behaviour.py::test_piped_into_head_ends_quietly",
+    "hookspawn/cli/test_check.py::test_the_examples_pass_strict",
+    "hookspawn/schema_check/test_example_paths.py",
+    "hookspawn/schema_check/test_event_schemas.py::test_models_are_imported_per_event_in_use",
+    "agents/test_report.py::test_cli_check_runs_on_the_examples",
+    "test_examples.py",
     "templating/test_properties.py::test_compile_and_render_raise_only_template_errors",
     "templating/test_refs.py::test_every_accepted_ref_is_accepted_by_git",
 )

@@ -10,9 +10,15 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from agents.sandbox.domains import domain_problem
+from workers.secret_files import SecretFileSource
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -196,6 +202,19 @@ class Settings(BaseSettings):
     session_max_processes: int = Field(default=512, ge=32)
     #: bytes one session root may hold while setup runs and when its snapshot is saved
     session_disk_limit: Size = Field(default=10 * 1024**3, ge=1024 * 1024)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The `_FILE` variables of the secrets (workers/secret_files.py) beside the rest."""
+        files = SecretFileSource(settings_cls)
+        return init_settings, files, env_settings, dotenv_settings, file_secret_settings
 
     @property
     def sessions_kept(self) -> timedelta:

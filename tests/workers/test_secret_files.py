@@ -45,7 +45,8 @@ def test_a_variable_and_its_file_both_set_is_an_error_naming_both(
     monkeypatch.setenv("HOOKSPAWN_ADMIN_TOKEN_FILE", str(tmp_path / "token"))
     with pytest.raises(SecretFileError) as caught:
         Settings()
-    assert "HOOKSPAWN_ADMIN_TOKEN and HOOKSPAWN_ADMIN_TOKEN_FILE are both set" in caught.value.message
+    said = caught.value.message
+    assert "HOOKSPAWN_ADMIN_TOKEN and HOOKSPAWN_ADMIN_TOKEN_FILE are both set" in said
 
 
 def test_an_unreadable_file_is_an_error_naming_its_path(

@@ -42,6 +42,7 @@ SLOW = (
     "hostile/test_intake_fuzz.py",
     "hostile/test_connection_limits.py",
     "hookspawn/web/ui/test_browser.py",
+    "test_fresh_machine.py::test_without_the_programs_pytest_passes_and_names_what_it_skipped",
     "workers/session/sandbox/test_confined.py",
     "workers/session/runner/test_confined_runner.py",
     "workers/session/runner/test_snapshots.py",

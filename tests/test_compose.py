@@ -124,9 +124,9 @@ def test_the_runner_image_has_git_and_the_sandbox() -> None:
     install = re.search(r"apt-get install [^&]*", runner)
     assert install is not None
     assert {"git", "bubblewrap", "socat", "ripgrep"} <= set(install.group(0).split())
-    ci_pin = re.search(r"@anthropic-ai/sandbox-runtime@[\d.]+", (ROOT / ".ci/run").read_text())
-    assert ci_pin is not None
-    assert f"npm install -g {ci_pin.group(0)}" in runner  # the version the tests run
+    pin = re.search(r"@anthropic-ai/sandbox-runtime@[\d.]+", (ROOT / "scripts/setup").read_text())
+    assert pin is not None
+    assert f"npm install -g {pin.group(0)}" in runner  # the version the tests run
 
 
 def test_the_runner_service_runs_sessions_from_the_runner_image(compose: dict[str, Any]) -> None:

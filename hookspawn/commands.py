@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from hookspawn.agents_notice import log_agents
 from hookspawn.client import CommandError
+from workers.secret_files import SecretFileError
 from workers.settings import Settings
 
 log = logging.getLogger("hookspawn")
@@ -31,6 +32,8 @@ def load_settings() -> Settings:
         first = exc.errors()[0]
         name = "HOOKSPAWN_" + "_".join(str(part) for part in first["loc"]).upper()
         raise CommandError(f"{name}: {first['msg']}", exit_code=2) from None
+    except SecretFileError as exc:
+        raise CommandError(exc.message, exit_code=2) from None
 
 
 def _logging(settings: Settings) -> None:

@@ -20,7 +20,7 @@ from hypothesis import settings as hypothesis_settings
 from kombu.asynchronous import set_event_loop
 
 from hookspawn.redis_server import RedisServer, redis_server_binary, redis_server_version
-from tests import suite_marks, type_gate
+from tests import suite_marks, tool_marks, type_gate
 from tests.dispatch_target import DispatchTarget, dispatch_target
 from triggers.signature import sign
 from workers.runtime import Runtime
@@ -44,8 +44,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """`slow` and `serial` by where the test is (tests/suite_marks.py), before `-m` selects."""
+    """`slow` and `serial` by where the test is (tests/suite_marks.py), before `-m` selects;
+    `needs(TOOL)` likewise (tests/tool_marks.py)."""
     suite_marks.mark(item)
+    tool_marks.mark(item)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test needing a program that is not on PATH is skipped, naming it (tests/tool_marks.py)."""
+    tool_marks.setup(item)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    tool_marks.summary(terminalreporter)
 
 
 @pytest.hookimpl(optionalhook=True)

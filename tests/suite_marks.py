@@ -44,6 +44,7 @@ SLOW = (
     "hostile/test_connection_limits.py",
     "hostile/test_agent_files.py",
     "hookspawn/web/ui/test_browser.py",
+    "test_fresh_machine.py::test_without_the_programs_pytest_passes_and_names_what_it_skipped",
     "workers/session/sandbox/test_confined.py",
     "workers/session/runner/",
     "workers/session/broker/test_real_git.py",

@@ -9,6 +9,7 @@ import re
 import socket
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from hookspawn.cli import _parser
 from tests.conftest import wait_for
 from tests.procs import environment, launch
 from workers.celery_app import PROCESS_DELIVERY, make_celery
-from workers.settings import split_csv
+from workers.settings import Settings, split_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +35,7 @@ def compose() -> dict[str, Any]:
 def test_every_hookspawn_command_is_a_real_subcommand(compose: dict[str, Any]) -> None:
     commands = [s["command"] for s in compose["services"].values() if "command" in s]
     hookspawn = [c for c in commands if c[0] == "hookspawn"]
-    assert {c[1] for c in hookspawn} == {"web", "worker"}
+    assert {c[1] for c in hookspawn} == {"web", "worker", "runner"}
     for command in hookspawn:
         args = _parser().parse_args(command[1:])  # exits (fails the test) on a bad command line
         assert args.command == command[1]
@@ -43,7 +44,7 @@ def test_every_hookspawn_command_is_a_real_subcommand(compose: dict[str, Any]) -
 
 def test_redis_is_durable(compose: dict[str, Any]) -> None:
     redis = compose["services"]["redis"]
-    assert redis["image"].startswith("redis:7")
+    assert re.fullmatch(r"redis:7\.\d+", redis["image"]), redis["image"]  # a minor version
     command = " ".join(redis["command"])
     assert "--appendonly yes" in command
     assert "--maxmemory-policy noeviction" in command
@@ -63,27 +64,82 @@ def test_services_and_replicas(compose: dict[str, Any]) -> None:
 
 def test_web_and_worker_share_one_image(compose: dict[str, Any]) -> None:
     web, worker = compose["services"]["web"], compose["services"]["worker"]
-    assert web["build"] == "."
+    assert web["build"] == {"context": ".", "target": "app"}
     assert "build" not in worker  # built once, by web
     assert web["image"] == worker["image"] == "hookspawn:local"
     assert worker["pull_policy"] == "never"
 
 
-def test_dependencies_are_installed_before_the_source_is_copied() -> None:
-    steps = [
-        line.strip()
-        for line in (ROOT / "Dockerfile").read_text().splitlines()
+def dockerfile_steps() -> list[str]:
+    """The Dockerfile's instructions, continuation lines joined, comments left out."""
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    return [
+        " ".join(line.split())
+        for line in text.splitlines()
         if line.strip() and not line.strip().startswith("#")
     ]
+
+
+def test_dependencies_are_installed_from_the_lock_before_the_source_is_copied() -> None:
+    steps = dockerfile_steps()
     first_source = min(
         i for i, s in enumerate(steps) if s.startswith("COPY ") and "workers" in s.split()
     )
-    dependencies = next(i for i, s in enumerate(steps) if "-r /tmp/requirements.txt" in s)
-    assert "COPY pyproject.toml ./" in steps[:dependencies]
+    dependencies = steps.index("RUN pip install --no-cache-dir -r requirements.lock")
+    assert "COPY requirements.lock ./" in steps[:dependencies]
     assert dependencies < first_source
     assert not any(s.startswith("COPY . ") for s in steps)
     package = next(i for i, s in enumerate(steps) if "pip install --no-cache-dir --no-deps ." in s)
     assert package > first_source
+    assert "requirements.lock" not in (ROOT / ".dockerignore").read_text().split("\n", 2)[2]
+
+
+def lock_pins() -> dict[str, str]:
+    """requirements.lock: normalized project name → its exact version."""
+    pins: dict[str, str] = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version and re.fullmatch(r"[\w.+!-]+", version), f"not an exact pin: {line!r}"
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return pins
+
+
+def test_the_lock_pins_every_runtime_dependency_and_not_hookspawn() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = lock_pins()
+    assert "hookspawn" not in pins
+    for requirement in project["dependencies"]:
+        name = re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0]
+        assert re.sub(r"[-_.]+", "-", name).lower() in pins, f"{requirement} not in the lock"
+        exact = re.search(r"==([\w.]+)$", requirement)
+        if exact:  # an exact pin in pyproject is the lock's version too
+            assert pins[re.sub(r"[-_.]+", "-", name).lower()] == exact.group(1)
+
+
+def test_the_runner_image_has_git_and_the_sandbox() -> None:
+    steps = dockerfile_steps()
+    start = steps.index("FROM app AS runner")
+    runner = " ".join(steps[start:])
+    install = re.search(r"apt-get install [^&]*", runner)
+    assert install is not None
+    assert {"git", "bubblewrap", "socat", "ripgrep"} <= set(install.group(0).split())
+    pin = re.search(r"@anthropic-ai/sandbox-runtime@[\d.]+", (ROOT / "scripts/setup").read_text())
+    assert pin is not None
+    assert f"npm install -g {pin.group(0)}" in runner  # the version the tests run
+
+
+def test_the_runner_service_runs_sessions_from_the_runner_image(compose: dict[str, Any]) -> None:
+    runner = compose["services"]["runner"]
+    assert runner["profiles"] == ["runner"]
+    assert runner["build"] == {"context": ".", "target": "runner"}
+    assert runner["command"][:2] == ["hookspawn", "runner"]
+    _parser().parse_args(runner["command"][1:])
+    assert runner["environment"]["HOOKSPAWN_RUNNER"] == "local"
+    web = compose["services"]["web"]["environment"]
+    assert {k: v for k, v in runner["environment"].items() if k != "HOOKSPAWN_RUNNER"} == {
+        k: v for k, v in web.items() if k != "HOOKSPAWN_RUNNER"
+    }
 
 
 def test_dockerignore_keeps_environments_data_and_keys_out() -> None:
@@ -95,19 +151,102 @@ def test_dockerignore_keeps_environments_data_and_keys_out() -> None:
     assert {".git", ".venv", ".hookspawn", "*.pem", ".env", "tests"} <= ignored
 
 
+HOOKSPAWN_SERVICES = ("web", "worker", "runner")
+
+
 def test_the_private_key_reaches_the_containers_as_a_secret(compose: dict[str, Any]) -> None:
-    (name,) = compose["secrets"]
+    name = "github-app-private-key"
     assert compose["secrets"][name]["file"].startswith("${HOOKSPAWN_GITHUB_PRIVATE_KEY_FILE")
-    for service in ("web", "worker"):
+    for service in HOOKSPAWN_SERVICES:
         spec = compose["services"][service]
-        assert spec["secrets"] == [name]
+        assert name in spec["secrets"]
         assert spec["environment"]["HOOKSPAWN_GITHUB_PRIVATE_KEY_PATH"] == f"/run/secrets/{name}"
 
 
-def test_the_admin_token_is_required(compose: dict[str, Any]) -> None:
-    for service in ("web", "worker"):
-        token = compose["services"][service]["environment"]["HOOKSPAWN_ADMIN_TOKEN"]
-        assert token.startswith("${HOOKSPAWN_ADMIN_TOKEN:?")
+SECRETS = {
+    "HOOKSPAWN_WEBHOOK_SECRET": "webhook-secret",
+    "HOOKSPAWN_ADMIN_TOKEN": "admin-token",
+    "HOOKSPAWN_DISPATCH_SECRET": "dispatch-secret",
+}
+
+
+def test_the_secrets_are_required_and_reach_the_containers_as_files(
+    compose: dict[str, Any],
+) -> None:
+    required = compose["x-required"]
+    for variable, name in SECRETS.items():
+        assert any(item.startswith(f"${{{variable}:?") for item in required), variable
+        assert compose["secrets"][name] == {"environment": variable}
+        for service in HOOKSPAWN_SERVICES:
+            spec = compose["services"][service]
+            assert name in spec["secrets"]
+            assert spec["environment"][f"{variable}_FILE"] == f"/run/secrets/{name}"
+            assert variable not in spec["environment"]  # never the secret itself
+
+
+def test_the_public_url_is_required(compose: dict[str, Any]) -> None:
+    for service in HOOKSPAWN_SERVICES:
+        url = compose["services"][service]["environment"]["HOOKSPAWN_PUBLIC_URL"]
+        assert url.startswith("${HOOKSPAWN_PUBLIC_URL:?")
+
+
+def documented_settings() -> set[str]:
+    """The variables of README's settings table (the first table under `## Configuration`)."""
+    section = (ROOT / "README.md").read_text().split("\n## Configuration\n", 1)[1]
+    table = section.split("\n\n`compose.yaml`", 1)[0]
+    return {
+        name
+        for row in table.splitlines()
+        if row.startswith("| `HOOKSPAWN_")
+        for name in re.findall(r"`(HOOKSPAWN_[A-Z_]+)`", row.split(" | ", 1)[0])
+    }
+
+
+def test_every_documented_setting_is_passed(compose: dict[str, Any]) -> None:
+    documented = documented_settings()
+    assert {"HOOKSPAWN_TRUSTED_PROXIES", "HOOKSPAWN_SESSION_DISK_LIMIT"} <= documented
+    for service in HOOKSPAWN_SERVICES:
+        env = compose["services"][service]["environment"]
+        missing = {name for name in documented if name not in env and f"{name}_FILE" not in env} - {
+            f"{name}_FILE" for name in SECRETS
+        }
+        assert sorted(missing) == [], service
+
+
+def test_compose_defaults_are_valid_settings(
+    compose: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what the containers get with only the required variables set
+    for name in [name for name in os.environ if name.startswith("HOOKSPAWN_")]:
+        monkeypatch.delenv(name)
+    for name, raw in compose["services"]["worker"]["environment"].items():
+        value = re.sub(r"\$\{[A-Z_]+:\?[^}]*\}", "https://hooks.example.com", str(raw))
+        value = re.sub(r"\$\{[A-Z_]+:?-([^}]*)\}", r"\1", value)
+        if value.startswith("/run/secrets/"):
+            value = str(tmp_path / value.rsplit("/", 1)[1])
+            Path(value).write_text("s3cret\n")
+        monkeypatch.setenv(name, value)
+    settings = Settings()
+    assert settings.public_url == "https://hooks.example.com"
+    assert settings.webhook_secret == ["s3cret"]
+    assert settings.dispatch_secret == settings.admin_token == "s3cret"
+    assert settings.runner_user == "nobody"
+    # an empty path is no path, not the working directory
+    assert settings.sandbox_config is None
+    assert settings.workspaces_dir is None
+    assert settings.secrets_file is None
+    assert settings.session_retention is None
+
+
+def test_flower_is_published_on_loopback_behind_basic_auth(compose: dict[str, Any]) -> None:
+    flower = compose["services"]["flower"]
+    assert flower["profiles"] == ["flower"]
+    assert all(str(port).startswith("127.0.0.1:") for port in flower["ports"])
+    assert flower["secrets"] == ["flower-basic-auth"]
+    assert compose["secrets"]["flower-basic-auth"] == {"environment": "HOOKSPAWN_FLOWER_BASIC_AUTH"}
+    script = flower["command"][-1]
+    assert "test -s /run/secrets/flower-basic-auth" in script  # none: Flower does not start
+    assert 'FLOWER_BASIC_AUTH="$$(cat /run/secrets/flower-basic-auth)"' in script
 
 
 def test_each_served_service_answers_to_its_own_name(compose: dict[str, Any]) -> None:
@@ -128,6 +267,9 @@ def test_every_variable_compose_reads_is_documented_in_readme() -> None:
     text = (ROOT / "compose.yaml").read_text()
     # ${VAR}, ${VAR:-default}, ${VAR:?message}; $$ is compose's escape for a literal $
     read = set(re.findall(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)", text))
+    # and the variables compose secrets are made of
+    secrets = yaml.safe_load(text)["secrets"].values()
+    read |= {spec["environment"] for spec in secrets if "environment" in spec}
     assert "HOOKSPAWN_WEBHOOK_SECRET" in read
     readme = (ROOT / "README.md").read_text()
     assert sorted(v for v in read if f"`{v}`" not in readme) == []

@@ -10,9 +10,15 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from agents.sandbox.domains import domain_problem
+from workers.secret_files import SecretFileSource
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -105,6 +111,8 @@ def level_name(value: object) -> str:
 Csv = Annotated[list[str], NoDecode, BeforeValidator(split_csv)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
+#: a path, or unset; an empty value is unset too (compose passes `${VAR:-}`)
+OptionalPath = Annotated[Path | None, BeforeValidator(lambda v: v or None)]
 OptionalDuration = Annotated[
     timedelta | None, BeforeValidator(lambda v: None if v in (None, "") else parse_duration(v))
 ]
@@ -119,7 +127,7 @@ class Settings(BaseSettings):
     webhook_secret: Csv = Field(default_factory=list)
     agents_dir: Path = Path(".auto")
     github_app_id: str | None = None
-    github_private_key_path: Path | None = None
+    github_private_key_path: OptionalPath = None
     #: the base URL sessions reach this server at (the broker URL in a dispatched spec);
     #: unset: the server's own (`serve` fills it in from where it listens)
     public_url: str | None = None
@@ -165,7 +173,7 @@ class Settings(BaseSettings):
     #: addresses or networks of proxies whose X-Forwarded-Proto / -For are believed
     trusted_proxies: Annotated[Csv, AfterValidator(proxy_addresses)] = Field(default_factory=list)
     #: the sandbox configuration session commands are confined by
-    sandbox_config: Path | None = None
+    sandbox_config: OptionalPath = None
     #: domain patterns confined commands may reach through srt's proxy (`example.com`,
     #: `*.example.com`, `127.0.0.1:8000`, …); empty: no network
     sandbox_allowed_domains: Annotated[Csv, AfterValidator(srt_domains)] = Field(
@@ -186,9 +194,9 @@ class Settings(BaseSettings):
     session_log_limit: Size = Field(default=10 * 1024 * 1024, ge=16 * 1024)
     #: where the runner puts session roots; unset: `<data dir>/workspaces`, or when the
     #: runner user cannot enter the data directory, a directory of the runner's own for it
-    workspaces_dir: Path | None = None
+    workspaces_dir: OptionalPath = None
     #: a JSON object of secret name → value, the store `$secret` env references resolve from
-    secrets_file: Path | None = None
+    secrets_file: OptionalPath = None
     #: how long a runner holds a session without renewing before it counts as lost
     runner_lease_seconds: float = Field(default=30.0, gt=0, le=300)
     #: tasks (processes and threads) one session's setup and harness may have at once (srt
@@ -196,6 +204,19 @@ class Settings(BaseSettings):
     session_max_processes: int = Field(default=512, ge=32)
     #: bytes one session root may hold while setup runs and when its snapshot is saved
     session_disk_limit: Size = Field(default=10 * 1024**3, ge=1024 * 1024)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The `_FILE` variables of the secrets (workers/secret_files.py) beside the rest."""
+        files = SecretFileSource(settings_cls)
+        return init_settings, files, env_settings, dotenv_settings, file_secret_settings
 
     @property
     def sessions_kept(self) -> timedelta:

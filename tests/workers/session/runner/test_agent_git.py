@@ -103,3 +103,44 @@ def test_a_harness_in_the_sandbox_pushes_through_the_broker_with_what_its_mounts
     found, scanned = leaks(stack.secrets, file_haystacks(files))
     assert found == []
     assert scanned == len(files)
+
+
+WRITER = """\
+mounts:
+  - kind: git
+    repository: acme/widgets
+    mountPath: /workspace/widgets
+    ref: main
+    auth:
+      kind: githubApp
+      commitAuthor: {name: Widget Agent, email: agent@example.com}
+"""
+
+
+def _readme_harness() -> str:
+    """The HOOKSPAWN_HARNESS_COMMAND README.md shows for an agent's git, as a shell reads it."""
+    readme = (Path(__file__).resolve().parents[4] / "README.md").read_text()
+    line = next(
+        line for line in readme.splitlines() if line.startswith("HOOKSPAWN_HARNESS_COMMAND='")
+    )
+    return shlex.split(line)[0].partition("=")[2]
+
+
+def test_the_readme_harness_pushes_its_branch(
+    redis_url: str, shared_dir: Path, origin: Origin, webhooks_dir: Path
+) -> None:
+    with github_app_stack(
+        redis_url,
+        shared_dir,
+        origin,
+        pr_review={"mounts": WRITER, "setup": []},
+        harness_command=_readme_harness(),
+        runner_user=RUNNER_USER,
+    ) as stack:
+        session_id = stack.deliver("app-readme-push", webhooks_dir)
+        with stack.runner():
+            session = stack.ended(session_id)
+    assert session["status"] == "succeeded", session["logTail"]
+    widgets = origin.root / "acme" / "widgets.git"
+    branch = f"refs/heads/agent/{session_id}"
+    assert git(widgets, "log", "-1", "--format=%s %cn", branch) == "agent: hello Widget Agent"

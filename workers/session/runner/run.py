@@ -41,6 +41,7 @@ from workers.session.runner.session_git import (
     sandbox_git,
     session_destinations,
     session_git_env,
+    tools_on_path,
 )
 from workers.session.runner.setup_snapshot import SetupSnapshot
 from workers.session.runner.snapshots import SnapshotCache
@@ -94,7 +95,8 @@ class _Run:
         #: the session's own tools (its credential helper) beside its root, and what it alone
         #: reaches from inside the sandbox (`confine`'s `destinations` and `read`)
         self.tools = runner.workspaces / f"{session.id}.tools"
-        self.reach: dict[str, list[str]] = {"read": [str(self.tools)]}
+        self.reach: dict[str, list[str]] = {}
+        self.helper_dir: Path | None = None
         self.base_env = {"PATH": SESSION_PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}
         if runner.account:
             self.base_env["USER"] = runner.account.name
@@ -304,8 +306,11 @@ class SessionRunner:
         run.git_config.chmod(0o644)
         run.note(f"staging {len(mounts)} mount(s) in {run.workspace}")
         broker, helper = self._broker(session), self.helper or str(place_helper(run.tools))
+        run.reach["read"] = [str(run.tools)] if run.tools.is_dir() else []
+        run.helper_dir = Path(helper).parent
         run.reach["destinations"] = session_destinations(broker, mounts, self.rewrites)
-        env = {**env, **session_git_env(broker, Path(helper), run.base_env["PATH"])}
+        path = env.get("PATH", run.base_env["PATH"])
+        env = {**env, **session_git_env(broker, Path(helper), path)}
         staging = Staging(
             workspace=run.workspace,
             git=run.git,
@@ -371,7 +376,7 @@ class SessionRunner:
         if entries:
             snapshot.restore()
         for entry in entries:
-            script = "set -eu\n" + "\n".join(entry["commands"])
+            script = "set -eu\n" + tools_on_path(run.helper_dir) + "\n".join(entry["commands"])
             run.note(f"setup {entry['name']}")
             try:
                 code = run.command(

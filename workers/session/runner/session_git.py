@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -32,6 +33,7 @@ __all__ = [
     "sandbox_git",
     "session_destinations",
     "session_git_env",
+    "tools_on_path",
 ]
 
 HELPER_NAME = credential_helper.NAME
@@ -95,6 +97,14 @@ def session_git_env(broker: BrokerLink | None, helper: Path, path: str) -> dict[
         env["HOOKSPAWN_BROKER_URL"] = broker.url
         env["HOOKSPAWN_SESSION_CREDENTIAL"] = broker.credential
     return env
+
+
+def tools_on_path(directory: Path | None) -> str:
+    """A line of shell putting the session's tools directory back first on PATH: setup runs
+    in a login shell, whose profile sets PATH anew ('' without a directory)."""
+    if directory is None:
+        return ""
+    return f'PATH={shlex.quote(str(directory))}:"$PATH"; export PATH\n'
 
 
 def _destination(url: str) -> str | None:

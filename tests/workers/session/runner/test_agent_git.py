@@ -46,6 +46,18 @@ echo read > read.txt && git add read.txt && git commit -qm 'agent: on a read-onl
 git push origin agent/read; echo "read $?" >> $out
 """
 
+#: setup sees what the harness sees
+SETUP = [
+    {
+        "name": "env",
+        "commands": [
+            "command -v git-credential-hookspawn > ../setup-helper.txt",
+            'echo "$HOOKSPAWN_BROKER_URL" > ../broker.txt',
+            'test -n "$HOOKSPAWN_SESSION_CREDENTIAL"',
+        ],
+    }
+]
+
 
 def test_a_harness_in_the_sandbox_pushes_through_the_broker_with_what_its_mounts_grant(
     redis_url: str, shared_dir: Path, origin: Origin, webhooks_dir: Path
@@ -59,7 +71,7 @@ def test_a_harness_in_the_sandbox_pushes_through_the_broker_with_what_its_mounts
         redis_url,
         shared_dir,
         origin,
-        pr_review={"mounts": MOUNTS, "setup": []},
+        pr_review={"mounts": MOUNTS, "setup": SETUP},
         harness_command=harness,
         runner_user=RUNNER_USER,
     ) as stack:
@@ -67,13 +79,17 @@ def test_a_harness_in_the_sandbox_pushes_through_the_broker_with_what_its_mounts
         with stack.runner():
             session = stack.ended(session_id)
         tools = stack.settings.data_dir / "workspaces" / f"{session_id}.tools"
-    assert session["status"] == "succeeded", session
+    assert session["status"] == "succeeded", (session["failure"], session["logTail"])
     root = Path(session["workspace"]) / "workspace"
     pushes = dict(line.split() for line in (root / "pushes.txt").read_text().splitlines())
     assert pushes["change"] == "0", session["logTail"]
     assert pushes["workflow"] != "0" and pushes["read"] != "0", pushes
     # the setup and harness PATH leads to the session's own helper, beside its root
-    assert (root / "helper.txt").read_text().strip() == str(tools / "git-credential-hookspawn")
+    helper = str(tools / "git-credential-hookspawn")
+    assert (root / "helper.txt").read_text().strip() == helper
+    assert (root / "setup-helper.txt").read_text().strip() == helper
+    broker = f"{stack.settings.public_url}/sessions/{session_id}"
+    assert (root / "broker.txt").read_text().strip() == broker
     # the push landed; the workflow's and the read-only mount's did not
     pushed = git(widgets, "rev-parse", "refs/heads/agent/change")
     assert pushed == git(root / "widgets", "rev-parse", "agent/change")

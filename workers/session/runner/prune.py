@@ -20,8 +20,9 @@ log = logging.getLogger(__name__)
 
 #: a session id, and so the only directory name pruning ever considers
 _SESSION_ID = re.compile(r"hs-[0-9a-f]{32}")
-#: the files the runner keeps beside a session root (srt's settings, staging's git config)
-_BESIDE = re.compile(r"(hs-[0-9a-f]{32})\.(srt\.json|gitconfig)")
+#: what the runner keeps beside a session root (srt's settings, staging's git config, the
+#: session's tools directory)
+_BESIDE = re.compile(r"(hs-[0-9a-f]{32})\.(srt\.json|gitconfig|tools)")
 
 
 class SessionPruner:
@@ -58,7 +59,7 @@ class SessionPruner:
                 if _SESSION_ID.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
                     found.setdefault(entry.name, []).append(entry)
                 beside = _BESIDE.fullmatch(entry.name)
-                if beside and entry.is_file() and not entry.is_symlink():
+                if beside and not entry.is_symlink():
                     found.setdefault(beside.group(1), []).append(entry)
         return found
 

@@ -7,7 +7,6 @@ import logging
 import shlex
 import shutil
 import signal
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -36,6 +35,14 @@ from workers.session.runner.logs import log_path
 from workers.session.runner.roots import scratch_parent, workspaces_root
 from workers.session.runner.sandbox import SandboxUnavailable, confine, srt_scratch
 from workers.session.runner.secret_store import load_secrets
+from workers.session.runner.session_git import (
+    helper_problem,
+    place_helper,
+    sandbox_git,
+    session_destinations,
+    session_git_env,
+    tools_on_path,
+)
 from workers.session.runner.setup_snapshot import SetupSnapshot
 from workers.session.runner.snapshots import SnapshotCache
 from workers.session.runner.staging import (
@@ -60,8 +67,6 @@ log = logging.getLogger(__name__)
 SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: seconds one staging git command may take (a fetch of a large repository included)
 GIT_TIMEOUT = 600
-#: seconds the credential helper's check may take (it starts Python and does nothing)
-HELPER_TIMEOUT = 30
 #: the sandbox's home directory, mapped under the session root like every sandbox path
 HOME = "/home/user"
 
@@ -87,6 +92,11 @@ class _Run:
         #: srt's own temporary directory (the sockets to its proxy), made for the first
         #: confined command and removed when the session ends
         self.scratch: Path | None = None
+        #: the session's own tools (its credential helper) beside its root, and what it alone
+        #: reaches from inside the sandbox (`confine`'s `destinations` and `read`)
+        self.tools = runner.workspaces / f"{session.id}.tools"
+        self.reach: dict[str, list[str]] = {}
+        self.helper_dir: Path | None = None
         self.base_env = {"PATH": SESSION_PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}
         if runner.account:
             self.base_env["USER"] = runner.account.name
@@ -114,7 +124,7 @@ class _Run:
             if self.scratch is None:
                 self.scratch = srt_scratch(self.runner.account, within=self.runner.scratch)
             wrapped, full_env = self.runner.confine(
-                argv, self.workspace, full_env, scratch=self.scratch
+                argv, self.workspace, full_env, scratch=self.scratch, **self.reach
             )
             if wrapped != list(argv):
                 # srt passes SIGTERM on to its command; SIGKILL would leave that running
@@ -148,27 +158,6 @@ class _Run:
         self.limits.close()
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
-
-    def helper_problem(self) -> str | None:
-        """Why the session's account cannot run the git credential helper, or None: it runs
-        `erase` (which keeps nothing, so does nothing) as git would run it."""
-        helper = self.runner.helper
-        try:
-            code = run_command(
-                [helper, "erase"],
-                cwd=self.workspace,
-                env=self.base_env,
-                timeout=HELPER_TIMEOUT,
-                log=self.log,
-                cancel=self.beat.stop_asked.is_set,
-                account=self.runner.account,
-                stdin=b"",
-            )
-        except (PermissionError, FileNotFoundError) as exc:
-            return str(exc.strerror or exc).lower()
-        except CommandTimedOut:
-            return f"`{Path(helper).name} erase` ran longer than {HELPER_TIMEOUT}s"
-        return None if code == 0 else f"`{Path(helper).name} erase` exited with status {code}"
 
     def git(self, args: Sequence[str], cwd: Path, env: Mapping[str, str]) -> int:
         argv = ["git"]
@@ -218,7 +207,9 @@ class SessionRunner:
         self.rewrites = parse_rewrites(settings.git_url_rewrite)
         self.snapshots = SnapshotCache(settings.data_dir / "snapshots")
         self.limits = RunnerLimits(settings)
-        self.helper = str(Path(sys.executable).parent / "git-credential-hookspawn")
+        #: a credential helper to configure instead of the standalone one each session gets
+        #: beside its root (`place_helper`); None: that one
+        self.helper: str | None = None
 
     def run(self, session_id: str) -> str:
         """Run the session when it is queued; what became of it."""
@@ -278,11 +269,11 @@ class SessionRunner:
             metrics.flush(self.runs.client)
 
     def confine(
-        self, argv: Sequence[str], workspace: Path, env: dict[str, str], *, scratch: Path
+        self, argv: Sequence[str], workspace: Path, env: dict[str, str], **more: Any
     ) -> tuple[list[str], dict[str, str]]:
         """`argv` and `env` wrapped by the sandbox, reaching the domains
-        HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS lists (`scratch`: srt's own temporary directory,
-        `srt_scratch`); a session fails rather than run unconfined."""
+        HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS lists (`more`: `confine`'s `scratch`, and the
+        session's own `destinations` and `read`); a session fails rather than run unconfined."""
         if isinstance(self.sandbox, SandboxUnavailable):
             raise SessionFailed(_refusal(self.sandbox), code="sandbox_unavailable")
         try:
@@ -292,7 +283,7 @@ class SessionRunner:
                 config=self.sandbox,
                 env=env,
                 allowed_domains=self.settings.sandbox_allowed_domains,
-                scratch=scratch,
+                **more,
             )
         except SandboxUnavailable as exc:
             raise SessionFailed(_refusal(exc), code="sandbox_unavailable") from None
@@ -314,14 +305,24 @@ class SessionRunner:
         run.git_config.write_text(git_config_for([m.url for m in mounts], self.rewrites))
         run.git_config.chmod(0o644)
         run.note(f"staging {len(mounts)} mount(s) in {run.workspace}")
+        broker, helper = self._broker(session), self.helper or str(place_helper(run.tools))
+        run.reach["read"] = [str(run.tools)] if run.tools.is_dir() else []
+        run.helper_dir = Path(helper).parent
+        run.reach["destinations"] = session_destinations(broker, mounts, self.rewrites)
+        path = env.get("PATH", run.base_env["PATH"])
+        env = {**env, **session_git_env(broker, Path(helper), path)}
         staging = Staging(
             workspace=run.workspace,
             git=run.git,
             note=run.note,
             account=self.account,
-            helper=self.helper,
-            broker=self._broker(session),
-            helper_problem=run.helper_problem,
+            helper=helper,
+            broker=broker,
+            helper_problem=lambda: helper_problem(
+                helper, self.account, cwd=run.workspace, env=run.base_env, log=run.log
+            ),
+            rewrites=self.rewrites,
+            preflight_git=sandbox_git(run.command, env, GIT_TIMEOUT),
         )
         stage_mounts(staging, mounts, session.requester)
         self._advance(run, SessionStatus.SETUP)
@@ -375,7 +376,7 @@ class SessionRunner:
         if entries:
             snapshot.restore()
         for entry in entries:
-            script = "set -eu\n" + "\n".join(entry["commands"])
+            script = "set -eu\n" + tools_on_path(run.helper_dir) + "\n".join(entry["commands"])
             run.note(f"setup {entry['name']}")
             try:
                 code = run.command(

@@ -25,6 +25,7 @@ from agents.sandbox.config import (
 )
 from workers.errors import WorkerError
 from workers.session.runner.command import Account, runner_account
+from workers.session.runner.session_git import reach_through_proxy
 
 __all__ = [
     "SYSTEM_READ",
@@ -135,6 +136,7 @@ def srt_settings(
     *,
     allowed_domains: Sequence[str] = (),
     scratch: Path | None = None,
+    read: Sequence[str] = (),
 ) -> dict[str, Any]:
     """srt's settings for one session: the host hidden but for the system directories, the
     session root writable, each mount readable (and writable when `writable`); the network
@@ -142,7 +144,8 @@ def srt_settings(
     patterns checked when the settings are read): none, no network. `scratch`: srt's own
     temporary directory (see `confine`), readable inside so the proxy's sockets are, with the
     command's own TMPDIR in it, writable. srt's default TMPDIR, /tmp/claude, is shown whenever
-    it exists on the host, to every sandbox alike: it is kept unwritable."""
+    it exists on the host, to every sandbox alike: it is kept unwritable. `read`: more host
+    directories the command may read (the session's own tools, beside its root)."""
     root = os.path.abspath(workspace)
     sources = [m.source for m in config.mounts]
     writable = [m.source for m in config.mounts if m.mode == "writable"]
@@ -158,7 +161,10 @@ def srt_settings(
             # writable one nested in it; a deeper hidden directory is bound back later. The
             # command's TMPDIR, inside srt's readable scratch directory, likewise.
             "denyRead": ["/", *writable, *own_tmp],
-            "allowRead": [*(p for p in SYSTEM_READ if os.path.exists(p)), root, *sources, *own],
+            "allowRead": [
+                *(p for p in SYSTEM_READ if os.path.exists(p)),
+                *(root, *sources, *own, *read),
+            ],
             "allowWrite": [root, *writable, *own_tmp],
             "denyWrite": [SRT_SHARED_TMP],
         },
@@ -211,6 +217,8 @@ def confine(
     scratch: Path,
     srt: str = "srt",
     allowed_domains: Sequence[str] = (),
+    destinations: Sequence[str] = (),
+    read: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that run `argv` confined to the session root
     `workspace` and the configured mounts, reaching only `allowed_domains` through srt's
@@ -221,7 +229,11 @@ def confine(
     `scratch` (`srt_scratch`) becomes srt's own TMPDIR: srt puts the sockets that lead to its
     proxy there and binds them into the sandbox before it hides the host, /tmp included, so
     in /tmp they would be gone inside and the proxy out of reach. `scratch` is readable inside;
-    the command's own TMPDIR is `command_tmp(scratch)`, private to the session."""
+    the command's own TMPDIR is `command_tmp(scratch)`, private to the session.
+
+    `destinations`: what this session alone may reach besides (`host:port`: its broker, its
+    githubApp mounts' git hosts), through srt's proxy even on loopback; `read`: more host
+    directories it may read."""
     merged = {**config.env, **env}
     if config.backend == "none":
         log.warning("%s: %s", _UNCONFINED, " ".join(argv[:2]))
@@ -238,10 +250,18 @@ def confine(
         )
     settings = workspace.with_name(f"{workspace.name}.srt.json")
     _write_settings(
-        srt_settings(config, workspace, tools, allowed_domains=allowed_domains, scratch=scratch),
+        srt_settings(
+            config,
+            workspace,
+            tools,
+            allowed_domains=[*allowed_domains, *destinations],
+            scratch=scratch,
+            read=read,
+        ),
         settings,
     )
-    return [tools[srt], "--settings", str(settings), "--", *argv], {
+    inner = reach_through_proxy(argv, destinations)
+    return [tools[srt], "--settings", str(settings), "--", *inner], {
         **merged,
         "TMPDIR": str(scratch),
         # the TMPDIR srt hands the command (instead of the shared /tmp/claude)

@@ -100,6 +100,11 @@ class Staging:
     env: dict[str, str] = field(default_factory=dict)
     #: why the session's account cannot run `helper`, or None when it can
     helper_problem: Callable[[], str | None] = lambda: None
+    #: HOOKSPAWN_GIT_URL_REWRITE, written into each checkout for the agent's own git
+    rewrites: Sequence[Rewrite] = ()
+    #: how the auth preflight runs git: inside the sandbox, as the harness would (None: as
+    #: staging's other git commands)
+    preflight_git: GitRunner | None = None
 
 
 def _mount_env(staging: Staging) -> dict[str, str]:
@@ -157,6 +162,11 @@ def _prepare(staging: Staging, mount: SessionMount, requester: Requester | None)
     if not (path / ".git").is_dir():
         staging.git(["init", "-q", "."], path, {})
     commands = [["config", "--local", "remote.origin.url", mount.url]]
+    # the agent's git fetches and pushes where staging fetched from
+    commands += [
+        ["config", "--local", "--replace-all", f"url.{target}.insteadOf", source]
+        for source, target in staging.rewrites
+    ]
     commands += _identity(mount, requester)
     if mount.auth == "githubApp" and mount.git_permissions is not None:
         commands += [
@@ -208,7 +218,9 @@ def _preflight(staging: Staging, mount: SessionMount, path: Path) -> None:
             code="git_auth_failed",
         )
     staging.note(f"auth preflight: git ls-remote origin for {mount.mount_path}")
-    code = staging.git(["ls-remote", "origin", "HEAD"], path, _mount_env(staging))
+    code = (staging.preflight_git or staging.git)(
+        ["ls-remote", "origin", "HEAD"], path, _mount_env(staging)
+    )
     if code == 0:
         return
     # git says only that it could not authenticate: name the helper when it could not run
@@ -217,7 +229,7 @@ def _preflight(staging: Staging, mount: SessionMount, path: Path) -> None:
         raise SessionFailed(
             f"{where}: {runner_account(staging.account)} cannot run the git credential helper "
             f"{staging.helper} ({problem}); set HOOKSPAWN_RUNNER_USER to an account that can "
-            "run it and the Python it starts, or install hookspawn where that account can read it",
+            "run it and the system's python3 it starts",
             code="git_auth_failed",
         )
     raise SessionFailed(

@@ -137,10 +137,8 @@ def github_app_stack(
                 github_private_key_path=key,
                 github_api_url=github.url,
                 public_url=f"http://127.0.0.1:{port}",
-                # git and its credential helper run as the session's account, which must be able
-                # to run this interpreter; a root-run suite may keep it in root's home
-                runner_user="",
-                **overrides,
+                # session commands run as this process's account unless `overrides` name one
+                **{"runner_user": "", **overrides},
             )
             review: dict[str, Any] = {
                 "mounts": MOUNT_GITHUB_APP.format(ref=PR_HEAD_REF),

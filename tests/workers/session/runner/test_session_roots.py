@@ -79,6 +79,8 @@ def test_a_data_directory_the_runner_user_cannot_enter_gets_session_roots_elsewh
         assert f"  | {RUNNER_USER}\n" in ended["logTail"]
         beside = [root / f"{session_id}.srt.json", root / f"{session_id}.gitconfig"]
         assert all(path.is_file() for path in beside)
+        beside.append(root / f"{session_id}.tools")  # the session's credential helper
+        assert (beside[-1] / "git-credential-hookspawn").is_file()
         # the runner's pruning finds them there once the session's record is gone
         redis_client.delete(keys.session_run(session_id))
         pruner = SessionPruner(

@@ -31,6 +31,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.github_standin_repos import StandinRepos
+
 __all__ = [
     "FAILURE_KINDS",
     "ROUTES",
@@ -198,6 +200,8 @@ class GitHubStandin:
         #: the App the last conversion created (GitHub's answer, secrets included)
         self.converted: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        #: repository contents, issues and pull requests (tests/github_standin_repos.py)
+        self.repos = StandinRepos(self.permissions_on)
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -420,6 +424,12 @@ class GitHubStandin:
             answer = self._failure_answer(failure)
             if answer is not None:
                 return answer
+        if route is None and not bad_json:
+            answered = self.repos.handle(
+                method, path, query, headers.get("authorization", ""), body
+            )
+            if answered is not None:
+                return _Answer(*answered)
         if route is None:
             return _error(404, "Not Found")
         if bad_json:
@@ -768,6 +778,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve()
 
     def do_DELETE(self) -> None:
+        self._serve()
+
+    def do_PUT(self) -> None:
         self._serve()
 
     def log_message(self, format: str, *args: Any) -> None:

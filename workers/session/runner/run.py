@@ -33,6 +33,7 @@ from workers.session.runner.lease import Heartbeat
 from workers.session.runner.limits import RunnerLimits
 from workers.session.runner.log_writer import SessionLog
 from workers.session.runner.logs import log_path
+from workers.session.runner.mcp_config import mcp_env, remove_mcp_config
 from workers.session.runner.roots import scratch_parent, workspaces_root
 from workers.session.runner.sandbox import SandboxUnavailable, confine, srt_scratch
 from workers.session.runner.secret_store import load_secrets
@@ -146,6 +147,7 @@ class _Run:
     def close(self) -> None:
         """Remove srt's temporary directory (srt leaves its sockets when it is killed)."""
         self.limits.close()
+        remove_mcp_config(self.workspace)
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
@@ -324,6 +326,7 @@ class SessionRunner:
             helper_problem=run.helper_problem,
         )
         stage_mounts(staging, mounts, session.requester)
+        env = {**env, **mcp_env(run.workspace, staging.broker, self.account)}
         self._advance(run, SessionStatus.SETUP)
         working = session.working_directory
         cwd = host_path(run.workspace, working) if working else run.workspace

@@ -29,6 +29,7 @@ from workers.session.runner.command import (
     run_command,
     runner_account,
 )
+from workers.session.runner.harness_args import expand_harness_args
 from workers.session.runner.lease import Heartbeat
 from workers.session.runner.limits import RunnerLimits
 from workers.session.runner.log_writer import SessionLog
@@ -417,7 +418,8 @@ class SessionRunner:
             "HOOKSPAWN_SESSION_MESSAGE": session.message or "",
         }
         argv = shlex.split(command)
-        run.note(f"harness: {shlex.join(argv)}")
+        run.note(f"harness: {shlex.join(argv)}")  # as configured, never an expanded value
+        argv = expand_harness_args(argv, harness_env)
         started = time.monotonic()
         limit = self.settings.harness_timeout.total_seconds()
         try:

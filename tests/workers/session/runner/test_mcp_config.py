@@ -18,12 +18,13 @@ from tests.secret_scan import file_haystacks, leaks
 from tests.workers.session.runner.conftest import Origin
 from tests.workers.session.runner.test_github_app import github_app_stack
 
-# the harness says what it was given (never the credential), then waits for the test
+# the harness says what it was given (never the credential), then waits for the test; the
+# config's path comes as an argument, `$HOOKSPAWN_MCP_CONFIG` in the command as written
 HARNESS = (
     "/bin/sh -c '"
-    'test -r "$HOOKSPAWN_MCP_CONFIG" && echo "$HOOKSPAWN_MCP_URL $HOOKSPAWN_MCP_CONFIG" '
-    "> ../../mcp-ready; i=0; "
-    "while [ ! -e ../../mcp-done ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done'"
+    'test -r "$1" && echo "$HOOKSPAWN_MCP_URL $1" > ../../mcp-ready; i=0; '
+    "while [ ! -e ../../mcp-done ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done' "
+    "harness $HOOKSPAWN_MCP_CONFIG"
 )
 
 
@@ -86,6 +87,8 @@ def test_the_harness_gets_the_mcp_url_and_a_working_config(
     assert Path(config_path).parent == root / ".hookspawn"
     assert not Path(config_path).is_relative_to(root / "home")
     assert mode == 0o600
+    assert "harness: /bin/sh -c" in session["logTail"]
+    assert "harness '$HOOKSPAWN_MCP_CONFIG'" in session["logTail"]  # logged as configured
     assert "get_file_contents" in names and "create_or_update_file" not in names
     assert not read.is_error and read.content[0].text == "widgets\n"
     assert not write.is_error  # issues: write is the default

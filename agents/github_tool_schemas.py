@@ -158,7 +158,7 @@ TOOL_SCHEMAS: dict[str, ToolSchema] = {
         "Get the diff of a pull request", dict(_PR), ("pullNumber",), read_only=True
     ),
     "get_pull_request_status": _tool(
-        "Get the status of a specific pull request (its head commit's combined status)",
+        "Get the status of a specific pull request: the check runs of its head and their state",
         dict(_PR),
         ("pullNumber",),
         read_only=True,

@@ -425,9 +425,7 @@ class GitHubStandin:
             if answer is not None:
                 return answer
         if route is None and not bad_json:
-            answered = self.repos.handle(
-                method, path, query, headers.get("authorization", ""), body
-            )
+            answered = self.repos.handle(method, path, query, headers, body)
             if answered is not None:
                 return _Answer(*answered)
         if route is None:
@@ -791,11 +789,15 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
         answer = self.standin._handle(self.command, self.path, headers, raw)
+        text = isinstance(answer.body, str)  # a diff (Accept: application/vnd.github.diff)
         payload = b"" if answer.status == 204 else json.dumps(answer.body).encode()
+        if text:
+            payload = answer.body.encode()
         try:
             self.send_response(answer.status, HTTPStatus(answer.status).phrase)
             if answer.status != 204:  # no content: neither a body nor its length
-                self.send_header("content-type", "application/json; charset=utf-8")
+                kind = "text/plain" if text else "application/json"
+                self.send_header("content-type", f"{kind}; charset=utf-8")
                 self.send_header("content-length", str(len(payload)))
             self.send_header("x-github-request-id", secrets.token_hex(8).upper())
             if "x-ratelimit-remaining" not in answer.headers:

@@ -233,8 +233,18 @@ def get_pull_request_diff(call: _Call, args: Args) -> Any:
 
 
 def get_pull_request_status(call: _Call, args: Args) -> Any:
-    pull = call.json("GET", f"/pulls/{_int(args, 'pullNumber')}")
-    return call.json("GET", f"/commits/{pull['head']['sha']}/status")
+    """The check runs of the pull request's head, with their overall state: the tool table
+    grants this tool `checks: read`, which reads check runs (not commit statuses)."""
+    number = _int(args, "pullNumber")
+    found = call.json("GET", f"/commits/pull/{number}/head/check-runs")
+    runs = list(found.get("check_runs") or [])
+    if any(r.get("status") != "completed" for r in runs):
+        state = "pending"
+    elif all(r.get("conclusion") in ("success", "neutral", "skipped") for r in runs):
+        state = "success"
+    else:
+        state = "failure"
+    return {"state": state, "total_count": found.get("total_count", len(runs)), "check_runs": runs}
 
 
 def create_pull_request(call: _Call, args: Args) -> Any:

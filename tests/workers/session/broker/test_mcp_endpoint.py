@@ -150,3 +150,40 @@ def test_the_endpoint_needs_the_session_credential(broker_env: BrokerEnv) -> Non
         )
         assert answer.status_code == 401
         assert answer.json()["error"]["code"] == "invalid_credential"
+
+
+def test_the_host_check_applies_before_the_credential(broker_env: BrokerEnv) -> None:
+    writer = broker_env.start("writer")
+    answer = broker_env.client.post(
+        f"/sessions/{writer.id}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        headers={**writer.auth, "Host": "evil.example"},
+    )
+    assert answer.status_code == 421
+    assert answer.json()["error"]["code"] == "misdirected_request"
+
+
+def test_bad_arguments_and_unexecuted_tools_are_tool_errors(broker_env: BrokerEnv) -> None:
+    broker_env.github.repos.add("acme/widgets", WIDGETS)
+    writer = broker_env.start("writer")
+
+    async def work(client: ClientSession) -> list[str]:
+        asked = [
+            ("get_pull_request", {"owner": "acme", "repo": "widgets", "pullNumber": "one"}),
+            ("get_issue", {"owner": "acme/widgets", "repo": "x", "issue_number": 1}),
+            ("list_tags", {"owner": "acme", "repo": "widgets"}),
+            ("delete_repository", {"owner": "acme", "repo": "widgets"}),
+        ]
+        texts = []
+        for name, arguments in asked:
+            result = await client.call_tool(name, arguments)
+            assert result.is_error
+            texts.append(_text(result))
+        return texts
+
+    texts = _mcp(broker_env, writer, work)
+    assert texts[0].startswith("invalid_arguments: argument 'pullNumber' must be a whole number")
+    assert texts[1].startswith("invalid_arguments: argument 'owner'")
+    assert texts[2].startswith("unknown_tool: ")
+    assert texts[3].startswith("unknown_tool: ")
+    assert broker_env.github.repos.issues("acme/widgets") == []

@@ -10,8 +10,8 @@ the broker's gate and calls GitHub itself (workers.session.tool_calls).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,9 +98,9 @@ class McpEndpoint:
     """The ASGI endpoint: authenticate, then hand the request to the SDK's transport."""
 
     def __init__(self) -> None:
-        # stateless: every POST stands alone (the session is the credential, not an MCP
-        # session id), and answers JSON rather than an event stream
-        self.manager = StreamableHTTPSessionManager(_server(), stateless=True, json_response=True)
+        #: the SDK's transports while the app runs: one per run of the app's lifespan (the SDK
+        #: runs each only once), the newest serving
+        self.managers: list[StreamableHTTPSessionManager] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -110,20 +110,28 @@ class McpEndpoint:
         except (Error, redis.RedisError) as exc:
             await http_errors.to_response(exc)(scope, receive, send)
             return
+        if not self.managers:  # never while the app serves: its lifespan runs one
+            raise RuntimeError("the MCP endpoint is not running (the app's lifespan has not run)")
         api_url = request.app.state.runtime.settings.github_api_url
         calls = ToolCalls(broker(request), api_url)
         scope.setdefault("state", {})[_CALLER] = _Caller(session_id, spec, calls)
-        await self.manager.handle_request(scope, receive, send)
-
-
-def install(app: Starlette) -> Any:
-    """Add the route to `app`; answers the lifespan context the app's lifespan must enter."""
-    endpoint = McpEndpoint()
-    app.router.routes.append(Route(PATH, endpoint, methods=["GET", "POST", "DELETE"]))
+        await self.managers[-1].handle_request(scope, receive, send)
 
     @asynccontextmanager
-    async def running() -> AsyncIterator[None]:
-        async with endpoint.manager.run():
-            yield
+    async def running(self) -> AsyncIterator[None]:
+        # stateless: every POST stands alone (the session is the credential, not an MCP
+        # session id), and answers JSON rather than an event stream
+        manager = StreamableHTTPSessionManager(_server(), stateless=True, json_response=True)
+        async with manager.run():
+            self.managers.append(manager)
+            try:
+                yield
+            finally:
+                self.managers.remove(manager)
 
-    return running
+
+def install(app: Starlette) -> Callable[[], AbstractAsyncContextManager[None]]:
+    """Add the route to `app`; answers the context the app's lifespan must enter."""
+    endpoint = McpEndpoint()
+    app.router.routes.append(Route(PATH, endpoint, methods=["GET", "POST", "DELETE"]))
+    return endpoint.running

@@ -10,6 +10,7 @@ import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.live_server import live_client
 from tests.workers.session.broker.conftest import BrokerEnv, Session
 
 WIDGETS = {"README.md": "widgets\n", "src/app.py": "print('hi')\n"}
@@ -19,13 +20,15 @@ def _url(env: BrokerEnv, session: Session) -> str:
     return f"{env.broker_url(session)}/mcp"
 
 
-def _mcp(env: BrokerEnv, session: Session, work: Any) -> Any:
-    """Run `work(client_session)` through the official client with the session's credential."""
+def _mcp(env: BrokerEnv, session: Session, work: Any, *, url: str | None = None) -> Any:
+    """Run `work(client_session)` through the official client with the session's credential
+    (`url`: the broker's session URL on another server of the app)."""
+    endpoint = f"{url}/mcp" if url else _url(env, session)
 
     async def main() -> Any:
         async with (
             httpx2.AsyncClient(headers=session.auth, timeout=30) as http,
-            streamable_http_client(_url(env, session), http_client=http) as streams,
+            streamable_http_client(endpoint, http_client=http) as streams,
             ClientSession(streams[0], streams[1]) as client,
         ):
             await client.initialize()
@@ -187,3 +190,16 @@ def test_bad_arguments_and_unexecuted_tools_are_tool_errors(broker_env: BrokerEn
     assert texts[2].startswith("unknown_tool: ")
     assert texts[3].startswith("unknown_tool: ")
     assert broker_env.github.repos.issues("acme/widgets") == []
+
+
+def test_an_app_served_again_serves_mcp_again(broker_env: BrokerEnv) -> None:
+    writer = broker_env.start("writer")
+
+    async def names(client: ClientSession) -> set[str]:
+        return {t.name for t in (await client.list_tools()).tools}
+
+    for _ in range(2):  # the same app through two more lifespans, one after the other
+        with live_client(broker_env.app) as second:
+            url = f"{second.base_url}/sessions/{writer.id}"
+            assert "create_issue" in _mcp(broker_env, writer, names, url=url)
+    assert "create_issue" in _mcp(broker_env, writer, names)

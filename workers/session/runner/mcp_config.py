@@ -61,3 +61,5 @@ def remove_mcp_config(workspace: Path) -> None:
     """Remove the file (its credential is revoked when the session ends, and gone from disk)."""
     with contextlib.suppress(FileNotFoundError):
         (workspace / CONFIG_DIR / CONFIG_FILE).unlink()
+    with contextlib.suppress(OSError):  # left when the session put something of its own there
+        (workspace / CONFIG_DIR).rmdir()

@@ -92,7 +92,7 @@ def test_the_harness_gets_the_mcp_url_and_a_working_config(
     assert "get_file_contents" in names and "create_or_update_file" not in names
     assert not read.is_error and read.content[0].text == "widgets\n"
     assert not write.is_error  # issues: write is the default
-    assert not Path(config_path).exists()  # removed with the run; its credential is revoked
+    assert not Path(config_path).parent.exists()  # removed with the run; its credential revoked
     files = [p for p in stack.settings.data_dir.rglob("*") if p.is_file()]
     found, _ = leaks(stack.secrets, file_haystacks(files))
     assert found == []

@@ -31,6 +31,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.github_standin_repos import StandinRepos
+
 __all__ = [
     "FAILURE_KINDS",
     "ROUTES",
@@ -198,6 +200,8 @@ class GitHubStandin:
         #: the App the last conversion created (GitHub's answer, secrets included)
         self.converted: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        #: repository contents, issues and pull requests (tests/github_standin_repos.py)
+        self.repos = StandinRepos(self.permissions_on)
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -420,6 +424,10 @@ class GitHubStandin:
             answer = self._failure_answer(failure)
             if answer is not None:
                 return answer
+        if route is None and not bad_json:
+            answered = self.repos.handle(method, path, query, headers, body)
+            if answered is not None:
+                return _Answer(*answered)
         if route is None:
             return _error(404, "Not Found")
         if bad_json:
@@ -770,6 +778,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._serve()
 
+    def do_PUT(self) -> None:
+        self._serve()
+
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the stand-in's record is `GitHubStandin.requests`."""
 
@@ -778,11 +789,15 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
         answer = self.standin._handle(self.command, self.path, headers, raw)
+        text = isinstance(answer.body, str)  # a diff (Accept: application/vnd.github.diff)
         payload = b"" if answer.status == 204 else json.dumps(answer.body).encode()
+        if text:
+            payload = answer.body.encode()
         try:
             self.send_response(answer.status, HTTPStatus(answer.status).phrase)
             if answer.status != 204:  # no content: neither a body nor its length
-                self.send_header("content-type", "application/json; charset=utf-8")
+                kind = "text/plain" if text else "application/json"
+                self.send_header("content-type", f"{kind}; charset=utf-8")
                 self.send_header("content-length", str(len(payload)))
             self.send_header("x-github-request-id", secrets.token_hex(8).upper())
             if "x-ratelimit-remaining" not in answer.headers:

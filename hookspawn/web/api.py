@@ -27,6 +27,7 @@ from hookspawn.web import (
     routes_explain,
     routes_github_app,
     routes_health,
+    routes_mcp,
     routes_metrics,
     routes_runner,
     routes_sessions,
@@ -85,7 +86,7 @@ def create_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> HookspawnApp:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            async with routes_metrics.flushing(app):
+            async with routes_metrics.flushing(app), mcp_endpoint():
                 yield
         finally:
             client = getattr(app.state, "aredis", None)
@@ -130,6 +131,7 @@ def create_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> HookspawnApp:
     app.include_router(routes_github_app.router)
     app.include_router(routes_metrics.router)
     app.include_router(ui.router)
+    mcp_endpoint = routes_mcp.install(app)
     app.openapi = _document(app)  # type: ignore[method-assign]
     _publish_document(app)
     return app

@@ -28,10 +28,12 @@ from workers.session.runner.command import (
     run_command,
     runner_account,
 )
+from workers.session.runner.harness_args import expand_harness_args
 from workers.session.runner.lease import Heartbeat
 from workers.session.runner.limits import RunnerLimits
 from workers.session.runner.log_writer import SessionLog
 from workers.session.runner.logs import log_path
+from workers.session.runner.mcp_config import mcp_env, remove_mcp_config
 from workers.session.runner.roots import scratch_parent, workspaces_root
 from workers.session.runner.sandbox import SandboxUnavailable, confine, srt_scratch
 from workers.session.runner.secret_store import load_secrets
@@ -156,6 +158,7 @@ class _Run:
     def close(self) -> None:
         """Remove srt's temporary directory (srt leaves its sockets when it is killed)."""
         self.limits.close()
+        remove_mcp_config(self.workspace)
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
@@ -325,6 +328,7 @@ class SessionRunner:
             preflight_git=sandbox_git(run.command, env, GIT_TIMEOUT),
         )
         stage_mounts(staging, mounts, session.requester)
+        env = {**env, **mcp_env(run.workspace, staging.broker, self.account)}
         self._advance(run, SessionStatus.SETUP)
         working = session.working_directory
         cwd = host_path(run.workspace, working) if working else run.workspace
@@ -415,7 +419,8 @@ class SessionRunner:
             "HOOKSPAWN_SESSION_MESSAGE": session.message or "",
         }
         argv = shlex.split(command)
-        run.note(f"harness: {shlex.join(argv)}")
+        run.note(f"harness: {shlex.join(argv)}")  # as configured, never an expanded value
+        argv = expand_harness_args(argv, harness_env)
         started = time.monotonic()
         limit = self.settings.harness_timeout.total_seconds()
         try:

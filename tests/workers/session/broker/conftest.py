@@ -57,6 +57,9 @@ AGENTS = {
         "{kind: githubApp}",
         extra="tools:\n  - kind: github\n    allow: [get_file_contents, create_issue]\n",
     ),
+    "agents/operator.yaml": _agent(
+        "operator", "{kind: githubApp, capabilities: {merge: write, actions: write}}"
+    ),
     "agents/stray.yaml": _agent("stray", "{kind: githubApp}", repository="acme/gadgets"),
 }
 

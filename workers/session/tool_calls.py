@@ -1,0 +1,80 @@
+"""Executes a session's GitHub tool calls: the broker's gate, a token for that one call, GitHub.
+
+The gate is the one `POST /sessions/{id}/github-tools/{tool}` runs (same codes, same audit
+entry); the token it mints is scoped to the tool's permission on that repository and never
+leaves this module. Every answer is a `ToolOutcome`: GitHub's answer as text, or a refusal whose
+text starts with its code (`tool_not_granted: …`, `github_error: 404 …`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agents.github_tool_schemas import TOOL_SCHEMAS
+from triggers.session_spec import SessionSpec
+from workers.errors import WorkerError
+from workers.github.tool_requests import BadArguments, run_tool, token_client
+from workers.session.broker import Broker
+
+__all__ = ["ToolCalls", "ToolOutcome"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    text: str
+    is_error: bool = False
+
+
+def _refusal(exc: WorkerError) -> ToolOutcome:
+    return ToolOutcome(f"{exc.code}: {exc.message}", is_error=True)
+
+
+def _repository(arguments: Mapping[str, Any]) -> str:
+    owner, repo = arguments.get("owner"), arguments.get("repo")
+    for name, value in (("owner", owner), ("repo", repo)):
+        if not isinstance(value, str) or not value or "/" in value or value.strip() != value:
+            raise BadArguments(
+                f"argument {name!r} must be a repository {name} (a non-empty name without '/')",
+                argument=name,
+            )
+    return f"{owner}/{repo}"
+
+
+class ToolCalls:
+    """The executor behind the session's MCP endpoint; sync (run it in a thread)."""
+
+    def __init__(self, broker: Broker, api_url: str) -> None:
+        self.broker = broker
+        self.api_url = api_url
+
+    def listed(self, spec: SessionSpec) -> list[str]:
+        """The tools the session may call that hookspawn executes, in the table's order."""
+        return [name for name in self.broker.tools(spec) if name in TOOL_SCHEMAS]
+
+    def call(
+        self, session_id: str, spec: SessionSpec, tool: str, arguments: Mapping[str, Any]
+    ) -> ToolOutcome:
+        if tool not in TOOL_SCHEMAS:
+            return ToolOutcome(
+                f"unknown_tool: hookspawn executes no GitHub tool named {tool!r}", is_error=True
+            )
+        try:
+            repository = _repository(arguments)
+            token = self.broker.tool_token(session_id, spec, tool, repository)
+        except WorkerError as exc:
+            return _refusal(exc)
+        try:
+            with token_client(token.token, self.api_url) as github:
+                answer = run_tool(github, tool, repository, arguments)
+        except WorkerError as exc:
+            log.info("session %s: %s on %s: %s", session_id, tool, repository, exc.message)
+            return _refusal(exc)
+        if isinstance(answer, str):
+            return ToolOutcome(answer)
+        return ToolOutcome(json.dumps(answer, indent=None, separators=(",", ":")))

@@ -5,6 +5,7 @@ the home and gone when the session ends."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +97,50 @@ def test_the_harness_gets_the_mcp_url_and_a_working_config(
     files = [p for p in stack.settings.data_dir.rglob("*") if p.is_file()]
     found, _ = leaks(stack.secrets, file_haystacks(files))
     assert found == []
+
+
+#: a harness calling its MCP endpoint itself, from inside srt, with nothing but the standard
+#: library: initialize, then `tools/call`, with the header the config file holds; what GitHub
+#: answered goes to a file in the session root for the test to read
+SANDBOXED_CLIENT = r"""
+import json, os, urllib.request
+config = json.load(open(os.environ["HOOKSPAWN_MCP_CONFIG"]))["mcpServers"]["github"]
+def call(id, method, params):
+    request = urllib.request.Request(
+        config["url"],
+        data=json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).encode(),
+        headers={**config["headers"], "Content-Type": "application/json",
+                 "Accept": "application/json, text/event-stream"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())
+call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "harness", "version": "1"}})
+read = call(2, "tools/call", {"name": "get_file_contents",
+                              "arguments": {"owner": "acme", "repo": "widgets", "path": "README.md"}})
+refused = call(3, "tools/call", {"name": "merge_pull_request",
+                                 "arguments": {"owner": "acme", "repo": "widgets", "pullNumber": 1}})
+open("../../mcp-result", "w").write(json.dumps({"read": read, "refused": refused}))
+"""
+
+
+def test_a_harness_inside_srt_calls_its_tools_with_the_standard_library(
+    redis_url: str, shared_dir: Path, origin: Origin, webhooks_dir: Path
+) -> None:
+    with github_app_stack(
+        redis_url,
+        shared_dir,
+        origin,
+        harness_command=f"/usr/bin/python3 -c {shlex.quote(SANDBOXED_CLIENT)}",
+        pr_review={"setup": []},
+    ) as stack:
+        stack.github.repos.add("acme/widgets", {"README.md": "widgets\n"})
+        session_id = stack.deliver("app-mcp-2", webhooks_dir)
+        with stack.runner():
+            session = stack.ended(session_id)
+    assert session["status"] == "succeeded", (session["failure"], session["logTail"])
+    result = json.loads((Path(session["workspace"]) / "mcp-result").read_text())
+    read, refused = result["read"]["result"], result["refused"]["result"]
+    assert not read.get("isError") and read["content"][0]["text"] == "widgets\n"
+    assert refused["isError"] is True
+    assert refused["content"][0]["text"].startswith("tool_not_granted: ")

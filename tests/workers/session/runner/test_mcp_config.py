@@ -116,10 +116,11 @@ def call(id, method, params):
         return json.loads(answer.read())
 call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "harness", "version": "1"}})
+repo = {"owner": "acme", "repo": "widgets"}
 read = call(2, "tools/call", {"name": "get_file_contents",
-                              "arguments": {"owner": "acme", "repo": "widgets", "path": "README.md"}})
+                              "arguments": {**repo, "path": "README.md"}})
 refused = call(3, "tools/call", {"name": "merge_pull_request",
-                                 "arguments": {"owner": "acme", "repo": "widgets", "pullNumber": 1}})
+                                 "arguments": {**repo, "pullNumber": 1}})
 open("../../mcp-result", "w").write(json.dumps({"read": read, "refused": refused}))
 """
 

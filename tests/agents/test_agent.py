@@ -91,6 +91,35 @@ def test_agent_rule_violations(tree: Tree, text: str, path: str, fragment: str) 
     find(tree.errors(text, base=""), path, fragment)
 
 
+@pytest.mark.parametrize(
+    "variable",
+    ["HOME", "XDG_CONFIG_HOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "TMPDIR", "HTTPS_PROXY"],
+)
+def test_a_variable_the_sandbox_sets_itself_is_an_error_in_either_env(
+    tree: Tree, variable: str
+) -> None:
+    """HOME, XDG_*, the loader's LD_* and the sandbox's security settings are the runtime's:
+    neither the agent's env nor its environment's may set them, literal or secret."""
+    agent_env = find(tree.errors(f"env: {{{variable}: /x, KEPT: y}}\n"), f"env.{variable}", "")
+    assert variable in agent_env.message and "sandbox's own" in agent_env.message
+    assert agent_env.line == 6
+    secret = tree.errors(f"env: {{{variable}: {{$secret: s}}}}\n")
+    find(secret, f"env.{variable}", "cannot set it")
+    inline = find(
+        tree.errors("", base=f"name: a\nharness: codex\n{ENV}  env: {{{variable}: /x}}\n"),
+        f"environment.env.{variable}",
+        "cannot set it",
+    )
+    assert variable in inline.message and inline.line == 6
+    # the name is compared as the runtime would: case does not make it another variable
+    find(tree.errors(f"env: {{{variable.lower()}: /x}}\n"), f"env.{variable.lower()}", "")
+    assert tree.agent("env: {HOMEPAGE: x, LD_BIND_NOW: '1', MY_XDG_DIR: y}\n").env == {
+        "HOMEPAGE": "x",
+        "LD_BIND_NOW": "1",
+        "MY_XDG_DIR": "y",
+    }
+
+
 def test_github_tool_without_a_github_app_mount_warns(tree: Tree) -> None:
     tree.write("agents/a.yaml", BASE + "tools: [{kind: github, allow: [get_issue]}]\n")
     result = tree.compile()

@@ -1,8 +1,10 @@
 """`git-credential-hookspawn`: git's credential-helper protocol in front of the broker.
 
-Configured per mount (`credential.<url>.helper = hookspawn`, `credential.useHttpPath = true`),
-so git names the repository in every request. `get` asks the broker for that mount's token
-(`$HOOKSPAWN_BROKER_URL/git-credential`, bearer `$HOOKSPAWN_SESSION_CREDENTIAL`) and answers
+Configured per mount (`credential.helper = git-credential-hookspawn --mount-path=/w/rw`,
+`credential.useHttpPath = true`), so git names the repository in every request and the helper
+names the checkout's mount: one repository mounted twice gets each mount's own credential.
+`get` asks the broker for that mount's token (`$HOOKSPAWN_BROKER_URL/git-credential`, bearer
+`$HOOKSPAWN_SESSION_CREDENTIAL`) and answers
 `username=x-access-token` / `password=…`; `store` and `erase` do nothing, since the token lives
 only in git's memory. A refusal is one line on stderr naming the broker's code, plus `quit=1`
 so git stops there with it instead of prompting. Nothing is written to disk.
@@ -52,12 +54,14 @@ def _expiry(value: object) -> str | None:
     return str(int(parsed.timestamp()))
 
 
-def get(asked: Mapping[str, str], environ: Mapping[str, str]) -> int:
+def get(asked: Mapping[str, str], environ: Mapping[str, str], mount_path: str | None = None) -> int:
     url = environ.get("HOOKSPAWN_BROKER_URL", "").rstrip("/")
     credential = environ.get("HOOKSPAWN_SESSION_CREDENTIAL", "")
     if not url or not credential:
         return _refuse("HOOKSPAWN_BROKER_URL and HOOKSPAWN_SESSION_CREDENTIAL must both be set")
     body = {key: asked[key] for key in ("protocol", "host", "path") if asked.get(key)}
+    if mount_path:
+        body["mountPath"] = mount_path
     try:
         response = httpx.post(
             f"{url}/git-credential",
@@ -91,13 +95,19 @@ def get(asked: Mapping[str, str], environ: Mapping[str, str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     operation = args[-1] if args else ""
-    if operation not in ("get", "store", "erase"):
-        print(f"usage: {NAME} get|store|erase (a git credential helper)", file=sys.stderr)
+    options = [arg.partition("=") for arg in args[:-1]]
+    if operation not in ("get", "store", "erase") or any(
+        name != "--mount-path" or not value for name, _, value in options
+    ):
+        print(
+            f"usage: {NAME} [--mount-path=PATH] get|store|erase (a git credential helper)",
+            file=sys.stderr,
+        )
         return 2
     asked = parse_request(sys.stdin)
     if operation != "get":
         return 0  # nothing is kept, so nothing to store or erase
-    return get(asked, os.environ)
+    return get(asked, os.environ, options[-1][2] if options else None)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from agents.sandbox.config import HostPaths, validate
 from agents.sandbox.migrate import migrate as migrated
 from hookspawn.client import CommandError
 from hookspawn.commands import load_settings
@@ -34,7 +35,7 @@ def sandbox(args: argparse.Namespace) -> int:
         if args.write:
             raise CommandError("check: --write is an option of migrate", exit_code=2)
         return _check(path, settings)
-    return _migrate(path, write=args.write)
+    return _migrate(path, write=args.write, host=host_paths_for(settings.data_dir))
 
 
 def _check(path: Path, settings: Settings) -> int:
@@ -50,9 +51,11 @@ def _check(path: Path, settings: Settings) -> int:
     return 1 if problems else 0
 
 
-def _migrate(path: Path, *, write: bool) -> int:
-    """The migrated JSON on stdout, a unified diff on stderr; the file changes only with
-    --write, and only when the migration changed something."""
+def _migrate(path: Path, *, write: bool, host: HostPaths) -> int:
+    """The migrated JSON on stdout (and nothing else there), a unified diff and what the
+    migration merged or dropped on stderr; the file changes only with --write, and only when
+    the migration changed something. A result that would still break a rule `sandbox check`
+    applies is never printed nor written: exit 1, its problems on stderr."""
     try:
         text = path.read_text()
         raw = json.loads(text)
@@ -60,11 +63,23 @@ def _migrate(path: Path, *, write: bool) -> int:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}", exit_code=2) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CommandError(f"{path} is not JSON: {exc}", exit_code=2) from None
-    doc, problems = migrated(raw)
+    notes: list[str] = []
+    doc, problems = migrated(raw, notes)
     if problems:
         for problem in problems:
             print(problem.line(str(path)), file=sys.stderr)
         return 1
+    _, broken = validate(doc, host=host)
+    if broken:
+        for problem in broken:
+            print(f"{problem.line(str(path))} (after migrating)", file=sys.stderr)
+        print(
+            f"{path}: not migrated: the result would break the rules above (nothing written)",
+            file=sys.stderr,
+        )
+        return 1
+    for note in notes:
+        print(f"{path}: {note}", file=sys.stderr)
     if doc == raw:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return 0

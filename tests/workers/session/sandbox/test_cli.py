@@ -268,3 +268,56 @@ class TestMigrate:
         done = hookspawn("sandbox", "migrate", str(tmp_path / "s.json"))
         assert done.returncode == 2
         assert done.stderr.startswith(f"hookspawn sandbox: {tmp_path / 's.json'} is not JSON")
+
+    def test_the_result_always_passes_check_stdout_stays_the_json_alone(
+        self, tmp_path: Path
+    ) -> None:
+        """Roots in both lists, or a read root inside a write root: what srt would refuse is
+        merged or dropped, said on stderr; `sandbox check` accepts what was written."""
+        roots = {name: tmp_path / name for name in ("out", "out/ref", "ref", "both")}
+        for made in roots.values():
+            made.mkdir(parents=True, exist_ok=True)
+        doc = {
+            "security": {
+                "sandboxReadRoots": [str(roots["out/ref"]), str(roots["ref"]), str(roots["both"])],
+                "sandboxWriteRoots": [str(roots["out"]), str(roots["both"])],
+            }
+        }
+        path = write(tmp_path / "s.json", doc)
+        done = hookspawn("sandbox", "migrate", str(path), "--write")
+        assert done.returncode == 0, done.stderr
+        migrated = json.loads(done.stdout)  # the JSON and nothing else
+        assert done.stdout == path.read_text()
+        assert [(m["target"], m["mode"]) for m in migrated["sandbox"]["mounts"]] == [
+            (str(roots["ref"]), "readonly"),
+            (str(roots["out"]), "writable"),
+            (str(roots["both"]), "writable"),
+        ]
+        assert f"{path}: security.sandboxReadRoots {roots['out/ref']} lies inside" in done.stderr
+        assert f"{path}: {roots['both']} is in both security.sandboxReadRoots" in done.stderr
+        checked = hookspawn("sandbox", "check", str(path))
+        assert (checked.returncode, checked.stdout) == (0, "")
+
+    def test_a_result_check_would_refuse_is_neither_printed_nor_written(
+        self, tmp_path: Path
+    ) -> None:
+        """An existing readonly mount a write root now covers: srt would keep it writable."""
+        doc = {
+            "sandbox": {
+                "backend": "srt",
+                "mounts": [
+                    {"source": "/srv/out/ref", "target": "/srv/out/ref", "mode": "readonly"}
+                ],
+            },
+            "security": {"sandboxWriteRoots": ["/srv/out"]},
+        }
+        path = write(tmp_path / "s.json", doc)
+        before = path.read_bytes()
+        done = hookspawn("sandbox", "migrate", str(path), "--write")
+        assert (done.returncode, done.stdout) == (1, "")
+        assert (
+            f"{path}: sandbox.mounts[0].mode: readonly /srv/out/ref lies inside the writable "
+            "sandbox.mounts[1] (/srv/out)"
+        ) in done.stderr
+        assert "(after migrating)" in done.stderr and "nothing written" in done.stderr
+        assert path.read_bytes() == before

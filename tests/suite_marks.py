@@ -43,6 +43,7 @@ SLOW = (
     "hostile/test_connection_limits.py",
     "hookspawn/web/ui/test_browser.py",
     "workers/session/sandbox/test_confined.py",
+    "workers/session/sandbox/test_cli.py::TestProbe",
     "workers/session/runner/test_confined_runner.py",
     "workers/session/runner/test_snapshots.py",
     "workers/session/runner/test_harness.py",

@@ -47,6 +47,7 @@ from workers.session.runner.staging import (
     parse_rewrites,
     stage_mounts,
 )
+from workers.session.runner.stopping import RunnerStop
 from workers.session.runs import SessionRuns
 from workers.session.status import SessionStatus
 from workers.sessions import SessionStore
@@ -219,10 +220,12 @@ class SessionRunner:
         self.snapshots = SnapshotCache(settings.data_dir / "snapshots")
         self.limits = RunnerLimits(settings)
         self.helper = str(Path(sys.executable).parent / "git-credential-hookspawn")
+        self.stop = RunnerStop(settings.runner_stop_grace.total_seconds())  # on SIGTERM
 
     def run(self, session_id: str) -> str:
         """Run the session when it is queued; what became of it."""
-        if not self.runs.claim(session_id, self.owner, self.settings.runner_lease_seconds):
+        lease = self.settings.runner_lease_seconds  # a stopping runner leaves it queued
+        if self.stop.stopping.is_set() or not self.runs.claim(session_id, self.owner, lease):
             return "not queued"
         try:
             session, gone = self.sessions.spec(session_id), "the session record is gone"
@@ -233,16 +236,17 @@ class SessionRunner:
             gone = f"the stored session is not a session spec: {where}: {first['msg']}"
         path = log_path(self.settings.data_dir, session_id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        lease = self.settings.runner_lease_seconds
         with (
             SessionLog(path, self.settings.session_log_limit) as log_file,
             Heartbeat(self.runs, session_id, self.owner, lease) as beat,
+            self.stop.holding(session_id, beat),
         ):
             if session is None:
                 return self._end(session_id, SessionStatus.FAILED, "internal_error", gone)
             run = _Run(self, session, log_file, beat)
             try:
-                self._run(run)
+                with self.stop.ending(session_id):  # what a stop interrupts: runner_stopped
+                    self._run(run)
             except SessionFailed as exc:
                 run.note(f"failed: {exc.code}: {exc.message}")
                 return self._end(session_id, SessionStatus.FAILED, exc.code, exc.message)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from agents.model import CAPABILITY_FIELDS, Capabilities, CompiledAgent
+from agents.github_tools import union
+from agents.model import CAPABILITY_FIELDS, Capabilities, CompiledAgent, Mount
 from agents.schema import Sink, join
 from agents.source import YMap, YNode
 
@@ -70,4 +71,28 @@ def capability_lines(agent: CompiledAgent) -> list[str]:
             lines.append(f"{head} (auth none)")
             continue
         lines.append(f"{head} (githubApp: {marked(mount.auth.capabilities)})")
+    return lines + _mounted_twice(agent.mounts)
+
+
+def _mounted_twice(mounts: Collection[Mount]) -> list[str]:
+    """For a repository with more than one `githubApp` mount: git gets each mount's own
+    credential (its checkout's helper names the mount), and the GitHub tools on the repository
+    the union of the mounts' grants."""
+    by_repository: dict[str, list[Mount]] = {}
+    for mount in mounts:
+        if mount.auth.kind == "githubApp":
+            key = (mount.github_repository or mount.repository).lower()
+            by_repository.setdefault(key, []).append(mount)
+    lines = []
+    for same in by_repository.values():
+        if len(same) < 2:
+            continue
+        paths = ", ".join(m.mount_path for m in same)
+        levels = union(m.auth.capabilities for m in same).to_json()
+        granted = ", ".join(f"{key} {level}" for key, level in levels.items())
+        lines.append(
+            f"  {same[0].repository} is mounted at {paths}: git in each checkout gets that "
+            f"mount's own credential; GitHub tools on it get the union of their grants "
+            f"({granted})"
+        )
     return lines

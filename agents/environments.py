@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.errors import Loc
+from agents.sandbox.env import protected_env_name
 from agents.schema import (
     NAME_RE,
     Sink,
@@ -316,7 +317,8 @@ def _resources(sink: Sink, node: YNode, path: str) -> dict[str, Any]:
 def compile_env_map(
     sink: Sink, node: YNode | None, path: str, secrets: list[SecretUse]
 ) -> dict[str, Any]:
-    """An env map: keys ``[A-Za-z_][A-Za-z0-9_]*``, values a string or ``{$secret, optional}``."""
+    """An env map: keys ``[A-Za-z_][A-Za-z0-9_]*`` the sandbox does not set itself, values a
+    string or ``{$secret, optional}``."""
     if node is None:
         return {}
     if not isinstance(node, YMap):
@@ -328,6 +330,14 @@ def compile_env_map(
         if not ENV_KEY_RE.fullmatch(key):
             sink.error(
                 key_loc, here, f"{key!r} is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)"
+            )
+            continue
+        if protected_env_name(key):
+            sink.error(
+                key_loc,
+                here,
+                f"{key} is the sandbox's own (HOME, XDG_*, the dynamic loader's LD_* and its "
+                "other security settings): a session's env cannot set it",
             )
             continue
         if isinstance(value, YScalar) and isinstance(value.value, str):

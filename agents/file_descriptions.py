@@ -40,7 +40,8 @@ TEXT: dict[str, str] = {
     ),
     "agent.env": (
         "Variables for the session (agent level): a literal string, or {$secret: NAME} for a "
-        "secret the deployment provides."
+        "secret the deployment provides. HOME, XDG_*, LD_PRELOAD, LD_LIBRARY_PATH and the "
+        "sandbox's other own variables (proxies, TMPDIR, HOOKSPAWN_*) are refused."
     ),
     "agent.imports": (
         "Files to merge under this one, as paths relative to this file, inside the .auto "
@@ -96,7 +97,8 @@ TEXT: dict[str, str] = {
     "resources.cpuCount": "CPUs, at least 1.",
     "resources.memoryMB": "Memory in MB, at least 128.",
     "environment.env": (
-        "Variables set on the environment resource: a literal string, or {$secret: NAME}."
+        "Variables set on the environment resource: a literal string, or {$secret: NAME}; "
+        "the sandbox's own variables are refused, as in the agent's env."
     ),
     "environment.approval": (
         "bypass: every harness action is approved (the sandbox is the boundary); prompt: the "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from agents.model import CAPABILITY_FIELDS, Capabilities
 
@@ -23,6 +23,7 @@ __all__ = [
     "grants",
     "level_covers",
     "tool_token_permissions",
+    "union",
     "visible_tools",
 ]
 
@@ -34,6 +35,22 @@ LEVEL_RANK = {"none": 0, "read": 1, "write": 2, "admin": 3}
 def level_covers(have: str, need: str) -> bool:
     """Whether a grant at level `have` includes level `need` (an unknown level: none)."""
     return LEVEL_RANK.get(have, 0) >= LEVEL_RANK.get(need, 0)
+
+
+def union(mounted: Iterable[Capabilities]) -> Capabilities:
+    """One repository mounted more than once: each capability at the highest level any of
+    its mounts grants (the session holds each of them on that repository already); no mount
+    at all grants nothing."""
+    found = list(mounted)
+    if not found:
+        return Capabilities(
+            contents="none", pull_requests="none", issues="none", checks="none", actions="none"
+        )
+    levels: dict[str, Any] = {
+        attr: max((str(getattr(caps, attr)) for caps in found), key=LEVEL_RANK.__getitem__)
+        for attr, _, _ in CAPABILITY_FIELDS
+    }
+    return Capabilities(**levels)
 
 
 @dataclass(frozen=True)
@@ -187,14 +204,22 @@ def visible_tools(mounts: Iterable[Capabilities], allow: Iterable[str] | None) -
     )
 
 
-def tool_token_permissions(need: ToolNeed) -> dict[str, str]:
-    """The installation-token permissions one call of a tool gets: its own capability only.
+def tool_token_permissions(need: ToolNeed, grant: Capabilities | None = None) -> dict[str, str]:
+    """The installation-token permissions one call of a tool gets: its own capability only,
+    plus `workflows: write` for a call that writes contents (the contents family's writes and
+    merging) when `grant`, the target repository's, includes it: GitHub refuses a change
+    under `.github/workflows/` to a token without it.
 
     Merging has no permission of its own on GitHub: it is authorized through contents and pull
     requests, both at write.
     """
     if need.capability == "merge":
-        return {"contents": "write", "pull_requests": "write", "metadata": "read"}
-    permission = {attr: perm for attr, _, perm in CAPABILITY_FIELDS}[need.capability]
-    assert permission is not None
-    return {permission: need.level, "metadata": "read"}
+        body = {"contents": "write", "pull_requests": "write", "metadata": "read"}
+    else:
+        permission = {attr: perm for attr, _, perm in CAPABILITY_FIELDS}[need.capability]
+        assert permission is not None
+        body = {permission: need.level, "metadata": "read"}
+    writes_contents = body.get("contents") == "write"
+    if writes_contents and grant is not None and grant.workflows == "write":
+        body["workflows"] = "write"
+    return body

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from agents.github_tools import TOOLS, grants
-from agents.model import Capabilities, Mount
+from agents.model import Mount
 from agents.schema import Sink, join, opt_enum, opt_str_list, strict_map
 from agents.source import YMap, YNode, YScalar, YSeq, describe
 
-__all__ = ["GATED_TOOLS", "compile_tools"]
-
-#: GitHub tools a session sees only when some mount grants the capability (mounts seed), which
-#: naming one with no such mount is an error for: tool → (what it needs, the test on a mount's
-#: capabilities). The merge and secrets families of the one tool table (agents.github_tools).
-GATED_TOOLS: dict[str, tuple[str, Callable[[Capabilities], bool]]] = {
-    name: (need.text, partial(lambda n, caps: grants(caps, n), need))
-    for name, need in TOOLS.items()
-    if need.family in ("merge", "secrets")
-}
+__all__ = ["compile_tools"]
 
 
 def compile_tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[dict[str, Any]]:
@@ -48,7 +37,7 @@ def compile_tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[d
         allow = opt_str_list(sink, item.get("allow"), join(path, "allow"))
         if allow is not None:
             tool["allow"] = allow
-            _check_gates(sink, item.get("allow"), join(path, "allow"), mounts)
+            _warn_ungranted(sink, item.get("allow"), join(path, "allow"), mounts)
         if not any(mount.auth.kind == "githubApp" for mount in mounts):
             sink.warning(
                 item.loc,
@@ -59,28 +48,28 @@ def compile_tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[d
     return out
 
 
-def _check_gates(sink: Sink, node: YNode | None, path: str, mounts: list[Mount]) -> None:
-    """A gated tool no mount grants stays invisible and uncallable: naming it is an error."""
+def _warn_ungranted(sink: Sink, node: YNode | None, path: str, mounts: list[Mount]) -> None:
+    """A tool no `githubApp` mount grants stays invisible and uncallable even when the
+    allowlist names it (the mounts seed): a warning naming it and what it needs, never an
+    error, so the agent still loads. (Without any githubApp mount the entry's own warning
+    says the tool does nothing.)"""
     granted = [m.auth.capabilities for m in mounts if m.auth.kind == "githubApp"]
     for index, item in enumerate(node.items if isinstance(node, YSeq) else ()):
         if not (isinstance(item, YScalar) and isinstance(item.value, str)):
             continue
-        if item.value not in TOOLS:
+        need = TOOLS.get(item.value)
+        if need is None:
             sink.warning(
                 item.loc,
                 join(path, index),
                 f"{item.value!r} is no GitHub tool the broker knows: every call of it is "
                 "refused (unknown_tool)",
             )
-            continue
-        gate = GATED_TOOLS.get(item.value)
-        if gate is None:
-            continue
-        needs, test = gate
-        if not any(test(caps) for caps in granted):
-            sink.error(
+        elif granted and not any(grants(caps, need) for caps in granted):
+            sink.warning(
                 item.loc,
                 join(path, index),
-                f"{item.value} needs a githubApp mount granting {needs}, and no mount does: "
-                "the tool would stay invisible and uncallable",
+                f"{item.value} needs a githubApp mount granting {need.text}, and no mount "
+                "does: the session never sees it (invisible, every call refused "
+                "tool_not_granted)",
             )

@@ -267,6 +267,12 @@ def _parser() -> argparse.ArgumentParser:
     sandbox.add_argument(
         "--write", action="store_true", help="migrate: rewrite CONFIG (without it, only print)"
     )
+    sandbox.add_argument(
+        "--probe",
+        action="store_true",
+        help="check: also start the backend, running one confined command as "
+        "HOOKSPAWN_RUNNER_USER (exit 1 naming why it cannot)",
+    )
     add(
         "doctor",
         doctor.doctor,

@@ -1,4 +1,5 @@
-"""`hookspawn sandbox check|migrate [CONFIG]`: the sandbox configuration from the command line."""
+"""`hookspawn sandbox check|migrate [CONFIG]`: the sandbox configuration from the command line
+(`check --probe` also starts the backend as the runner would)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from agents.sandbox.config import HostPaths, SandboxConfig, validate
 from agents.sandbox.migrate import migrate as migrated
 from hookspawn.client import CommandError
 from hookspawn.commands import load_settings
-from workers.session.runner.sandbox import host_paths_for, load_config
+from workers.session.runner.command import account_of, runner_account
+from workers.session.runner.sandbox import host_paths_for, load_config, sandbox_available
 from workers.settings import Settings
 
 __all__ = ["sandbox"]
@@ -33,12 +36,15 @@ def sandbox(args: argparse.Namespace) -> int:
     if args.action == "check":
         if args.write:
             raise CommandError("check: --write is an option of migrate", exit_code=2)
-        return _check(path, settings)
-    return _migrate(path, write=args.write)
+        return _check(path, settings, probe=args.probe)
+    if args.probe:
+        raise CommandError("migrate: --probe is an option of check", exit_code=2)
+    return _migrate(path, write=args.write, host=host_paths_for(settings.data_dir))
 
 
-def _check(path: Path, settings: Settings) -> int:
-    """Exit 0 when valid; else 1 and one `CONFIG: field: message` line per problem."""
+def _check(path: Path, settings: Settings, *, probe: bool) -> int:
+    """Exit 0 when valid; else 1 and one `CONFIG: field: message` line per problem. With
+    `probe`, a valid configuration's backend is also started, as the runner's start does."""
     config, problems = load_config(path, host=host_paths_for(settings.data_dir))
     for problem in problems:
         print(problem.line(str(path)))
@@ -47,12 +53,36 @@ def _check(path: Path, settings: Settings) -> int:
             f"{path}: sandbox.backend: none runs session commands unconfined (development only)",
             file=sys.stderr,
         )
-    return 1 if problems else 0
+    if problems or config is None:
+        return 1
+    return _probe(path, config, settings.runner_user) if probe else 0
 
 
-def _migrate(path: Path, *, write: bool) -> int:
-    """The migrated JSON on stdout, a unified diff on stderr; the file changes only with
-    --write, and only when the migration changed something."""
+def _probe(path: Path, config: SandboxConfig, runner_user: str) -> int:
+    """Start the backend once, running a confined command as HOOKSPAWN_RUNNER_USER (when this
+    is root), exactly as the runner probes it at start: 1 and why, when it cannot."""
+    try:
+        account = account_of(runner_user)
+    except KeyError as exc:
+        print(f"{path}: sandbox.backend: cannot probe {config.backend}: {exc.args[0]}")
+        return 1
+    who = runner_account(account)
+    reason = sandbox_available(config, account=account)
+    if reason is not None:
+        print(f"{path}: sandbox.backend: {config.backend} cannot start as {who}: {reason}")
+        return 1
+    print(
+        f"{path}: sandbox.backend: {config.backend} started a probe command as {who}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _migrate(path: Path, *, write: bool, host: HostPaths) -> int:
+    """The migrated JSON on stdout (and nothing else there), a unified diff and what the
+    migration merged or dropped on stderr; the file changes only with --write, and only when
+    the migration changed something. A result that would still break a rule `sandbox check`
+    applies is never printed nor written: exit 1, its problems on stderr."""
     try:
         text = path.read_text()
         raw = json.loads(text)
@@ -60,11 +90,23 @@ def _migrate(path: Path, *, write: bool) -> int:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}", exit_code=2) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CommandError(f"{path} is not JSON: {exc}", exit_code=2) from None
-    doc, problems = migrated(raw)
+    notes: list[str] = []
+    doc, problems = migrated(raw, notes)
     if problems:
         for problem in problems:
             print(problem.line(str(path)), file=sys.stderr)
         return 1
+    _, broken = validate(doc, host=host)
+    if broken:
+        for problem in broken:
+            print(f"{problem.line(str(path))} (after migrating)", file=sys.stderr)
+        print(
+            f"{path}: not migrated: the result would break the rules above (nothing written)",
+            file=sys.stderr,
+        )
+        return 1
+    for note in notes:
+        print(f"{path}: {note}", file=sys.stderr)
     if doc == raw:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return 0

@@ -236,7 +236,8 @@ def serve(
             print(f"hookspawn: {note}", flush=True)
         return supervisor.wait()
     finally:
-        supervisor.stop()
+        # the runner gives its sessions their grace, then records them stopped: wait for it
+        supervisor.stop(timeout=max(20.0, settings.runner_stop_grace.total_seconds() + 30))
         if redis_server:
             redis_server.stop()
         os.close(lock)

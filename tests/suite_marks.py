@@ -46,6 +46,7 @@ SLOW = (
     "hookspawn/web/ui/test_browser.py",
     "test_fresh_machine.py::test_without_the_programs_pytest_passes_and_names_what_it_skipped",
     "workers/session/sandbox/test_confined.py",
+    "workers/session/sandbox/test_cli.py::TestProbe",
     "workers/session/runner/",
     "workers/session/broker/test_real_git.py",
     "workers/session/broker/test_credential_helper.py",

@@ -17,6 +17,7 @@ from agents.github_tools import (
     capabilities_from_json,
     grants,
     tool_token_permissions,
+    union,
     visible_tools,
 )
 from agents.model import Capabilities
@@ -117,27 +118,40 @@ def find_git_mount(
 ) -> SessionMountView:
     """The mount a git credential request names; `mount_not_found` when none does.
 
-    By URL, the host must be the one the mount is fetched from (after the deployment's URL
-    rewrites), so a token is never handed to git for another server.
+    By mountPath first (what tells apart two mounts of one repository: the helper of each
+    checkout sends its own), and then the URL git asks about, when it names one, must be the
+    mount's; by URL alone, the first mount fetched from it. The host must be the one the
+    mount is fetched from (after the deployment's URL rewrites), so a token is never handed
+    to git for another server.
     """
+    asked = _normal(f"{protocol or 'https'}://{host}/{path}") if host and path else None
     if mount_path is not None:
         wanted = mount_path.rstrip("/") or "/"
         for mount in mounts:
-            if (mount.mount_path.rstrip("/") or "/") == wanted:
-                return mount
+            if (mount.mount_path.rstrip("/") or "/") != wanted:
+                continue
+            if asked is not None and not _fetched_from(mount, asked, rewrites):
+                raise AccessNotFound(
+                    f"mount {mount.mount_path} is not fetched from "
+                    f"{protocol or 'https'}://{host}/{path}: no credential for another address",
+                    code="mount_not_found",
+                    mountPath=mount_path,
+                    host=host,
+                    path=path,
+                )
+            return mount
         raise AccessNotFound(
             f"the session has no mount at {mount_path}",
             code="mount_not_found",
             mountPath=mount_path,
         )
-    if not host or not path:
+    if asked is None:
         raise AccessNotFound(
             "name the mount by mountPath, or by host and path (git's credential.useHttpPath)",
             code="mount_not_found",
         )
-    asked = _normal(f"{protocol or 'https'}://{host}/{path}")
     for mount in mounts:
-        if asked in {_normal(mount.url), _normal(rewritten(mount.url, rewrites))}:
+        if _fetched_from(mount, asked, rewrites):
             return mount
     raise AccessNotFound(
         f"no mount of the session is fetched from {protocol or 'https'}://{host}/{path}",
@@ -145,6 +159,10 @@ def find_git_mount(
         host=host,
         path=path,
     )
+
+
+def _fetched_from(mount: SessionMountView, asked: str, rewrites: Sequence[Rewrite]) -> bool:
+    return asked in {_normal(mount.url), _normal(rewritten(mount.url, rewrites))}
 
 
 def git_permissions(mount: SessionMountView) -> dict[str, str]:
@@ -184,6 +202,8 @@ class ToolGrant:
     need: ToolNeed
     permissions: dict[str, str]
     mount: SessionMountView | None  # None: a repository no mount names (default capabilities)
+    #: every githubApp mount of the repository, `mount` first: their grants were united
+    mounts: tuple[SessionMountView, ...] = ()
 
 
 def tool_grant(spec: SessionSpec, tool: str, repository: str) -> ToolGrant:
@@ -191,6 +211,9 @@ def tool_grant(spec: SessionSpec, tool: str, repository: str) -> ToolGrant:
 
     Visible to the session first, then re-checked against the target repository's own mount
     (a repository no mount names gets the default capabilities, merge and secrets denied).
+    A repository mounted more than once is granted the union of its `githubApp` mounts'
+    capabilities (each is the session's on that repository already); its mounts without
+    GitHub App auth grant nothing.
     """
     need = TOOLS.get(tool)
     if need is None:
@@ -204,20 +227,23 @@ def tool_grant(spec: SessionSpec, tool: str, repository: str) -> ToolGrant:
             repository=repository,
         )
     own = [m for m in session_mounts(spec) if m.key == repository.lower()]
-    mount = own[0] if own else None
-    capabilities = UNMOUNTED if mount is None else mount.capabilities
-    if mount is not None and not mount.github_app:
-        capabilities = Capabilities(
-            contents="none", pull_requests="none", issues="none", checks="none", actions="none"
-        )
+    apps = [m for m in own if m.github_app]
+    capabilities = union(m.capabilities for m in apps) if own else UNMOUNTED
+    # the mount named in the audit: one whose own grant covers the tool, else the first
+    granting = [m for m in apps if grants(m.capabilities, need)]
+    mount = (granting or own)[0] if own else None
     if not grants(capabilities, need):
-        where = (
-            f"its mount {mount.mount_path}" if mount else "the defaults for unmounted repositories"
-        )
+        if mount is None:
+            where = "the defaults for unmounted repositories"
+        elif len(own) > 1:
+            where = "its mounts " + ", ".join(m.mount_path for m in own) + " together"
+        else:
+            where = f"its mount {mount.mount_path}"
         raise AccessDenied(
             f"{tool} on {repository} needs {need.text}, which {where} does not grant",
             code="tool_not_granted",
             tool=tool,
             repository=repository,
         )
-    return ToolGrant(need, tool_token_permissions(need), mount)
+    ordered = tuple(granting[:1] + [m for m in apps if m not in granting[:1]])
+    return ToolGrant(need, tool_token_permissions(need, capabilities), mount, ordered)

@@ -199,6 +199,9 @@ class Settings(BaseSettings):
     secrets_file: OptionalPath = None
     #: how long a runner holds a session without renewing before it counts as lost
     runner_lease_seconds: float = Field(default=30.0, gt=0, le=300)
+    #: on SIGTERM, how long the runner lets running sessions go on before it stops them
+    #: (each then fails `runner_stopped`)
+    runner_stop_grace: Duration = timedelta(seconds=30)
     #: tasks (processes and threads) one session's setup and harness may have at once (srt
     #: alone takes about twenty)
     session_max_processes: int = Field(default=512, ge=32)

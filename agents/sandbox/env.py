@@ -52,8 +52,10 @@ _SECURITY_ENV = frozenset(
         "CARGO_HTTP_CAINFO",
         "DENO_CERT",
         "NIX_SSL_CERT_FILE",
+        # the dynamic loader's: each makes every program load code the runtime did not choose
         "LD_PRELOAD",
         "LD_AUDIT",
+        "LD_LIBRARY_PATH",
     )
 )
 _SECURITY_ENV_PREFIXES = ("XDG_", "HOOKSPAWN_", "SRT_", "GIT_CONFIG", "CLOUDSDK_PROXY_")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import posixpath
 from typing import Any
 
 from agents.sandbox.env import Problem
@@ -53,7 +54,50 @@ def _mode(mount: dict[str, Any], where: str, problems: list[Problem]) -> None:
     mount.update(rebuilt)
 
 
-def _mounts(sandbox: dict[str, Any], added: list[dict[str, str]]) -> list[Problem]:
+def _within(path: str, root: str) -> bool:
+    path, root = posixpath.normpath(path), posixpath.normpath(root)
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _reconciled(
+    existing: list[Any], added: list[dict[str, str]], *, srt: bool, notes: list[str]
+) -> list[dict[str, str]]:
+    """The legacy roots that may join `existing` without breaking a rule `sandbox check`
+    applies: a read root that is a write root too becomes the one writable mount; with srt
+    (whose mounts only add access), a read root inside a writable mount is dropped, since it
+    would stay writable there. Each is said in `notes`."""
+    writable = [m["target"] for m in added if m["mode"] == "writable"]
+    writable += [
+        m["target"]
+        for m in existing
+        if isinstance(m, dict) and m.get("mode") == "writable" and isinstance(m.get("target"), str)
+    ]
+    kept: list[dict[str, str]] = []
+    for mount in added:
+        root = mount["target"]
+        if mount["mode"] == "readonly":
+            if any(m["target"] == root and m["mode"] == "writable" for m in added):
+                notes.append(
+                    f"{root} is in both security.sandboxReadRoots and sandboxWriteRoots: "
+                    "one writable mount"
+                )
+                continue
+            around = [w for w in writable if _within(root, w)] if srt else []
+            if around:
+                notes.append(
+                    f"security.sandboxReadRoots {root} lies inside the writable mount "
+                    f"{max(around, key=len)}: dropped (srt mounts only add access, so it "
+                    "would stay writable there)"
+                )
+                continue
+        if mount not in existing and mount not in kept:
+            kept.append(mount)
+    return kept
+
+
+def _mounts(
+    sandbox: dict[str, Any], added: list[dict[str, str]], notes: list[str]
+) -> list[Problem]:
     mounts = sandbox.get("mounts")
     if mounts is None:
         if not added:
@@ -65,15 +109,18 @@ def _mounts(sandbox: dict[str, Any], added: list[dict[str, str]]) -> list[Proble
     for n, mount in enumerate(mounts):
         if isinstance(mount, dict):
             _mode(mount, f"sandbox.mounts[{n}]", problems)
-    mounts += [mount for mount in added if mount not in mounts]
+    srt = sandbox.get("backend", "srt") == "srt"
+    mounts += _reconciled(mounts, added, srt=srt, notes=notes)
     return problems
 
 
-def migrate(raw: object) -> tuple[object, list[Problem]]:
+def migrate(raw: object, notes: list[str] | None = None) -> tuple[object, list[Problem]]:
     """A configuration → the same configuration in today's shape, or the problems that stop
     the migration (then nothing is to be written). An already-migrated configuration comes
     back equal to itself. Legacy roots become mounts appended after the existing ones; a root
-    already mounted at the same place in the same mode is not added twice."""
+    already mounted at the same place in the same mode is not added twice, and roots that
+    would break a mount rule are merged or dropped, each with a line in `notes`."""
+    notes = [] if notes is None else notes
     if not isinstance(raw, dict):
         return raw, [Problem("(document)", "must be a JSON object")]
     doc = copy.deepcopy(raw)
@@ -91,7 +138,7 @@ def migrate(raw: object) -> tuple[object, list[Problem]]:
     if sandbox is not None and not isinstance(sandbox, dict):
         return raw, [*problems, Problem("sandbox", "must be an object")]
     if isinstance(sandbox, dict):
-        problems += _mounts(sandbox, added)
+        problems += _mounts(sandbox, added, notes)
         if added and "backend" not in sandbox:
             # the legacy roots were srt's: its host paths are what source = target keeps valid
             doc["sandbox"] = {"backend": "srt", **sandbox}

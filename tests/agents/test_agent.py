@@ -91,6 +91,35 @@ def test_agent_rule_violations(tree: Tree, text: str, path: str, fragment: str) 
     find(tree.errors(text, base=""), path, fragment)
 
 
+@pytest.mark.parametrize(
+    "variable",
+    ["HOME", "XDG_CONFIG_HOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "TMPDIR", "HTTPS_PROXY"],
+)
+def test_a_variable_the_sandbox_sets_itself_is_an_error_in_either_env(
+    tree: Tree, variable: str
+) -> None:
+    """HOME, XDG_*, the loader's LD_* and the sandbox's security settings are the runtime's:
+    neither the agent's env nor its environment's may set them, literal or secret."""
+    agent_env = find(tree.errors(f"env: {{{variable}: /x, KEPT: y}}\n"), f"env.{variable}", "")
+    assert variable in agent_env.message and "sandbox's own" in agent_env.message
+    assert agent_env.line == 6
+    secret = tree.errors(f"env: {{{variable}: {{$secret: s}}}}\n")
+    find(secret, f"env.{variable}", "cannot set it")
+    inline = find(
+        tree.errors("", base=f"name: a\nharness: codex\n{ENV}  env: {{{variable}: /x}}\n"),
+        f"environment.env.{variable}",
+        "cannot set it",
+    )
+    assert variable in inline.message and inline.line == 6
+    # the name is compared as the runtime would: case does not make it another variable
+    find(tree.errors(f"env: {{{variable.lower()}: /x}}\n"), f"env.{variable.lower()}", "")
+    assert tree.agent("env: {HOMEPAGE: x, LD_BIND_NOW: '1', MY_XDG_DIR: y}\n").env == {
+        "HOMEPAGE": "x",
+        "LD_BIND_NOW": "1",
+        "MY_XDG_DIR": "y",
+    }
+
+
 def test_github_tool_without_a_github_app_mount_warns(tree: Tree) -> None:
     tree.write("agents/a.yaml", BASE + "tools: [{kind: github, allow: [get_issue]}]\n")
     result = tree.compile()
@@ -122,23 +151,33 @@ tools:
         ("enable_pull_request_auto_merge", "merge: write", "{contents: read}", "{merge: write}"),
         ("actions_secret_list", "secrets: read or write", "{}", "{secrets: read}"),
         ("actions_secret_write", "secrets: write", "{secrets: read}", "{secrets: write}"),
+        ("create_pull_request", "pullRequests: write", "{pullRequests: read}", "{}"),
+        ("run_workflow", "actions: write", "{}", "{actions: write}"),
     ],
 )
-def test_a_gated_github_tool_no_mount_grants_is_an_error(
+def test_a_github_tool_no_mount_grants_is_a_warning_and_the_agent_loads(
     tree: Tree, tool: str, needs: str, short: str, enough: str
 ) -> None:
     text = GITHUB_MOUNT.replace("TOOL", tool)
-    error = find(tree.errors(text.replace("CAPS", short)), "tools.0.allow.1", needs)
-    assert tool in error.message and "no mount" in error.message
-    assert error.line == 14
+    tree.write("agents/a.yaml", BASE + text.replace("CAPS", short))
+    result = tree.compile()
+    assert result.ok and result.errors == ()
+    warning = find(result.warnings, "tools.0.allow.1", needs)
+    assert tool in warning.message and "no mount" in warning.message
+    assert "never sees it" in warning.message and warning.line == 14
+    # the allowlist is kept as written: the session's visibility leaves the tool out
+    assert result.agents[0].tools[0]["allow"] == ["get_issue", tool]
+    assert [w.path for w in result.warnings if w.path.startswith("tools")] == ["tools.0.allow.1"]
     agent = tree.agent(text.replace("CAPS", enough))
     assert agent.tools[0]["allow"] == ["get_issue", tool]
     # a grant on another mount counts too; a mount without githubApp auth grants nothing
     second = "  - {kind: git, repository: acme/o, mountPath: /o, ref: main, auth: AUTH}\n"
     both = text.replace("CAPS", short).replace("tools:", second + "tools:")
     granted = both.replace("AUTH", "{kind: githubApp, capabilities: " + enough + "}")
-    assert tree.agent(granted).tools[0]["allow"] == ["get_issue", tool]
-    find(tree.errors(both.replace("AUTH", "{kind: none}")), "tools.0.allow.1", needs)
+    tree.write("agents/a.yaml", BASE + granted)
+    assert not [w for w in tree.compile().warnings if w.path.startswith("tools")]
+    tree.write("agents/a.yaml", BASE + both.replace("AUTH", "{kind: none}"))
+    find(tree.compile().warnings, "tools.0.allow.1", needs)
 
 
 def test_setup_without_a_working_directory_warns(tree: Tree) -> None:

@@ -102,3 +102,51 @@ def test_explain_says_default_beside_a_defaulted_capability(tree: Tree, webhooks
     text = format_explain(view)
     assert "/w: capabilities contents read, pullRequests write, issues write (default)" in text
     assert "actions: read (default)" in text
+
+
+TWICE = (
+    BASE
+    + """\
+mounts:
+  - kind: git
+    repository: acme/widgets
+    mountPath: /w/ro
+    ref: main
+    auth:
+      kind: githubApp
+      capabilities: {contents: read, pullRequests: write, issues: none, actions: none}
+  - kind: git
+    repository: https://github.com/Acme/Widgets.git
+    mountPath: /w/rw
+    ref: main
+  - kind: git
+    repository: acme/widgets
+    mountPath: /w/rw2
+    ref: main
+    auth:
+      kind: githubApp
+      capabilities: {contents: write, pullRequests: none, issues: read, workflows: write}
+"""
+)
+
+
+def test_check_says_a_repository_mounted_twice_unites_its_grants_for_tools(tree: Tree) -> None:
+    tree.write("agents/a.yaml", TWICE)
+    code, text = check(tree, "--strict")
+    assert code == 0, text
+    # git: each checkout its own mount's credential; tools: the union (a mount without
+    # GitHub App auth grants nothing, so it is not part of it)
+    assert (
+        "  acme/widgets is mounted at /w/ro, /w/rw2: git in each checkout gets that mount's own "
+        "credential; GitHub tools on it get the union of their grants (contents write, "
+        "pullRequests write, issues read, checks read, actions read, workflows write, "
+        "secrets none, merge none)"
+    ) in text.splitlines()
+    tree.write(
+        "agents/a.yaml",
+        TWICE.replace("/w/rw2", "/w/rw3").replace(
+            "acme/widgets\n    mountPath: /w/rw3", "acme/gadgets\n    mountPath: /w/rw3"
+        ),
+    )
+    code, text = check(tree, "--strict")
+    assert code == 0 and "is mounted at" not in text

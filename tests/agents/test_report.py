@@ -135,3 +135,24 @@ def test_cli_check_runs_on_the_examples(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert ".auto/agents/x.yaml:1: harness: required field 'harness' is missing" in done.stdout
+
+
+def test_check_names_an_ungranted_tool_and_why_and_still_succeeds(tree: Tree) -> None:
+    tree.write(
+        "agents/a.yaml",
+        BASE
+        + "mounts:\n"
+        + "  - kind: git\n    repository: acme/w\n    mountPath: /w\n    ref: main\n"
+        + "    auth: {kind: githubApp, capabilities: {contents: read, pullRequests: read, "
+        + "issues: read}}\n"
+        + "tools:\n  - kind: github\n    allow: [get_issue, merge_pull_request]\n",
+    )
+    code, text = check(tree)
+    assert code == 0, text
+    assert (
+        ".auto/agents/a.yaml:14: warning: tools.0.allow.1: merge_pull_request needs a githubApp "
+        "mount granting merge: write, and no mount does: the session never sees it"
+    ) in text
+    assert "ok: 1 agent compiled" in text
+    strict = io.StringIO()
+    assert run_check(tree.root, as_json=False, secret_names=(), out=strict, strict=True) == 1

@@ -188,7 +188,8 @@ class Broker:
         fields["permissions"] = grant.permissions
         if grant.mount is not None:
             fields["mountPath"] = grant.mount.mount_path
-            pinned = [grant.mount.installation_id]
+            # a repository mounted twice: its mounts' installations, the granting one first
+            pinned = [m.installation_id for m in grant.mounts] or [grant.mount.installation_id]
         else:
             pinned = _session_installations(spec)
         where = f"mount {grant.mount.mount_path}: " if grant.mount is not None else ""

@@ -73,7 +73,7 @@ def _post(url: str, body: Mapping[str, str], credential: str) -> tuple[int, byte
         return int(exc.code), bytes(exc.read())
 
 
-def get(asked: Mapping[str, str], environ: Mapping[str, str]) -> int:
+def get(asked: Mapping[str, str], environ: Mapping[str, str], mount_path: str | None = None) -> int:
     url = environ.get("HOOKSPAWN_BROKER_URL", "").rstrip("/")
     credential = environ.get("HOOKSPAWN_SESSION_CREDENTIAL", "")
     if not url or not credential:
@@ -81,6 +81,8 @@ def get(asked: Mapping[str, str], environ: Mapping[str, str]) -> int:
     if not url.startswith(("http://", "https://")):
         return _refuse(f"HOOKSPAWN_BROKER_URL is not a usable URL: {url!r}")
     body = {key: asked[key] for key in ("protocol", "host", "path") if asked.get(key)}
+    if mount_path:
+        body["mountPath"] = mount_path  # the checkout's mount: one repository mounted twice
     try:
         status, raw = _post(f"{url}/git-credential", body, credential)
     except (ValueError, http.client.InvalidURL):
@@ -110,13 +112,19 @@ def get(asked: Mapping[str, str], environ: Mapping[str, str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     operation = args[-1] if args else ""
-    if operation not in ("get", "store", "erase"):
-        print(f"usage: {NAME} get|store|erase (a git credential helper)", file=sys.stderr)
+    options = [arg.partition("=") for arg in args[:-1]]
+    if operation not in ("get", "store", "erase") or any(
+        name != "--mount-path" or not value for name, _, value in options
+    ):
+        print(
+            f"usage: {NAME} [--mount-path=PATH] get|store|erase (a git credential helper)",
+            file=sys.stderr,
+        )
         return 2
     asked = parse_request(sys.stdin)
     if operation != "get":
         return 0  # nothing is kept, so nothing to store or erase
-    return get(asked, os.environ)
+    return get(asked, os.environ, options[-1][2] if options else None)
 
 
 if __name__ == "__main__":

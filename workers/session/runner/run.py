@@ -56,6 +56,7 @@ from workers.session.runner.staging import (
     parse_rewrites,
     stage_mounts,
 )
+from workers.session.runner.stopping import RunnerStop
 from workers.session.runs import SessionRuns
 from workers.session.status import SessionStatus
 from workers.sessions import SessionStore
@@ -213,10 +214,12 @@ class SessionRunner:
         #: a credential helper to configure instead of the standalone one each session gets
         #: beside its root (`place_helper`); None: that one
         self.helper: str | None = None
+        self.stop = RunnerStop(settings.runner_stop_grace.total_seconds())  # on SIGTERM
 
     def run(self, session_id: str) -> str:
         """Run the session when it is queued; what became of it."""
-        if not self.runs.claim(session_id, self.owner, self.settings.runner_lease_seconds):
+        lease = self.settings.runner_lease_seconds  # a stopping runner leaves it queued
+        if self.stop.stopping.is_set() or not self.runs.claim(session_id, self.owner, lease):
             return "not queued"
         try:
             session, gone = self.sessions.spec(session_id), "the session record is gone"
@@ -227,16 +230,17 @@ class SessionRunner:
             gone = f"the stored session is not a session spec: {where}: {first['msg']}"
         path = log_path(self.settings.data_dir, session_id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        lease = self.settings.runner_lease_seconds
         with (
             SessionLog(path, self.settings.session_log_limit) as log_file,
             Heartbeat(self.runs, session_id, self.owner, lease) as beat,
+            self.stop.holding(session_id, beat),
         ):
             if session is None:
                 return self._end(session_id, SessionStatus.FAILED, "internal_error", gone)
             run = _Run(self, session, log_file, beat)
             try:
-                self._run(run)
+                with self.stop.ending(session_id):  # what a stop interrupts: runner_stopped
+                    self._run(run)
             except SessionFailed as exc:
                 run.note(f"failed: {exc.code}: {exc.message}")
                 return self._end(session_id, SessionStatus.FAILED, exc.code, exc.message)
@@ -278,7 +282,7 @@ class SessionRunner:
         HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS lists (`more`: `confine`'s `scratch`, and the
         session's own `destinations` and `read`); a session fails rather than run unconfined."""
         if isinstance(self.sandbox, SandboxUnavailable):
-            raise SessionFailed(_refusal(self.sandbox), code="sandbox_unavailable")
+            raise SessionFailed(self.sandbox.refusal(), code="sandbox_unavailable")
         try:
             return confine(
                 argv,
@@ -289,11 +293,11 @@ class SessionRunner:
                 **more,
             )
         except SandboxUnavailable as exc:
-            raise SessionFailed(_refusal(exc), code="sandbox_unavailable") from None
+            raise SessionFailed(exc.refusal(), code="sandbox_unavailable") from None
 
     def _run(self, run: _Run) -> None:
         if isinstance(self.sandbox, SandboxUnavailable):
-            raise SessionFailed(_refusal(self.sandbox), code="sandbox_unavailable")
+            raise SessionFailed(self.sandbox.refusal(), code="sandbox_unavailable")
         session = run.session
         spec = session.environment.spec
         try:
@@ -444,7 +448,3 @@ class SessionRunner:
                 f"{time.monotonic() - started:.0f}s",
                 code="harness_failed",
             )
-
-
-def _refusal(exc: SandboxUnavailable) -> str:
-    return f"the runner's sandbox cannot start, so no command was run: {exc}"

@@ -62,6 +62,10 @@ class SandboxUnavailable(WorkerError):
 
     code = "sandbox_unavailable"
 
+    def refusal(self) -> str:
+        """What a session this refused fails with: no command of it ran."""
+        return f"the runner's sandbox cannot start, so no command was run: {self}"
+
 
 def host_paths_for(data_dir: Path) -> HostPaths:
     """What the configuration rules protect on this host, for a hookspawn data directory."""

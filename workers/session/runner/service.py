@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from celery import Celery
+from celery import Celery, signals
 
 from agents.sandbox.config import SandboxConfig
 from workers import keys
@@ -214,6 +214,13 @@ class RunnerService:
 def run_runner(settings: Settings, concurrency: int) -> int:
     service = RunnerService(settings)
     sweeper = service.sweeper.start()
+
+    # SIGTERM (Celery's warm shutdown, which then waits for the running sessions) or a cold
+    # one: the runner says at once what it does and stops its sessions after their grace
+    def stopping(how: str = "Warm", **_: Any) -> None:
+        service.runner.stop.begin(cold=how == "Cold")
+
+    signals.worker_shutting_down.connect(stopping, weak=False)
     try:
         worker = service.worker(concurrency)
         worker.start()

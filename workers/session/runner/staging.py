@@ -171,7 +171,8 @@ def _prepare(staging: Staging, mount: SessionMount, requester: Requester | None)
     if mount.auth == "githubApp" and mount.git_permissions is not None:
         commands += [
             ["config", "--local", "--replace-all", "credential.helper", ""],
-            ["config", "--local", "--add", "credential.helper", staging.helper],
+            # the helper names its mount: one repository mounted twice, two credentials
+            ["config", "--local", "--add", "credential.helper", _helper_for(staging, mount)],
             ["config", "--local", "credential.useHttpPath", "true"],
         ]
     if not attributable(requester):
@@ -185,6 +186,11 @@ def _prepare(staging: Staging, mount: SessionMount, requester: Requester | None)
             )
     _install_hook(staging, path, mount.commit_author, requester)
     return path
+
+
+def _helper_for(staging: Staging, mount: SessionMount) -> str:
+    """The helper as git runs it (through the shell, the operation appended) for `mount`."""
+    return f"{staging.helper} {shlex.quote('--mount-path=' + mount.mount_path)}"
 
 
 def _install_hook(

@@ -61,6 +61,15 @@ AGENTS = {
         "operator", "{kind: githubApp, capabilities: {merge: write, actions: write}}"
     ),
     "agents/stray.yaml": _agent("stray", "{kind: githubApp}", repository="acme/gadgets"),
+    # one repository mounted twice: pushes only from /w/rw; pull requests only through /w/ro
+    "agents/twice.yaml": (
+        f"name: twice\n{_ENV}mounts:\n"
+        "  - kind: git\n    repository: acme/widgets\n    mountPath: /w/ro\n    ref: main\n"
+        "    auth: {kind: githubApp, capabilities: {contents: read, pullRequests: write}}\n"
+        "  - kind: git\n    repository: acme/widgets\n    mountPath: /w/rw\n    ref: main\n"
+        "    auth:\n      kind: githubApp\n"
+        "      capabilities: {contents: write, pullRequests: none, workflows: write}\n"
+    ),
 }
 
 
@@ -110,9 +119,10 @@ class BrokerEnv:
         )
 
     def run_git(
-        self, session: Session, *args: str, cwd: Path | None = None
+        self, session: Session, *args: str, cwd: Path | None = None, mount: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """The real git, with the hookspawn credential helper and the session's credential."""
+        """The real git, with the hookspawn credential helper and the session's credential
+        (the helper naming `mount`, as staging configures it in that mount's checkout)."""
         env = {
             **os.environ,
             **_ISOLATED,
@@ -124,7 +134,7 @@ class BrokerEnv:
             "-c",
             "credential.helper=",
             "-c",
-            "credential.helper=hookspawn",
+            "credential.helper=hookspawn" + (f" --mount-path={mount}" if mount else ""),
             "-c",
             "credential.useHttpPath=true",
             "-c",
@@ -137,16 +147,17 @@ class BrokerEnv:
         )
 
     def clone(
-        self, session: Session, name: str = "clone"
+        self, session: Session, name: str = "clone", mount: str | None = None
     ) -> tuple[subprocess.CompletedProcess[str], Path]:
         """`git clone` of acme/widgets as the session; how it ended, and where it went."""
         dest = self.tmp / f"{name}-{uuid.uuid4().hex[:6]}"
-        done = self.run_git(session, "clone", "-q", self.git.url_of("acme/widgets"), str(dest))
+        url = self.git.url_of("acme/widgets")
+        done = self.run_git(session, "clone", "-q", url, str(dest), mount=mount)
         return done, dest
 
-    def checkout(self, session: Session, name: str = "clone") -> Path:
+    def checkout(self, session: Session, name: str = "clone", mount: str | None = None) -> Path:
         """A clone of acme/widgets as the session, which must succeed."""
-        done, dest = self.clone(session, name)
+        done, dest = self.clone(session, name, mount)
         assert done.returncode == 0, done.stderr
         return dest
 

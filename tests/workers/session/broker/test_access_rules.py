@@ -12,7 +12,6 @@ import pytest
 
 from agents.github_tools import TOOLS, UNMOUNTED, tool_token_permissions
 from agents.model import Capabilities
-from agents.tools import GATED_TOOLS
 from triggers.session_access import (
     AccessDenied,
     AccessNotFound,
@@ -71,8 +70,6 @@ def test_the_table_covers_every_family_and_the_seed_gates() -> None:
         "read",
     )
     assert TOOLS["actions_secret_write"].level == "write"
-    # the compile-time gate of agents/tools.py is the same table, not a copy
-    assert set(GATED_TOOLS) == {n for n, t in TOOLS.items() if t.family in ("merge", "secrets")}
     assert UNMOUNTED.merge == "none" and UNMOUNTED.secrets == "none"
     for name, need in TOOLS.items():
         permissions = tool_token_permissions(need)
@@ -108,6 +105,15 @@ def test_no_tools_without_a_github_app_mount_and_allowlist_narrows() -> None:
     assert session_tools(_spec(public)) == []
     narrowed = _spec(_mount(), tools=[{"kind": "github", "allow": ["get_issue", "nope"]}])
     assert session_tools(narrowed) == ["get_issue"]
+    # a tool the allowlist names but no mount grants stays invisible and uncallable (the
+    # compiler only warns about it)
+    named = _spec(
+        _mount(), tools=[{"kind": "github", "allow": ["get_issue", "merge_pull_request"]}]
+    )
+    assert session_tools(named) == ["get_issue"]
+    with pytest.raises(AccessRefused) as refused:
+        tool_grant(named, "merge_pull_request", "acme/widgets")
+    assert refused.value.code == "tool_not_granted"
 
 
 def test_git_mount_by_url_needs_the_host_it_is_fetched_from() -> None:

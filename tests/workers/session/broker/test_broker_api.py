@@ -171,6 +171,69 @@ def test_tool_calls_are_rechecked_against_the_repository_mount(broker_env: Broke
     assert _code(unknown) == "unknown_tool"
 
 
+def test_a_contents_writing_tools_token_carries_workflows_when_the_mount_grants_them(
+    broker_env: BrokerEnv,
+) -> None:
+    """The token hookspawn would call GitHub with (the broker's tool_token), as the stand-in
+    minted it: `workflows: write` rides on the contents family's writes (and merging) when
+    the repository's mount grants it, never on a read, never without the grant."""
+    workflows, writer = broker_env.start("workflows"), broker_env.start("writer")
+    broker_env.tool(workflows, "get_issue", "acme/widgets")  # the app builds its broker
+    app_broker = broker_env.app.state.broker
+
+    def minted(session: Session, tool: str, repository: str = "acme/widgets") -> dict[str, str]:
+        spec = broker_env.rt.sessions.spec(session.id)
+        assert spec is not None
+        token = app_broker.tool_token(session.id, spec, tool, repository)
+        grant = broker_env.github.token_grant(token.token)
+        assert grant is not None and grant[0] == INSTALLATION
+        assert token.permissions == grant[2]
+        return grant[2]
+
+    for tool in ("create_or_update_file", "push_files", "delete_file", "create_branch"):
+        expected = {"contents": "write", "workflows": "write", "metadata": "read"}
+        assert minted(workflows, tool) == expected, tool
+        assert broker_env.tool(workflows, tool, "acme/widgets").json()["permissions"] == expected
+        assert minted(writer, tool) == {"contents": "write", "metadata": "read"}, tool
+    assert minted(workflows, "get_file_contents") == {"contents": "read", "metadata": "read"}
+    assert minted(workflows, "create_issue") == {"issues": "write", "metadata": "read"}
+    # a repository no mount names has the defaults: workflows none
+    unmounted = minted(workflows, "create_or_update_file", "acme/unmounted")
+    assert unmounted == {"contents": "write", "metadata": "read"}
+
+
+def test_one_repository_mounted_twice_tools_use_the_union_of_its_grants(
+    broker_env: BrokerEnv,
+) -> None:
+    """`twice`: /w/ro grants contents read and pull requests write, /w/rw contents and
+    workflows write and no pull requests. Tools on acme/widgets get both mounts' grants, each
+    call audited under the mount that grants it."""
+    session = broker_env.start("twice")
+    seen = _tools(broker_env, session)
+    assert "create_pull_request" in seen and "create_or_update_file" in seen
+    pull = broker_env.tool(session, "create_pull_request", "acme/widgets")
+    assert pull.status_code == 200, pull.text
+    assert pull.json()["permissions"] == {"pull_requests": "write", "metadata": "read"}
+    write = broker_env.tool(session, "create_or_update_file", "acme/widgets")
+    assert write.status_code == 200, write.text
+    assert write.json()["permissions"] == {
+        "contents": "write",
+        "workflows": "write",
+        "metadata": "read",
+    }
+    merge = broker_env.tool(session, "merge_pull_request", "acme/widgets")
+    assert _code(merge) == "tool_not_granted"
+    audit = broker_env.client.get(f"/sessions/{session.id}").json()["audit"]
+    tools = [
+        (a["tool"], a["result"], a.get("mountPath")) for a in reversed(audit) if a["kind"] == "tool"
+    ]
+    assert tools == [
+        ("create_pull_request", "allowed", "/w/ro"),
+        ("create_or_update_file", "allowed", "/w/rw"),
+        ("merge_pull_request", "denied", None),
+    ]
+
+
 def test_allowlist_narrows_calls_too(broker_env: BrokerEnv) -> None:
     narrow = broker_env.start("narrow")
     assert broker_env.tool(narrow, "get_file_contents", "acme/widgets").status_code == 200

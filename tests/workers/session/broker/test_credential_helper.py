@@ -13,11 +13,15 @@ ASKED = "protocol=https\nhost=github.com\npath=acme/widgets.git\n\n"
 
 
 def _run(
-    operation: str, env: dict[str, str], stdin: str = ASKED, cwd: Path | None = None
+    operation: str,
+    env: dict[str, str],
+    stdin: str = ASKED,
+    cwd: Path | None = None,
+    options: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
     return subprocess.run(
-        [HELPER, operation],
+        [HELPER, *options, operation],
         input=stdin,
         env={**base, **env},
         capture_output=True,
@@ -72,4 +76,31 @@ def test_refusals_are_one_line_and_stop_git(broker_env: BrokerEnv) -> None:
     assert "HOOKSPAWN_BROKER_URL is not a usable URL" in bad.stderr
     usage = _run("frobnicate", env)
     assert usage.returncode == 2
-    assert "usage: git-credential-hookspawn get|store|erase" in usage.stderr
+    assert "usage: git-credential-hookspawn [--mount-path=PATH] get|store|erase" in usage.stderr
+    for options in (("--mount-path=",), ("--mount=/w",), ("/w",)):
+        wrong = _run("get", env, options=options)
+        assert (wrong.returncode, wrong.stdout) == (2, ""), options
+        assert "usage:" in wrong.stderr
+
+
+def test_the_mount_path_option_names_the_checkouts_mount(broker_env: BrokerEnv) -> None:
+    """Staging configures each checkout's helper with its mountPath: one repository mounted
+    twice gets each mount's own credential for the same URL."""
+    session = broker_env.start("twice")
+    env = {
+        "HOOKSPAWN_BROKER_URL": broker_env.broker_url(session),
+        "HOOKSPAWN_SESSION_CREDENTIAL": session.credential,
+    }
+    scopes = {}
+    for mount in ("/w/ro", "/w/rw"):
+        got = _run("get", env, options=(f"--mount-path={mount}",))
+        assert got.returncode == 0, got.stderr
+        password = dict(line.split("=", 1) for line in got.stdout.splitlines())["password"]
+        scopes[mount] = broker_env.github.permissions_on("acme/widgets", password)
+    assert scopes == {
+        "/w/ro": {"contents": "read", "metadata": "read"},
+        "/w/rw": {"contents": "write", "workflows": "write", "metadata": "read"},
+    }
+    missing = _run("get", env, options=("--mount-path=/w/none",))
+    assert missing.returncode == 1
+    assert "HTTP 404 mount_not_found" in missing.stderr

@@ -102,3 +102,45 @@ def test_expired_session_credential_is_refused(broker_env: BrokerEnv) -> None:
     cloned, _ = broker_env.clone(writer, "expired")
     assert cloned.returncode != 0
     assert "HTTP 401 invalid_credential" in cloned.stderr
+
+
+def test_one_repository_mounted_twice_each_checkout_gets_its_own_mounts_credential(
+    broker_env: BrokerEnv,
+) -> None:
+    """`twice` mounts acme/widgets at /w/ro (contents read) and /w/rw (contents and workflows
+    write): each checkout's helper names its mount, so git in /w/ro cannot push and git in
+    /w/rw can, workflow changes included; by URL alone the first mount answers, as before."""
+    session = broker_env.start("twice")
+    ro = broker_env.checkout(session, "ro", mount="/w/ro")
+    _commit(broker_env, session, ro, "from-ro.txt", "ro\n")
+    pushed = broker_env.run_git(session, "push", "-q", "origin", "HEAD:main", cwd=ro, mount="/w/ro")
+    assert pushed.returncode != 0
+    assert 403 in broker_env.git.statuses()
+
+    rw = broker_env.checkout(session, "rw", mount="/w/rw")
+    _commit(broker_env, session, rw, ".github/workflows/ci.yml", "on: push\n")
+    pushed = broker_env.run_git(session, "push", "-q", "origin", "HEAD:main", cwd=rw, mount="/w/rw")
+    assert pushed.returncode == 0, pushed.stderr
+    fresh = broker_env.checkout(session, "fresh", mount="/w/ro")
+    assert (fresh / ".github/workflows/ci.yml").read_text() == "on: push\n"
+
+    by_url = broker_env.git_credential(
+        session, protocol="http", host=broker_env.git.url.split("://")[1], path="acme/widgets.git"
+    )
+    assert by_url.json()["permissions"] == {"contents": "read", "metadata": "read"}
+    # a mountPath with a URL that mount is not fetched from: no credential for that server
+    elsewhere = broker_env.git_credential(
+        session, mountPath="/w/rw", protocol="https", host="evil.example", path="acme/widgets"
+    )
+    assert elsewhere.status_code == 404
+    assert elsewhere.json()["error"]["code"] == "mount_not_found"
+
+    audit = broker_env.client.get(f"/sessions/{session.id}").json()["audit"]
+    git = [(a["mountPath"], a["result"]) for a in reversed(audit) if a["kind"] == "git"]
+    assert ("/w/ro", "allowed") in git and ("/w/rw", "allowed") in git
+    rw_grants = [
+        a["permissions"]
+        for a in audit
+        if (a["kind"], a["result"], a.get("mountPath")) == ("git", "allowed", "/w/rw")
+    ]
+    assert rw_grants and all(p.get("workflows") == "write" for p in rw_grants)

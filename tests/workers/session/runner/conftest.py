@@ -322,12 +322,15 @@ def settings_env(settings: Settings) -> dict[str, str]:
 
 
 @contextmanager
-def runner_process(settings: Settings, log: Path, *, concurrency: int = 2) -> Iterator[Proc]:
-    """`hookspawn runner` as its own process (group), as `serve` starts it."""
+def runner_process(
+    settings: Settings, log: Path, *, concurrency: int = 2, grace: str = "5s"
+) -> Iterator[Proc]:
+    """`hookspawn runner` as its own process (group), as `serve` starts it; `grace`: its
+    HOOKSPAWN_RUNNER_STOP_GRACE (short, so a test's stop never waits long)."""
     with log.open("wb") as out:
         popen = subprocess.Popen(
             [str(HOOKSPAWN), "runner", "--concurrency", str(concurrency)],
-            env=settings_env(settings),
+            env={**settings_env(settings), "HOOKSPAWN_RUNNER_STOP_GRACE": grace},
             stdout=out,
             stderr=subprocess.STDOUT,
             process_group=0,

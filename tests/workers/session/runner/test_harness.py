@@ -157,3 +157,60 @@ def test_a_runner_killed_mid_session_leaves_it_failed_runner_lost(
         ended = hs.wait_status(session_id, "failed", "succeeded", "cancelled")
     assert ended["status"] == "failed"
     assert ended["failure"]["code"] == "runner_lost"
+
+
+def test_sigterm_says_so_at_once_gives_a_grace_then_fails_the_session_runner_stopped(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    """A real `hookspawn runner` with a long harness under srt: on SIGTERM it prints what it
+    does while the session still runs (within its grace), then kills the harness and records
+    `failed runner_stopped` before it exits: nothing is left `running`, no runner needed."""
+    harness, cmdline = _waiting_harness()
+    settings = runner_settings(redis_url, shared_dir, origin, harness_command=harness)
+    write_agent(settings.agents_dir, "stopped")
+    log = shared_dir / "runner.log"
+    with hookspawn_web(settings) as hs:
+        with runner_process(settings, log, grace="20s") as runner:
+            session_id = hs.start("stopped")
+            hs.wait_status(session_id, "running")
+            wait_for(lambda: _running(cmdline), what="the harness running")
+            os.killpg(runner.pid, signal.SIGTERM)
+            said = "stopping: 1 session running, waiting up to 20 s"
+            wait_for(lambda: said in runner.log_text(), what=runner.tail)
+            # said at once: within the grace the session still runs, its harness too
+            assert hs.session(session_id)["status"] == "running"
+            assert _running(cmdline)
+            runner.popen.wait(60)
+            assert runner.popen.returncode == 0, runner.tail()
+        ended = hs.session(session_id)  # read at once: recorded by the runner itself
+        assert not _running(cmdline)
+    assert ended["status"] == "failed", ended
+    assert ended["failure"]["code"] == "runner_stopped"
+    assert "20 s grace" in ended["failure"]["message"]
+    text = runner.log_text()
+    assert text.index(said) < text.index("still running after 20 s: stopped")
+    session_log = (settings.data_dir / "sessions" / session_id / "log").read_text()
+    assert "failed: runner_stopped:" in session_log
+
+
+def test_sigterm_lets_a_session_that_ends_within_the_grace_end_on_its_own(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    gated = "/bin/sh -c 'echo begins; while [ ! -f \"$HOME/go\" ]; do sleep 0.05; done; echo ends'"
+    settings = runner_settings(redis_url, shared_dir, origin, harness_command=gated)
+    write_agent(settings.agents_dir, "finishing")
+    with hookspawn_web(settings) as hs:
+        with runner_process(settings, shared_dir / "runner.log", grace="5m") as runner:
+            session_id = hs.start("finishing")
+            running = hs.wait_status(session_id, "running")
+            os.killpg(runner.pid, signal.SIGTERM)
+            said = "stopping: 1 session running, waiting up to 300 s"
+            wait_for(lambda: said in runner.log_text(), what=runner.tail)
+            # a new session is not taken while the runner stops: it stays queued
+            later = hs.start("finishing")
+            (Path(running["workspace"]) / "home" / "user" / "go").write_text("")
+            runner.popen.wait(60)
+            assert runner.popen.returncode == 0, runner.tail()
+        assert hs.session(session_id)["status"] == "succeeded"
+        assert hs.session(later)["status"] == "queued"
+    assert "every session ended within the grace" in runner.log_text()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
 from hookspawn.redis_server import free_port
 from tests.conftest import wait_for
@@ -20,6 +21,7 @@ from tests.workers.session.runner.conftest import (
     settings_env,
     write_agent,
 )
+from workers.session.runs import SessionRuns
 
 pytestmark = pytest.mark.slow
 
@@ -77,3 +79,51 @@ def test_serve_runs_sessions_with_the_runner_on(
     assert seen["status"] == "succeeded", seen
     checkout = Path(str(seen["workspace"])) / "workspace" / "widgets"
     assert git(checkout, "rev-parse", "HEAD") == origin.main
+
+
+def test_sigterm_to_serve_stops_its_runners_sessions_runner_stopped(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    """serve's runner child says what it does on serve's output and records its session
+    `failed runner_stopped` before serve exits (serve waits its grace for it)."""
+    settings = runner_settings(
+        redis_url, shared_dir, origin, harness_command="/bin/sh -c 'exec sleep 600'"
+    )
+    write_agent(settings.agents_dir, "served")
+    env = {**settings_env(settings), "HOOKSPAWN_RUNNER_STOP_GRACE": "2s"}
+    port = free_port()
+    log = shared_dir / "serve.log"
+    with log.open("wb") as out:
+        serve = subprocess.Popen(
+            [str(HOOKSPAWN), "serve", "--port", str(port), "--concurrency", "1"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+
+        def ready() -> bool:
+            assert serve.poll() is None, log.read_text()
+            try:
+                return httpx.get(f"{base}/readyz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(ready, timeout=90)
+        started = httpx.post(f"{base}/agents/served/sessions", json={}, timeout=10)
+        session_id = started.json()["id"]
+
+        def running() -> bool:
+            found = httpx.get(f"{base}/sessions/{session_id}", timeout=5).json()
+            return bool(found.get("status") == "running")
+
+        wait_for(running, timeout=60)
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        serve.wait(60)
+    text = log.read_text()
+    assert "hookspawn runner: stopping: 1 session running, waiting up to 2 s" in text, text
+    run = SessionRuns(redis.Redis.from_url(redis_url)).get(session_id)
+    assert run is not None and run["status"] == "failed", run
+    assert run["failure"]["code"] == "runner_stopped"

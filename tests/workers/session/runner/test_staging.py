@@ -248,7 +248,10 @@ def test_the_auth_preflight_fails_git_auth_failed_before_any_fetch(
     assert "/workspace/widgets" in failed.value.message
     checkout = workspace / "workspace" / "widgets"
     config = (checkout / ".git" / "config").read_text()
-    assert "helper = /nonexistent/git-credential-hookspawn" in config
+    # the helper names its mount: one repository mounted twice gets two credentials
+    assert (
+        "helper = /nonexistent/git-credential-hookspawn --mount-path=/workspace/widgets\n"
+    ) in config
     assert "useHttpPath = true" in config
     assert not (checkout / ".git" / "FETCH_HEAD").exists()
     assert _files_holding(workspace, CREDENTIAL.encode()) == []

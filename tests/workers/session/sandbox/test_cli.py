@@ -198,6 +198,67 @@ class TestCheck:
         assert "--write is an option of migrate" in done.stderr
 
 
+class TestProbe:
+    """`check --probe` starts the backend as the runner's start does (one confined command as
+    HOOKSPAWN_RUNNER_USER); without --probe, check validates only."""
+
+    def _srt(self, tmp_path: Path) -> Path:
+        return write(tmp_path / "sandbox.json", {"sandbox": {"backend": "srt", "mounts": []}})
+
+    def test_srt_starts_and_says_as_whom(self, tmp_path: Path) -> None:
+        done = hookspawn("sandbox", "check", str(self._srt(tmp_path)), "--probe")
+        assert (done.returncode, done.stdout) == (0, ""), done.stderr
+        who = "the runner user 'nobody'" if os.geteuid() == 0 else "the runner"
+        assert done.stderr == (
+            f"{tmp_path / 'sandbox.json'}: sandbox.backend: srt started a probe command as {who}\n"
+        )
+
+    def test_without_srt_on_the_path_it_exits_1_naming_why(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        path = self._srt(tmp_path)
+        empty = tmp_path / "bin"
+        empty.mkdir()
+        monkeypatch.setenv("PATH", str(empty))
+        assert hookspawn("sandbox", "check", str(path)).returncode == 0  # validates only
+        done = hookspawn("sandbox", "check", str(path), "--probe")
+        assert done.returncode == 1
+        assert done.stdout.startswith(f"{path}: sandbox.backend: srt cannot start as ")
+        assert done.stdout.endswith(
+            ": srt is not installed (srt needs bubblewrap, socat and ripgrep on Linux)\n"
+        )
+
+    @pytest.mark.skipif(os.geteuid() != 0, reason="a runner user is switched to only by root")
+    def test_a_runner_user_that_does_not_exist_exits_1_naming_it(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        path = self._srt(tmp_path)
+        monkeypatch.setenv("HOOKSPAWN_RUNNER_USER", "no-such-runner")
+        assert hookspawn("sandbox", "check", str(path)).returncode == 0
+        done = hookspawn("sandbox", "check", str(path), "--probe")
+        assert (done.returncode, done.stderr) == (1, "")
+        assert done.stdout == (
+            f"{path}: sandbox.backend: cannot probe srt: HOOKSPAWN_RUNNER_USER: no user "
+            "'no-such-runner' on this machine\n"
+        )
+
+    def test_a_backend_this_host_cannot_run_and_an_invalid_file_exit_1(
+        self, tmp_path: Path
+    ) -> None:
+        path = write(tmp_path / "vm.json", {"sandbox": {"backend": "microsandbox"}})
+        assert hookspawn("sandbox", "check", str(path)).returncode == 0
+        done = hookspawn("sandbox", "check", str(path), "--probe")
+        assert done.returncode == 1
+        assert "microsandbox cannot start as" in done.stdout and "needs a VM host" in done.stdout
+        broken = write(tmp_path / "broken.json", {"sandbox": {"backend": "srt", "mounts": 1}})
+        done = hookspawn("sandbox", "check", str(broken), "--probe")
+        assert (done.returncode, done.stdout) == (
+            1,
+            f"{broken}: sandbox.mounts: must be a list of mounts\n",
+        )
+        assert hookspawn("sandbox", "migrate", str(broken), "--probe").returncode == 2
+
+
 LEGACY = {
     "security": {"sandboxReadRoots": ["/srv/reference-data"], "sandboxWriteRoots": ["/srv/out"]},
     "sandbox": {
@@ -268,3 +329,56 @@ class TestMigrate:
         done = hookspawn("sandbox", "migrate", str(tmp_path / "s.json"))
         assert done.returncode == 2
         assert done.stderr.startswith(f"hookspawn sandbox: {tmp_path / 's.json'} is not JSON")
+
+    def test_the_result_always_passes_check_stdout_stays_the_json_alone(
+        self, tmp_path: Path
+    ) -> None:
+        """Roots in both lists, or a read root inside a write root: what srt would refuse is
+        merged or dropped, said on stderr; `sandbox check` accepts what was written."""
+        roots = {name: tmp_path / name for name in ("out", "out/ref", "ref", "both")}
+        for made in roots.values():
+            made.mkdir(parents=True, exist_ok=True)
+        doc = {
+            "security": {
+                "sandboxReadRoots": [str(roots["out/ref"]), str(roots["ref"]), str(roots["both"])],
+                "sandboxWriteRoots": [str(roots["out"]), str(roots["both"])],
+            }
+        }
+        path = write(tmp_path / "s.json", doc)
+        done = hookspawn("sandbox", "migrate", str(path), "--write")
+        assert done.returncode == 0, done.stderr
+        migrated = json.loads(done.stdout)  # the JSON and nothing else
+        assert done.stdout == path.read_text()
+        assert [(m["target"], m["mode"]) for m in migrated["sandbox"]["mounts"]] == [
+            (str(roots["ref"]), "readonly"),
+            (str(roots["out"]), "writable"),
+            (str(roots["both"]), "writable"),
+        ]
+        assert f"{path}: security.sandboxReadRoots {roots['out/ref']} lies inside" in done.stderr
+        assert f"{path}: {roots['both']} is in both security.sandboxReadRoots" in done.stderr
+        checked = hookspawn("sandbox", "check", str(path))
+        assert (checked.returncode, checked.stdout) == (0, "")
+
+    def test_a_result_check_would_refuse_is_neither_printed_nor_written(
+        self, tmp_path: Path
+    ) -> None:
+        """An existing readonly mount a write root now covers: srt would keep it writable."""
+        doc = {
+            "sandbox": {
+                "backend": "srt",
+                "mounts": [
+                    {"source": "/srv/out/ref", "target": "/srv/out/ref", "mode": "readonly"}
+                ],
+            },
+            "security": {"sandboxWriteRoots": ["/srv/out"]},
+        }
+        path = write(tmp_path / "s.json", doc)
+        before = path.read_bytes()
+        done = hookspawn("sandbox", "migrate", str(path), "--write")
+        assert (done.returncode, done.stdout) == (1, "")
+        assert (
+            f"{path}: sandbox.mounts[0].mode: readonly /srv/out/ref lies inside the writable "
+            "sandbox.mounts[1] (/srv/out)"
+        ) in done.stderr
+        assert "(after migrating)" in done.stderr and "nothing written" in done.stderr
+        assert path.read_bytes() == before

@@ -146,3 +146,68 @@ def test_migrating_twice_changes_nothing_more() -> None:
         }
     )
     assert migrated(once) == once
+
+
+def test_a_root_in_both_lists_becomes_one_writable_mount_and_says_so() -> None:
+    notes: list[str] = []
+    doc, problems = migrate(
+        {"security": {"sandboxReadRoots": ["/a", "/b"], "sandboxWriteRoots": ["/a"]}}, notes
+    )
+    assert problems == []
+    assert doc == {
+        "sandbox": {
+            "backend": "srt",
+            "mounts": [
+                {"source": "/b", "target": "/b", "mode": "readonly"},
+                {"source": "/a", "target": "/a", "mode": "writable"},
+            ],
+        }
+    }
+    assert notes == [
+        "/a is in both security.sandboxReadRoots and sandboxWriteRoots: one writable mount"
+    ]
+    assert validate(doc, host=HOST)[1] == []
+
+
+def test_with_srt_a_read_root_inside_a_writable_mount_is_dropped_and_says_so() -> None:
+    notes: list[str] = []
+    doc, problems = migrate(
+        {
+            "sandbox": {
+                "mounts": [{"source": "/srv/cache", "target": "/srv/cache", "readOnly": False}]
+            },
+            "security": {
+                "sandboxReadRoots": ["/srv/out/ref", "/srv/cache/pnpm/", "/srv/other"],
+                "sandboxWriteRoots": ["/srv/out"],
+            },
+        },
+        notes,
+    )
+    assert problems == []
+    assert [(m["target"], m["mode"]) for m in doc["sandbox"]["mounts"]] == [  # type: ignore[index]
+        ("/srv/cache", "writable"),
+        ("/srv/other", "readonly"),
+        ("/srv/out", "writable"),
+    ]
+    assert notes == [
+        "security.sandboxReadRoots /srv/out/ref lies inside the writable mount /srv/out: "
+        "dropped (srt mounts only add access, so it would stay writable there)",
+        "security.sandboxReadRoots /srv/cache/pnpm/ lies inside the writable mount /srv/cache: "
+        "dropped (srt mounts only add access, so it would stay writable there)",
+    ]
+    assert validate(doc, host=HOST)[1] == []
+
+
+def test_a_microsandbox_keeps_a_read_root_nested_in_a_writable_one() -> None:
+    """A VM mount nested in another keeps its own mode: only srt merges or drops."""
+    notes: list[str] = []
+    doc, _ = migrate(
+        {
+            "sandbox": {"backend": "microsandbox", "mounts": []},
+            "security": {"sandboxReadRoots": ["/srv/out/ref"], "sandboxWriteRoots": ["/srv/out"]},
+        },
+        notes,
+    )
+    assert notes == []
+    assert len(doc["sandbox"]["mounts"]) == 2  # type: ignore[index]
+    assert validate(doc, host=HOST)[1] == []

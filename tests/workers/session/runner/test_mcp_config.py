@@ -100,8 +100,8 @@ def test_the_harness_gets_the_mcp_url_and_a_working_config(
 
 
 #: a harness calling its MCP endpoint itself, from inside srt, with nothing but the standard
-#: library: initialize, then `tools/call`, with the header the config file holds; what GitHub
-#: answered goes to a file in the session root for the test to read
+#: library: initialize, then `tools/call` (a read, a write, a refusal), with the header the
+#: config file holds; what GitHub answered goes to a file in the session root for the test
 SANDBOXED_CLIENT = r"""
 import json, os, urllib.request
 config = json.load(open(os.environ["HOOKSPAWN_MCP_CONFIG"]))["mcpServers"]["github"]
@@ -119,9 +119,11 @@ call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
 repo = {"owner": "acme", "repo": "widgets"}
 read = call(2, "tools/call", {"name": "get_file_contents",
                               "arguments": {**repo, "path": "README.md"}})
-refused = call(3, "tools/call", {"name": "merge_pull_request",
+wrote = call(3, "tools/call", {"name": "create_issue",
+                               "arguments": {**repo, "title": "from the sandbox"}})
+refused = call(4, "tools/call", {"name": "merge_pull_request",
                                  "arguments": {**repo, "pullNumber": 1}})
-open("../../mcp-result", "w").write(json.dumps({"read": read, "refused": refused}))
+open("../../mcp-result", "w").write(json.dumps({"read": read, "wrote": wrote, "refused": refused}))
 """
 
 
@@ -142,6 +144,9 @@ def test_a_harness_inside_srt_calls_its_tools_with_the_standard_library(
     assert session["status"] == "succeeded", (session["failure"], session["logTail"])
     result = json.loads((Path(session["workspace"]) / "mcp-result").read_text())
     read, refused = result["read"]["result"], result["refused"]["result"]
+    wrote = result["wrote"]["result"]
     assert not read.get("isError") and read["content"][0]["text"] == "widgets\n"
+    assert not wrote.get("isError"), wrote  # issues: write is the default
+    assert json.loads(wrote["content"][0]["text"])["title"] == "from the sandbox"
     assert refused["isError"] is True
     assert refused["content"][0]["text"].startswith("tool_not_granted: ")

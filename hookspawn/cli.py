@@ -17,6 +17,7 @@ from hookspawn import (
     session_commands,
 )
 from hookspawn.client import DEFAULT_URL, CommandError
+from workers.session.status import SessionStatus
 
 #: sessions one `hookspawn runner` runs at once by default (workers.session.runner.service says why)
 DEFAULT_CONCURRENCY = 2
@@ -205,9 +206,11 @@ def _parser() -> argparse.ArgumentParser:
     as_json(start)
 
     sessions = add(
-        "sessions", session_commands.sessions, "list sessions, show one, or print its log"
+        "sessions",
+        session_commands.sessions,
+        "list sessions, show one, print its log, or cancel it",
     )
-    sessions.add_argument("action", choices=["list", "show", "logs"])
+    sessions.add_argument("action", choices=["list", "show", "logs", "cancel"])
     sessions.add_argument(
         "--follow", action="store_true", help="logs: keep printing until the session ends"
     )
@@ -217,8 +220,14 @@ def _parser() -> argparse.ArgumentParser:
         help="logs: print the log's bytes as they are, control sequences included",
     )
     sessions.add_argument("id", nargs="?")
-    sessions.add_argument("--agent", default=None)
-    sessions.add_argument("--limit", type=int, default=100)
+    sessions.add_argument("--agent", default=None, help="list: only this agent's sessions")
+    sessions.add_argument(
+        "--status",
+        default=None,
+        choices=[status.value for status in SessionStatus],
+        help="list: only sessions a local runner runs, with this status now",
+    )
+    sessions.add_argument("--limit", type=int, default=100, help="list: at most this many")
     server_url(sessions)
     as_json(sessions)
 

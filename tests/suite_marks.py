@@ -49,6 +49,7 @@ SLOW = (
     "workers/session/runner/test_lifecycle.py",
     "workers/session/runner/test_github_app.py",
     "workers/session/runner/test_session_runs.py",
+    "workers/session/runner/test_status_everywhere.py",
     "templating/test_properties.py::test_compile_and_render_raise_only_template_errors",
     "templating/test_refs.py::test_every_accepted_ref_is_accepted_by_git",
 )

@@ -70,12 +70,12 @@ def web(args: argparse.Namespace) -> int:
     from workers.runtime import build_runtime
 
     settings = load_settings()
-    require_redis(settings, "web")
     token = settings.admin_token
     refusal = open_admin_refusal("web", args.host, token=token, allowed=args.allow_open_admin)
     if refusal:
         print(refusal, file=sys.stderr)
         return 2
+    require_redis(settings, "web")
     require_port(args.host, args.port)
     _logging(settings)
     warning = open_admin_warning(args.host, args.port, token=token)

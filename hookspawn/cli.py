@@ -17,7 +17,9 @@ from hookspawn import (
     schema_commands,
     session_commands,
 )
+from hookspawn.cli_help import ActionHelp, Formatter, check_options
 from hookspawn.client import DEFAULT_URL, CommandError
+from workers.session.status import SessionStatus
 
 #: sessions one `hookspawn runner` runs at once by default (workers.session.runner.service says why)
 DEFAULT_CONCURRENCY = 2
@@ -50,7 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     def add(
         name: str, func: Callable[[argparse.Namespace], int], help_: str
     ) -> argparse.ArgumentParser:
-        cmd = sub.add_parser(name, help=help_, description=help_)
+        cmd = sub.add_parser(
+            name, help=help_, description=help_, formatter_class=Formatter, add_help=False
+        )
+        cmd.add_argument("-h", "--help", action=ActionHelp)
         cmd.set_defaults(func=func)
         return cmd
 
@@ -69,8 +74,8 @@ def _parser() -> argparse.ArgumentParser:
         commands.serve,
         "run web + worker (+ embedded Redis when HOOKSPAWN_REDIS_URL is unset)",
     )
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
     serve.add_argument(
         "--concurrency", type=int, default=default_concurrency(), help=CONCURRENCY_HELP
     )
@@ -83,8 +88,8 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     web = add("web", commands.web, "run the HTTP server (intake and API)")
-    web.add_argument("--host", default="127.0.0.1")
-    web.add_argument("--port", type=int, default=8000)
+    web.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    web.add_argument("--port", type=int, default=8000, help="the port to listen on")
     web.add_argument("--access-log", action="store_true", help="log every request")
     web.add_argument("--allow-open-admin", action="store_true", help=OPEN_ADMIN_HELP)
 
@@ -92,7 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "--concurrency", type=int, default=default_concurrency(), help=CONCURRENCY_HELP
     )
-    worker.add_argument("--pool", default="prefork", choices=["prefork", "threads", "solo"])
+    worker.add_argument(
+        "--pool", default="prefork", choices=["prefork", "threads", "solo"], help="Celery's pool"
+    )
     worker.add_argument(
         "-E",
         "--events",
@@ -167,7 +174,7 @@ def _parser() -> argparse.ArgumentParser:
         "show or replay recorded deliveries; recover the ones GitHub could not deliver",
     )
     deliveries.add_argument("action", choices=["list", "show", "replay", "recover"])
-    deliveries.add_argument("id", nargs="?")
+    deliveries.add_argument("id", nargs="?", help="show, replay: the delivery")
     server_url(deliveries)
     as_json(deliveries)
     deliveries.add_argument(
@@ -181,7 +188,12 @@ def _parser() -> argparse.ArgumentParser:
         help="recover: request the redeliveries (without it, only print what would be done)",
     )
     deliveries.add_argument("--event", default=None, help="list: only this X-GitHub-Event")
-    deliveries.add_argument("--status", default=None, choices=["queued", "processed", "failed"])
+    deliveries.add_argument(
+        "--status",
+        default=None,
+        choices=["queued", "processed", "failed"],
+        help="list: only deliveries with this status",
+    )
     deliveries.add_argument("--repository", default=None, help="list: only this owner/name")
     deliveries.add_argument("--limit", type=int, default=None, help="list: at most this many")
 
@@ -197,18 +209,20 @@ def _parser() -> argparse.ArgumentParser:
     server_url(explain)
 
     start = add("start", client_commands.start, "start a session of an agent by hand (no event)")
-    start.add_argument("agent")
+    start.add_argument("agent", help="the agent's name")
     start.add_argument("--title", default=None, help="displayTitle")
     start.add_argument("--prompt", default=None, help="initialPrompt")
-    start.add_argument("--message", default=None)
+    start.add_argument("--message", default=None, help="the session's message")
     start.add_argument("--idempotency-key", default=None, help="starting twice with it starts once")
     server_url(start)
     as_json(start)
 
     sessions = add(
-        "sessions", session_commands.sessions, "list sessions, show one, or print its log"
+        "sessions",
+        session_commands.sessions,
+        "list sessions, show one, print its log, or cancel it",
     )
-    sessions.add_argument("action", choices=["list", "show", "logs"])
+    sessions.add_argument("action", choices=["list", "show", "logs", "cancel"])
     sessions.add_argument(
         "--follow", action="store_true", help="logs: keep printing until the session ends"
     )
@@ -217,9 +231,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="logs: print the log's bytes as they are, control sequences included",
     )
-    sessions.add_argument("id", nargs="?")
-    sessions.add_argument("--agent", default=None)
-    sessions.add_argument("--limit", type=int, default=100)
+    sessions.add_argument("id", nargs="?", help="show, logs, cancel: the session")
+    sessions.add_argument("--agent", default=None, help="list: only this agent's sessions")
+    sessions.add_argument(
+        "--status",
+        default=None,
+        choices=[status.value for status in SessionStatus],
+        help="list: only sessions a local runner runs, with this status now",
+    )
+    sessions.add_argument("--limit", type=int, default=100, help="list: at most this many")
     server_url(sessions)
     as_json(sessions)
 
@@ -285,7 +305,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. What goes wrong is one line on stderr and a non-zero exit, never a
     traceback; output cut short by its reader (`| head`) ends quietly."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    (verbs,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    check_options(verbs.choices[args.command], args)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         code = func(args)

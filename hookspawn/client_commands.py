@@ -22,6 +22,7 @@ from hookspawn.summaries import (
     connections_text,
     deliveries_text,
     delivery_text,
+    replay_text,
     session_text,
     sessions_text,
     sync_text,
@@ -148,13 +149,7 @@ def deliveries(args: argparse.Namespace) -> int:
         _output(args, answer, delivery_text)
         return 0
     answer = server.json("POST", f"/deliveries/{quote(args.id, safe='')}/replay")
-    if args.json:
-        _print_json(answer)
-    else:
-        print(
-            f"replay of {args.id} {answer.get('status', 'queued')}; follow it at "
-            f"{server.base}/ui/deliveries/{args.id}"
-        )
+    _output(args, answer, lambda a: replay_text(a, f"{server.base}/ui/deliveries/{args.id}"))
     return 0
 
 
@@ -184,7 +179,8 @@ def sessions(args: argparse.Namespace) -> int:
         answer = server.json("GET", f"/sessions/{quote(args.id, safe='')}")
         _output(args, answer, session_text)
         return 0
-    answer = server.json("GET", "/sessions", params={"agent": args.agent, "limit": args.limit})
+    params = {"agent": args.agent, "status": args.status, "limit": args.limit}
+    answer = server.json("GET", "/sessions", params=params)
     _output(args, answer, sessions_text)
     return 0
 

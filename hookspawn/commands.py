@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from hookspawn.agents_notice import log_agents
 from hookspawn.client import CommandError
+from hookspawn.start_checks import require_port, require_redis, settings_message
 from workers.secret_files import SecretFileError
 from workers.settings import Settings
 
@@ -31,7 +32,7 @@ def load_settings() -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         name = "HOOKSPAWN_" + "_".join(str(part) for part in first["loc"]).upper()
-        raise CommandError(f"{name}: {first['msg']}", exit_code=2) from None
+        raise CommandError(f"{name}: {settings_message(first['msg'])}", exit_code=2) from None
     except SecretFileError as exc:
         raise CommandError(exc.message, exit_code=2) from None
 
@@ -54,6 +55,7 @@ def serve(args: argparse.Namespace) -> int:
     from hookspawn.serve import serve as run
 
     settings = demo_settings(load_settings()) if args.demo else load_settings()
+    require_port(args.host, args.port)
     return run(
         settings,
         host=args.host,
@@ -76,10 +78,17 @@ def web(args: argparse.Namespace) -> int:
     if refusal:
         print(refusal, file=sys.stderr)
         return 2
+    require_redis(settings, "web")
+    require_port(args.host, args.port)
     _logging(settings)
     warning = open_admin_warning(args.host, args.port, token=token)
     if warning:
         logging.getLogger("hookspawn.web").warning("%s", warning)
+    if not settings.webhook_secret:
+        logging.getLogger("hookspawn.web").warning(
+            "no HOOKSPAWN_WEBHOOK_SECRET: every delivery is refused (401) until it is set to "
+            "the GitHub App's webhook secret"
+        )
     log_agents(log, settings.agents_dir, settings.secret_names)
     rt = build_runtime(settings)
     try:
@@ -103,6 +112,7 @@ def worker(args: argparse.Namespace) -> int:
     from workers.runtime import build_runtime
 
     settings = load_settings()
+    require_redis(settings, "worker")
     _logging(settings)
     # two INFO lines per task (received, succeeded) cost CPU at load and say less than the
     # delivery record does; HOOKSPAWN_LOG_LEVEL=DEBUG brings them back

@@ -1,14 +1,15 @@
-"""`hookspawn runner` and `hookspawn sessions logs ID [--follow] [--raw]`."""
+"""`hookspawn runner`, `hookspawn sessions logs ID [--follow] [--raw]` and `sessions cancel ID`."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from urllib.parse import quote
 
 from hookspawn import client_commands, commands
-from hookspawn.client import CommandError, error_line
+from hookspawn.client import CommandError, Server, error_line
 from hookspawn.terminal_text import ControlStripper
 from workers.session.status import TERMINAL
 
@@ -33,12 +34,14 @@ def runner(args: argparse.Namespace) -> int:
 
 
 def sessions(args: argparse.Namespace) -> int:
-    """`logs` here; `list` and `show` as before."""
-    if args.action != "logs":
+    """`logs` and `cancel` here; `list` and `show` as before."""
+    if args.action not in ("logs", "cancel"):
         return client_commands.sessions(args)
     if not args.id:
-        raise CommandError("logs: a session ID is required", exit_code=2)
+        raise CommandError(f"{args.action}: a session ID is required", exit_code=2)
     server = client_commands.server_of(args)
+    if args.action == "cancel":
+        return _cancel(args, server)
     path = f"/sessions/{quote(args.id, safe='')}/log"
     offset = 0
     out = sys.stdout.buffer
@@ -54,6 +57,11 @@ def sessions(args: argparse.Namespace) -> int:
         out.flush()
         offset = int(response.headers.get("x-log-offset", offset + len(response.content)))
         status = response.headers.get("x-session-status")
+        if status is None and offset == 0:
+            raise CommandError(
+                f"logs: session {args.id} has no run here, so no log: no local runner runs it "
+                "(HOOKSPAWN_RUNNER=local runs sessions on this machine)"
+            )
         if response.content:
             continue  # there may be more right away
         if not args.follow or status is None or status in TERMINAL:
@@ -62,3 +70,16 @@ def sessions(args: argparse.Namespace) -> int:
                 out.flush()
             return 0
         time.sleep(_FOLLOW_POLL)
+
+
+def _cancel(args: argparse.Namespace, server: Server) -> int:
+    """POST /sessions/{id}/cancel: a queued session ends at once, a running one when its
+    runner stops it."""
+    answer = server.json("POST", f"/sessions/{quote(args.id, safe='')}/cancel")
+    if args.json:
+        print(json.dumps(answer, indent=2))
+    elif answer.get("status") == "cancelled":
+        print(f"session {args.id} cancelled")
+    else:
+        print(f"session {args.id} ({answer.get('status')}): its runner stops it now")
+    return 0

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["deliveries_text", "delivery_text", "session_text", "sessions_text"]
+__all__ = [
+    "deliveries_text",
+    "delivery_text",
+    "replay_text",
+    "session_text",
+    "sessions_text",
+]
+
+#: session statuses that are not a success (a delivery with one is not shown as one)
+UNSUCCESSFUL = ("failed", "cancelled")
 
 
 def _table(rows: Sequence[Sequence[str]]) -> str:
@@ -27,13 +36,14 @@ def deliveries_text(answer: Mapping[str, Any]) -> str:
     items = answer.get("items") or []
     if not items:
         return "no deliveries\n"
-    rows = [["DELIVERY", "EVENT", "REPOSITORY", "STATUS", "RECEIVED"]]
+    rows = [["DELIVERY", "EVENT", "REPOSITORY", "STATUS", "SESSIONS", "RECEIVED"]]
     rows += [
         [
             str(d.get("deliveryId")),
             _event(d),
             str(d.get("repository") or "-"),
             str(d.get("status")),
+            _sessions_of(d.get("outcomes") or []),
             str(d.get("receivedAt") or "-"),
         ]
         for d in items
@@ -41,11 +51,38 @@ def deliveries_text(answer: Mapping[str, Any]) -> str:
     return _table(rows)
 
 
+def _sessions_of(outcomes: Sequence[Mapping[str, Any]]) -> str:
+    """What became of the sessions a delivery dispatched: `2 succeeded, 1 failed`; `1
+    dispatched` where their status is not known here (dispatch mode); `-` for none."""
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        if o.get("outcome") == "dispatched":
+            status = str(o.get("sessionStatus") or "dispatched")
+            counts[status] = counts.get(status, 0) + 1
+    # what went wrong first: a failure is never the tail of a line that reads as a success
+    ordered = sorted(counts.items(), key=lambda kv: (kv[0] not in UNSUCCESSFUL, kv[0]))
+    return ", ".join(f"{n} {status}" for status, n in ordered) or "-"
+
+
+def replay_text(answer: Mapping[str, Any], follow: str) -> str:
+    """`deliveries replay`: queued, and which sessions already exist (not run again)."""
+    lines = [f"replay of {answer.get('deliveryId')} {answer.get('status', 'queued')}"]
+    for s in answer.get("existingSessions") or []:
+        status = f" ({s['sessionStatus']})" if s.get("sessionStatus") else ""
+        lines.append(
+            f"session {s.get('sessionId')}{status} of {s.get('agent')} already exists: "
+            "it is not run again"
+        )
+    lines.append(f"follow it at {follow}")
+    return "".join(line + "\n" for line in lines)
+
+
 def _outcome(o: Mapping[str, Any]) -> str:
     trigger = o.get("triggerKey") or o.get("trigger")
     head = f"{o.get('agent')} (trigger {trigger}): {o.get('outcome')}"
     if o.get("outcome") == "dispatched":
-        return f"{head}, session {o.get('sessionId')}"
+        status = o.get("sessionStatus")
+        return f"{head}, session {o.get('sessionId')}" + (f" ({status})" if status else "")
     return f"{head} {o.get('code')}: {o.get('message')}"
 
 
@@ -72,11 +109,12 @@ def sessions_text(answer: Mapping[str, Any]) -> str:
     items = answer.get("items") or []
     if not items:
         return "no sessions\n"
-    rows = [["SESSION", "AGENT", "CREATED", "ORIGIN", "TITLE"]]
+    rows = [["SESSION", "AGENT", "STATUS", "CREATED", "ORIGIN", "TITLE"]]
     rows += [
         [
             str(s.get("id")),
             str(s.get("agent")),
+            _status_of(s),
             str(s.get("createdAt") or "-"),
             _origin(s.get("origin") or {}),
             str(s.get("displayTitle") or ""),
@@ -84,6 +122,14 @@ def sessions_text(answer: Mapping[str, Any]) -> str:
         for s in items
     ]
     return _table(rows)
+
+
+def _status_of(s: Mapping[str, Any]) -> str:
+    """A session's status with its failure code (`failed runner_lost`); `-` when no local
+    runner runs it."""
+    failure = s.get("failure")
+    code = f" {failure.get('code')}" if isinstance(failure, Mapping) else ""
+    return f"{s.get('status')}{code}" if s.get("status") else "-"
 
 
 def _origin(origin: Mapping[str, Any]) -> str:

@@ -48,11 +48,22 @@ class _View(BaseModel):
 # -- intake and replay --------------------------------------------------------------------------
 
 
+class ExistingSession(_View):
+    """A session a replayed delivery dispatched before: it exists, and is not run again."""
+
+    session_id: str
+    agent: str | None = None
+    session_status: str | None = Field(None, description="its status now (local runner)")
+
+
 class Queued(_View):
     """A delivery accepted for (another) run through the pipeline."""
 
     delivery_id: str
     status: Literal["queued"]
+    existing_sessions: list[ExistingSession] | None = Field(
+        None, description="replay: the sessions already dispatched, which are not run again"
+    )
 
 
 class IntakeAnswer(_View):
@@ -63,6 +74,27 @@ class IntakeAnswer(_View):
 
 
 # -- deliveries ---------------------------------------------------------------------------------
+
+
+class OutcomeView(_View):
+    """How one (agent, trigger) spawn ended."""
+
+    agent: str
+    trigger: int | None = Field(description="the trigger's index in the agent file")
+    trigger_key: str | None
+    outcome: OutcomeKind
+    code: str | None = Field(description="the refusal or failure code; null when dispatched")
+    message: str
+    session_id: str | None
+    details: dict[str, Any]
+    session_status: str | None = Field(
+        None,
+        description="dispatched: the session's status now when a local runner runs it "
+        "(queued, staging, setup, running, succeeded, failed, cancelled); absent otherwise",
+    )
+    session_failure: str | None = Field(
+        None, description="the session's failure code when it failed (e.g. runner_lost)"
+    )
 
 
 class DeliverySummary(_View):
@@ -81,19 +113,9 @@ class DeliverySummary(_View):
     attempts: int = Field(
         0, description="claims by a worker since it was recorded or last replayed (bounded)"
     )
-
-
-class OutcomeView(_View):
-    """How one (agent, trigger) spawn ended."""
-
-    agent: str
-    trigger: int | None = Field(description="the trigger's index in the agent file")
-    trigger_key: str | None
-    outcome: OutcomeKind
-    code: str | None = Field(description="the refusal or failure code; null when dispatched")
-    message: str
-    session_id: str | None
-    details: dict[str, Any]
+    outcomes: list[OutcomeView] | None = Field(
+        None, description="the latest run's outcomes (each dispatched one with sessionStatus)"
+    )
 
 
 class TriggerDecision(_View):

@@ -12,6 +12,7 @@ from hookspawn.web.api_models import DeliveryList, DeliveryView, Queued
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
+from hookspawn.web.session_outcomes import latest_outcomes, with_session_status
 from workers.runtime import Runtime
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))
@@ -25,7 +26,7 @@ def delivery_view(rt: Runtime, delivery_id: str) -> dict[str, Any]:
     runs = rt.store.runs(delivery_id)
     latest = runs[-1] if runs else {}
     view = delivery.to_json()
-    view["outcomes"] = latest.get("outcomes", [])
+    view["outcomes"] = with_session_status(rt, latest.get("outcomes", []))
     view["decisions"] = latest.get("decisions", [])
     if "agentsGeneration" in latest:
         view["agentsGeneration"] = latest["agentsGeneration"]
@@ -42,10 +43,13 @@ async def list_deliveries(
     limit: int = Query(50, ge=1, le=1000),
 ) -> dict[str, Any]:
     rt = runtime(request)
-    found = await run_in_threadpool(
-        rt.store.recent, event=event, status=status, repository=repository, limit=limit
-    )
-    return {"items": [d.to_json() for d in found]}
+
+    def load() -> list[dict[str, Any]]:
+        found = rt.store.recent(event=event, status=status, repository=repository, limit=limit)
+        outcomes = latest_outcomes(rt, [d.delivery_id for d in found])
+        return [{**d.to_json(), "outcomes": o} for d, o in zip(found, outcomes, strict=True)]
+
+    return {"items": await run_in_threadpool(load)}
 
 
 @router.get(
@@ -62,17 +66,30 @@ async def get_delivery(request: Request, delivery_id: str) -> dict[str, Any]:
     "/deliveries/{delivery_id}/replay",
     status_code=202,
     responses={
-        202: {"model": Queued, "description": "queued for another run"},
+        202: {
+            "model": Queued,
+            "description": "queued for another run; `existingSessions`: the sessions the "
+            "latest run dispatched, which exist already and are not run again",
+        },
         **errors(NOT_FOUND),
     },
 )
 async def replay(request: Request, delivery_id: str) -> JSONResponse:
     rt = runtime(request)
 
-    def go() -> None:
+    def go() -> list[dict[str, Any]]:
+        # a session's id is derived from the delivery: the replay finds the sessions the last
+        # run dispatched already there, and does not run them again
+        (outcomes,) = latest_outcomes(rt, [delivery_id])
         if not rt.store.requeue(delivery_id):
             raise ApiError("delivery_not_found", f"no delivery {delivery_id!r} is recorded")
         rt.enqueue(delivery_id)
+        return [
+            {k: o[k] for k in ("sessionId", "agent", "sessionStatus") if k in o}
+            for o in outcomes
+            if o.get("outcome") == "dispatched" and o.get("sessionId")
+        ]
 
-    await run_in_threadpool(go)
-    return JSONResponse({"deliveryId": delivery_id, "status": "queued"}, status_code=202)
+    existing = await run_in_threadpool(go)
+    answer = {"deliveryId": delivery_id, "status": "queued", "existingSessions": existing}
+    return JSONResponse(answer, status_code=202)

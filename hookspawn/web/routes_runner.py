@@ -63,13 +63,15 @@ def _known(rt: Runtime, session_id: str) -> None:
 async def cancel(request: Request, session_id: str) -> dict[str, Any]:
     """Stop a session: a queued one ends `cancelled` at once; a staging, setting-up or running
     one is stopped by its runner (the running command's process group is killed)."""
-    rt = runtime(request)
+    status = await run_in_threadpool(cancel_session, runtime(request), session_id)
+    return {"id": session_id, "status": status}
 
-    def act() -> str | None:
-        _known(rt, session_id)
-        return rt.runs.cancel(session_id)
 
-    status = await run_in_threadpool(act)
+def cancel_session(rt: Runtime, session_id: str) -> str:
+    """Ask the session's runner to cancel it (the API's route and /ui's button); its status
+    now, or the refusal."""
+    _known(rt, session_id)
+    status = rt.runs.cancel(session_id)
     if status is None:
         raise ApiError(
             "not_cancellable",
@@ -81,7 +83,7 @@ async def cancel(request: Request, session_id: str) -> dict[str, Any]:
             f"session {session_id!r} has already ended ({status})",
             sessionStatus=status,
         )
-    return {"id": session_id, "status": status}
+    return status
 
 
 @router.get(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse
@@ -20,6 +20,7 @@ from workers import metrics
 from workers.delivery.pipeline import SpawnPipeline
 from workers.delivery.starts import StartRequest, start_from_agent, start_manual
 from workers.runtime import Runtime
+from workers.session.status import SessionStatus
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN))
 
@@ -139,14 +140,26 @@ async def spawn(
     responses=errors(STORE),
 )
 async def list_sessions(
-    request: Request, agent: str | None = None, limit: int = Query(100, ge=1, le=1000)
+    request: Request,
+    agent: str | None = None,
+    status: Annotated[
+        SessionStatus | None,
+        Query(description="only sessions a local runner runs, with this status now"),
+    ] = None,
+    limit: int = Query(100, ge=1, le=1000),
 ) -> dict[str, Any]:
     rt = runtime(request)
 
     def load() -> list[dict[str, Any]]:
-        items = rt.sessions.list(agent=agent, limit=limit)
+        # the status lives in the run record, not the session index: with a filter, a larger
+        # window of the newest sessions is read, and `limit` of the matching ones kept
+        window = limit if status is None else min(10 * limit, 10000)
+        items = rt.sessions.list(agent=agent, limit=window)
         runs = rt.runs.views([item["id"] for item in items])
-        return [{**item, **runs.get(item["id"], {})} for item in items]
+        merged = [{**item, **runs.get(item["id"], {})} for item in items]
+        if status is not None:
+            merged = [item for item in merged if item.get("status") == status]
+        return merged[:limit]
 
     return {"items": await run_in_threadpool(load)}
 

@@ -6,7 +6,7 @@ import hmac
 from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 from urllib.parse import parse_qs, quote
 
 import orjson
@@ -19,10 +19,11 @@ from hookspawn.web import ui_logins
 from hookspawn.web.deps import LOGIN_COOKIE, require_admin, runtime, same_origin
 from hookspawn.web.http_errors import ApiError
 from hookspawn.web.routes_deliveries import delivery_view
-from hookspawn.web.routes_runner import run_view
-from workers import keys
+from hookspawn.web.routes_runner import cancel_session, run_view
+from hookspawn.web.session_outcomes import latest_outcomes
 from workers.delivery.pipeline import SpawnPipeline
 from workers.runtime import Runtime
+from workers.session.status import ACTIVE, SessionStatus
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -210,10 +211,33 @@ def _limit(request: Request) -> int:
         return 50
 
 
-def _outcome_summary(outcomes: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
-    """(outcome, code, how many) for a delivery's latest run, most frequent first."""
-    counts = Counter((str(o.get("outcome") or ""), str(o.get("code") or "")) for o in outcomes)
-    return [(outcome, code, n) for (outcome, code), n in counts.most_common()]
+def _outcome_summary(outcomes: list[dict[str, Any]]) -> list[tuple[str, str, str, int]]:
+    """(outcome, code, session status, how many) for a delivery's latest run, most frequent
+    first; a dispatched outcome counts by its session's status (and failure code) when a local
+    runner runs it, so a failed session never shows as a success."""
+    counts = Counter(
+        (
+            str(o.get("outcome") or ""),
+            str(o.get("sessionFailure") or o.get("code") or ""),
+            str(o.get("sessionStatus") or ""),
+        )
+        for o in outcomes
+    )
+    return [(outcome, code, session, n) for (outcome, code, session), n in counts.most_common()]
+
+
+#: the order a run's times are shown in when two are the same instant (the order it moves in)
+_TIME_ORDER = [*(status.value for status in SessionStatus), "ended"]
+
+
+def _run_times(times: Mapping[str, str]) -> list[tuple[str, str]]:
+    """A run's times (queued, staging, setup, running, its end), earliest first."""
+
+    def rank(item: tuple[str, str]) -> tuple[str, int]:
+        name, at = item
+        return at, _TIME_ORDER.index(name) if name in _TIME_ORDER else len(_TIME_ORDER)
+
+    return sorted(times.items(), key=rank)
 
 
 @router.get("", include_in_schema=True, response_class=HTMLResponse)
@@ -233,14 +257,11 @@ async def deliveries(request: Request) -> Response:
             repository=filters["repository"] or None,
             limit=limit,
         )
-        pipe = rt.client.pipeline(transaction=False)
-        for delivery in found:
-            pipe.lindex(keys.delivery_runs(delivery.delivery_id), -1)
-        latest = cast(list[bytes | None], pipe.execute()) if found else []
-        rows = []
-        for delivery, run in zip(found, latest, strict=True):
-            outcomes = orjson.loads(run).get("outcomes", []) if run else []
-            rows.append({**delivery.to_json(), "summary": _outcome_summary(outcomes)})
+        latest = latest_outcomes(rt, [delivery.delivery_id for delivery in found])
+        rows = [
+            {**delivery.to_json(), "summary": _outcome_summary(outcomes)}
+            for delivery, outcomes in zip(found, latest, strict=True)
+        ]
         return {
             "title": "Deliveries",
             "rows": rows,
@@ -289,6 +310,8 @@ async def sessions(request: Request) -> Response:
 
     def load(rt: Runtime) -> dict[str, Any]:
         items = rt.sessions.list(agent=agent or None, limit=limit)
+        runs = rt.runs.views([item["id"] for item in items])
+        items = [{**item, **runs.get(item["id"], {})} for item in items]
         return {"title": "Sessions", "items": items, "agent": agent, "limit": limit}
 
     return await _page(request, "sessions.html", load)
@@ -309,9 +332,20 @@ async def session(request: Request, session_id: str) -> Response:
             "audit": audit,
             "failed": failed,
             "run": run,
+            "times": _run_times(run["times"]) if run else [],
+            "cancellable": (SessionStatus.QUEUED, *ACTIVE),
         }
 
     return await _page(request, "session.html", load)
+
+
+@router.post("/sessions/{session_id}/cancel")
+async def cancel(request: Request, session_id: str) -> Response:
+    """The session page's Cancel button: a same-origin form, under the API's rules."""
+    rt = runtime(request)
+    await run_in_threadpool(require_admin, request)
+    await run_in_threadpool(cancel_session, rt, session_id)
+    return RedirectResponse(f"/ui/sessions/{quote(session_id, safe='')}", status_code=303)
 
 
 @router.get("/agents")

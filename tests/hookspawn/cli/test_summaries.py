@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hookspawn.summaries import (
     connections_text,
     deliveries_text,
     delivery_text,
+    replay_text,
     session_text,
     sessions_text,
     sync_text,
@@ -34,9 +37,11 @@ def test_deliveries_list_is_a_table_newest_first() -> None:
     push = {**DELIVERY, "deliveryId": "d-2", "event": "push", "action": None, "repository": None}
     text = deliveries_text({"items": [push, DELIVERY]})
     assert text.splitlines() == [
-        "DELIVERY  EVENT                REPOSITORY    STATUS     RECEIVED",
-        "d-2       push                 -             processed  2026-12-01T10:00:00Z",
-        "d-1       pull_request.opened  acme/widgets  processed  2026-12-01T10:00:00Z",
+        "DELIVERY  EVENT                REPOSITORY    STATUS     SESSIONS      RECEIVED",
+        "d-2       push                 -             processed  1 dispatched  "
+        "2026-12-01T10:00:00Z",
+        "d-1       pull_request.opened  acme/widgets  processed  1 dispatched  "
+        "2026-12-01T10:00:00Z",
     ]
     assert deliveries_text({"items": []}) == "no deliveries\n"
 
@@ -73,9 +78,9 @@ SESSION = {
 def test_sessions_list_and_show() -> None:
     manual = {**SESSION, "id": "hs-2", "origin": {"kind": "manual"}, "displayTitle": None}
     assert sessions_text({"items": [manual, SESSION]}).splitlines() == [
-        "SESSION  AGENT      CREATED               ORIGIN       TITLE",
-        "hs-2     pr-review  2026-12-01T10:00:01Z  manual",
-        "hs-1     pr-review  2026-12-01T10:00:01Z  trigger d-1  Review #2",
+        "SESSION  AGENT      STATUS  CREATED               ORIGIN       TITLE",
+        "hs-2     pr-review  -       2026-12-01T10:00:01Z  manual",
+        "hs-1     pr-review  -       2026-12-01T10:00:01Z  trigger d-1  Review #2",
     ]
     assert sessions_text({"items": []}) == "no sessions\n"
     assert session_text(SESSION).splitlines() == [
@@ -112,4 +117,42 @@ def test_connections_list_and_sync() -> None:
     assert sync_text(report).splitlines() == [
         "synced 1 installations covering 2 repositories",
         "installation 7 (acme) added",
+    ]
+
+
+def test_a_delivery_whose_session_failed_does_not_read_as_a_success() -> None:
+    dispatched: dict[str, Any] = {"agent": "pr-review", "trigger": 0, "triggerKey": "review"}
+    dispatched |= {"outcome": "dispatched", "code": None, "message": "dispatched"}
+    ran = [
+        {**dispatched, "sessionId": "hs-1", "sessionStatus": "succeeded"},
+        {**dispatched, "sessionId": "hs-2", "sessionStatus": "failed"},
+        {**dispatched, "sessionId": "hs-3", "sessionStatus": "succeeded"},
+    ]
+    text = deliveries_text({"items": [{**DELIVERY, "outcomes": ran}]})
+    assert "  1 failed, 2 succeeded  " in text
+    shown = delivery_text({**DELIVERY, "outcomes": ran}).splitlines()
+    assert "  pr-review (trigger review): dispatched, session hs-2 (failed)" in shown
+
+
+def test_sessions_list_shows_the_status_and_the_failure_code() -> None:
+    lost = {**SESSION, "status": "failed", "failure": {"code": "runner_lost", "message": "m"}}
+    running = {**SESSION, "id": "hs-2", "status": "running", "failure": None}
+    lines = sessions_text({"items": [running, lost]}).splitlines()
+    assert lines[0].split()[:3] == ["SESSION", "AGENT", "STATUS"]
+    assert lines[1].split()[:3] == ["hs-2", "pr-review", "running"]
+    assert lines[2].split()[:4] == ["hs-1", "pr-review", "failed", "runner_lost"]
+
+
+def test_replay_names_the_sessions_that_are_not_run_again() -> None:
+    answer = {
+        "deliveryId": "d-1",
+        "status": "queued",
+        "existingSessions": [
+            {"sessionId": "hs-1", "agent": "pr-review", "sessionStatus": "failed"}
+        ],
+    }
+    assert replay_text(answer, "http://h/ui/deliveries/d-1").splitlines() == [
+        "replay of d-1 queued",
+        "session hs-1 (failed) of pr-review already exists: it is not run again",
+        "follow it at http://h/ui/deliveries/d-1",
     ]

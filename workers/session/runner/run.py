@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shlex
 import shutil
 import signal
 import time
@@ -21,6 +20,7 @@ from agents.session.env import MissingSecret, resolve_env
 from triggers.session_spec import SessionSpec
 from workers import metrics
 from workers.errors import SessionFailed
+from workers.session.runner import setup_steps
 from workers.session.runner.command import (
     CommandCancelled,
     CommandTimedOut,
@@ -28,7 +28,6 @@ from workers.session.runner.command import (
     run_command,
     runner_account,
 )
-from workers.session.runner.harness_args import expand_harness_args
 from workers.session.runner.lease import Heartbeat
 from workers.session.runner.limits import RunnerLimits
 from workers.session.runner.log_writer import SessionLog
@@ -384,7 +383,7 @@ class SessionRunner:
         if entries:
             snapshot.restore()
         for entry in entries:
-            script = "set -eu\n" + tools_on_path(run.helper_dir) + "\n".join(entry["commands"])
+            script = tools_on_path(run.helper_dir) + setup_steps.script(entry["commands"], run.home)
             run.note(f"setup {entry['name']}")
             try:
                 code = run.command(
@@ -400,10 +399,11 @@ class SessionRunner:
                     f"{self.settings.setup_timeout:g}s and was stopped",
                     code="setup_timeout",
                 ) from None
+            failed = setup_steps.failed_command(entry["commands"], run.home)
             if code != 0:
-                raise SessionFailed(
-                    f"setup entry {entry['name']!r} exited with status {code}", code="setup_failed"
-                )
+                at = f" at `{failed}`" if failed else ""
+                message = f"setup entry {entry['name']!r} exited with status {code}{at}"
+                raise SessionFailed(message, code="setup_failed")
         if entries:
             # past the disk limit nothing is saved: the session fails disk_limit_exceeded
             run.limits.check_disk()
@@ -422,9 +422,9 @@ class SessionRunner:
             "HOOKSPAWN_SESSION_PROMPT": session.initial_prompt or "",
             "HOOKSPAWN_SESSION_MESSAGE": session.message or "",
         }
-        argv = shlex.split(command)
-        run.note(f"harness: {shlex.join(argv)}")  # as configured, never an expanded value
-        argv = expand_harness_args(argv, harness_env)
+        # a shell command line, as written: `$(pwd)`, pipes, `$HOOKSPAWN_MCP_CONFIG` work
+        argv = ["/bin/sh", "-c", command]
+        run.note(f"harness: {command}")
         started = time.monotonic()
         limit = self.settings.harness_timeout.total_seconds()
         try:

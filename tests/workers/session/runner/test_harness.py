@@ -214,3 +214,19 @@ def test_sigterm_lets_a_session_that_ends_within_the_grace_end_on_its_own(
         assert hs.session(session_id)["status"] == "succeeded"
         assert hs.session(later)["status"] == "queued"
     assert "every session ended within the grace" in runner.log_text()
+
+
+def test_the_harness_command_is_a_shell_command_line(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    """`HOOKSPAWN_HARNESS_COMMAND` runs through `/bin/sh -c`: `$(…)`, `$VAR` and pipes work."""
+    command = 'echo "in $(pwd) as $HOOKSPAWN_SESSION_ID" | tr a-z A-Z > "$HOME/said"'
+    settings = runner_settings(redis_url, shared_dir, origin, harness_command=command)
+    write_agent(settings.agents_dir, "shell")
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session_id = hs.start("shell")
+        done = hs.wait_status(session_id, "succeeded", "failed")
+    assert done["status"] == "succeeded", done
+    said = (Path(done["workspace"]) / "home" / "user" / "said").read_text()
+    assert said.startswith("IN /") and said.endswith(f" AS {session_id.upper()}\n"), said
+    assert f"harness: {command}" in done["logTail"]

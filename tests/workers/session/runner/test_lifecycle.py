@@ -235,8 +235,9 @@ def test_failure_paths_end_with_their_code(
     }
     assert "refs/heads/nope" in ended["no-such-ref"]["failure"]["message"]
     assert ended["failing-setup"]["failure"]["message"] == (
-        "setup entry 'compile' exited with status 3"
+        "setup entry 'compile' exited with status 3 at `exit 3`"
     )
+    assert ended["unset-variable"]["failure"]["message"].endswith(" at `echo $NOPE`")
     assert "compiling" in ended["failing-setup"]["logTail"]
     assert "never" not in ended["failing-setup"]["logTail"].split("setup compile", 1)[1]
     assert "absent" in ended["needs-secret"]["failure"]["message"]

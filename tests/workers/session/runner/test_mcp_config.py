@@ -89,7 +89,7 @@ def test_the_harness_gets_the_mcp_url_and_a_working_config(
     assert not Path(config_path).is_relative_to(root / "home")
     assert mode == 0o600
     assert "harness: /bin/sh -c" in session["logTail"]
-    assert "harness '$HOOKSPAWN_MCP_CONFIG'" in session["logTail"]  # logged as configured
+    assert "harness $HOOKSPAWN_MCP_CONFIG" in session["logTail"]  # logged as configured
     assert "get_file_contents" in names and "create_or_update_file" not in names
     assert not read.is_error and read.content[0].text == "widgets\n"
     assert not write.is_error  # issues: write is the default

@@ -1,0 +1,50 @@
+"""What `serve`, `web` and `worker` check before they print or start anything: each problem is
+one line (a CommandError), never a banner followed by a traceback."""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+from hookspawn.client import CommandError
+from workers.settings import Settings
+
+__all__ = ["require_port", "require_redis", "settings_message"]
+
+#: the prefix pydantic puts before a validator's own message
+_PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def require_port(host: str, port: int) -> None:
+    """Refuse a port this host cannot listen on (in use, or not an address of this machine)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # as uvicorn binds: a port left in TIME_WAIT by an earlier server is free
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CommandError(
+                    f"port {port} on {host} is in use (another hookspawn? choose one with --port)",
+                    exit_code=2,
+                ) from None
+            raise CommandError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}", exit_code=2
+            ) from None
+
+
+def require_redis(settings: Settings, verb: str) -> None:
+    if not settings.redis_url:
+        raise CommandError(
+            f"set HOOKSPAWN_REDIS_URL to the Redis deliveries are kept in (`hookspawn serve` "
+            f"starts its own; `{verb}` runs beside one)",
+            exit_code=2,
+        )
+
+
+def settings_message(message: str) -> str:
+    """A settings error's message as a person reads it: without pydantic's prefix."""
+    for prefix in _PYDANTIC_PREFIXES:
+        message = message.removeprefix(prefix)
+    return message

@@ -119,7 +119,7 @@ OptionalDuration = Annotated[
 
 
 class Settings(BaseSettings):
-    """Every `HOOKSPAWN_*` variable (README's settings table)."""
+    """Every `HOOKSPAWN_*` variable (docs/configuration.md's settings table)."""
 
     model_config = SettingsConfigDict(env_prefix="HOOKSPAWN_", extra="ignore", frozen=True)
 

@@ -1,4 +1,4 @@
-"""The README's command reference lists exactly the parser's commands, actions and options."""
+"""The command reference (docs/cli.md) lists exactly the parser's commands, actions and options."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hookspawn.cli import _parser
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+README = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
 
 
 def reference_block() -> list[str]:

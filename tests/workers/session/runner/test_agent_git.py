@@ -134,8 +134,8 @@ mounts:
 
 
 def _readme_harness() -> str:
-    """The HOOKSPAWN_HARNESS_COMMAND README.md shows for an agent's git, as a shell reads it."""
-    readme = (Path(__file__).resolve().parents[4] / "README.md").read_text()
+    """The HOOKSPAWN_HARNESS_COMMAND the docs show for an agent's git, as a shell reads it."""
+    readme = (Path(__file__).resolve().parents[4] / "docs" / "runner-and-sandbox.md").read_text()
     line = next(
         line for line in readme.splitlines() if line.startswith("HOOKSPAWN_HARNESS_COMMAND='")
     )

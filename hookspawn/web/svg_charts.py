@@ -13,6 +13,7 @@ from html import escape
 WIDTH, HEIGHT = 560, 160
 _LABEL = 16  # room under the bars for the axis labels
 _TOP = 14  # room above the tallest bar for its value
+_WIDEST = 64  # a bar is at most this wide, however few there are
 
 
 def _number(value: float) -> str:
@@ -42,7 +43,7 @@ def bar_chart(
         return _empty(title, width, height)
     top = max((value for _, value in items), default=0) or 1
     slot = width / len(items)
-    bar = max(1.0, slot * 0.7)
+    bar = max(1.0, min(slot * 0.7, _WIDEST))
     room = height - _LABEL - _TOP
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart bars" role="img" '

@@ -86,7 +86,7 @@ def test_overview_counts_what_was_delivered(hs: Hookspawn) -> None:
     sessions = bars(section(text, "sessions"))
     assert int(sessions["recorded"]) >= len(created)  # no local runner: recorded, not run
     queues = section(text, "queues")
-    assert "No local runner" in queues
+    assert "No local runner here" in queues
     # nothing of the delivery list's filters lands here: an old filtered link finds the list
     moved = hs.client.get("/ui", params={"event": "issue_comment"})
     assert moved.status_code == 303
@@ -105,3 +105,34 @@ def test_overview_lists_failed_deliveries_with_links(hs: Hookspawn) -> None:
     failures = section(page(hs.client, "/ui"), "failures")
     assert f'href="/ui/deliveries/{delivery}"' in failures
     assert "&lt;b&gt;boom&lt;/b&gt;" in failures
+
+
+def test_overview_counts_run_sessions_by_status_and_code(hs: Hookspawn) -> None:
+    connect(hs)
+    hs.processed(hs.send("pull_request", hs.pr()))
+    assert hs.client.post("/agents/nightly/sessions").status_code == 201
+    ids = [s["id"] for s in hs.sessions()]
+    assert len(ids) >= 3
+    queued, failed, running = ids[:3]
+    runs = hs.rt.runs
+    for session_id in (queued, failed, running):
+        runs.queue(session_id, workspace="/tmp/w", ttl=600)
+    assert runs.claim(failed, "runner-1", 60)
+    failure = {"code": "setup_failed", "message": "<i>setup</i> exited 1"}
+    assert runs.advance(failed, "runner-1", "failed", failure)
+    assert runs.claim(running, "runner-1", 60)
+    assert runs.advance(running, "runner-1", "running")
+
+    text = page(hs.client, "/ui")
+    sessions = section(text, "sessions")
+    counted = bars(sessions)
+    assert counted["queued"] == "1"
+    assert counted["failed"] == "1"
+    assert counted["running"] == "1"
+    assert counted["setup_failed"] == "1"
+    queues = section(text, "queues")
+    assert '<dd class="count" id="runner-queued">1</dd>' in queues
+    assert '<dd class="count" id="runner-running">1</dd>' in queues
+    failures = section(text, "failures")
+    assert f'href="/ui/sessions/{failed}"' in failures
+    assert "&lt;i&gt;setup&lt;/i&gt; exited 1" in failures

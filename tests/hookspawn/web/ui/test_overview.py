@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hookspawn.web import overview
 from tests.conftest import wait_for
 from tests.github_standin import GitHubStandin
 from tests.hookspawn.web.ui.test_pages import page
@@ -136,3 +137,15 @@ def test_overview_counts_run_sessions_by_status_and_code(hs: Hookspawn) -> None:
     failures = section(text, "failures")
     assert f'href="/ui/sessions/{failed}"' in failures
     assert "&lt;i&gt;setup&lt;/i&gt; exited 1" in failures
+
+
+def test_overview_reads_a_bounded_number_of_deliveries(
+    hs: Hookspawn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    connect(hs)
+    for _ in range(2):
+        hs.processed(hs.send("pull_request", hs.pr()))
+    monkeypatch.setattr(overview, "RECORDS_READ", 2)
+    text = page(hs.client, "/ui")
+    assert "counts from the newest 2 deliveries (more are kept" in " ".join(text.split())
+    assert deliveries_drawn(section(text, "deliveries-1")) == 2 < len(hs.sent)

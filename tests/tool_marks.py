@@ -30,7 +30,10 @@ NEEDS: dict[str, tuple[str, ...]] = {
         "workers/session/sandbox/test_network.py",
         "hookspawn/cli/test_demo_parts.py::test_the_demo_sandbox_is_srt_without_mounts_where_srt_works",
     ),
-    "chromium": ("hookspawn/web/ui/test_browser.py",),
+    "chromium": (
+        "hookspawn/web/ui/test_browser.py",
+        "hookspawn/web/ui/test_overview_browser.py",
+    ),
 }
 
 

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web import ui_logins
+from hookspawn.web import overview, ui_logins
 from hookspawn.web.deps import LOGIN_COOKIE, require_admin, runtime, same_origin
 from hookspawn.web.http_errors import ApiError
 from hookspawn.web.routes_deliveries import delivery_view
@@ -241,6 +241,15 @@ def _run_times(times: Mapping[str, str]) -> list[tuple[str, str]]:
 
 
 @router.get("", include_in_schema=True, response_class=HTMLResponse)
+async def overview_page(request: Request) -> Response:
+    """The overview: deliveries over the last hour and day, queues, latency, sessions, failures.
+    A filtered link of the deliveries list made when it was here still finds the list."""
+    if request.url.query:
+        return RedirectResponse(f"/ui/deliveries?{request.url.query}", status_code=303)
+    return await _page(request, "overview.html", overview.gather)
+
+
+@router.get("/deliveries", response_class=HTMLResponse)
 async def deliveries(request: Request) -> Response:
     """The delivery explorer: recent deliveries, filtered by `event`, `status`, `repository`."""
     filters = {

@@ -104,7 +104,7 @@ def test_explorer_in_chromium(hs: Hookspawn, chromium: Chromium) -> None:
     assert hs.client.post("/agents/nightly/sessions").status_code == 201
     base = str(hs.client.base_url).rstrip("/")
 
-    listing = chromium.dom(f"{base}/ui")
+    listing = chromium.dom(f"{base}/ui/deliveries")
     shown = text_of(listing)
     for delivery in hs.sent:
         assert delivery in shown
@@ -135,7 +135,7 @@ def test_explorer_in_chromium(hs: Hookspawn, chromium: Chromium) -> None:
     connections = text_of(chromium.dom(f"{base}/ui/connections"))
     assert "Codertocat/Hello-World" in connections
 
-    chromium.screenshot(f"{base}/ui", ARTIFACTS / "deliveries.png")
+    chromium.screenshot(f"{base}/ui/deliveries", ARTIFACTS / "deliveries.png")
     chromium.screenshot(f"{base}/ui/deliveries/{pr}", ARTIFACTS / "delivery.png")
     chromium.screenshot(f"{base}/ui/agents", ARTIFACTS / "agents.png")
     chromium.screenshot(f"{base}/ui/connections", ARTIFACTS / "connections.png")

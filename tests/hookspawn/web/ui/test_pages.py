@@ -55,22 +55,22 @@ def test_deliveries_list_shows_outcomes_and_filters(hs: Hookspawn) -> None:
     comment_id = hs.send("issue_comment", comment)
     hs.processed(comment_id)
 
-    text = page(hs.client, "/ui")
+    text = page(hs.client, "/ui/deliveries")
     for delivery in hs.sent:
         assert delivery in text
     assert "unresolvable_ref" in text  # merged-by: the opened PR has no mergedBy
     assert "dispatched" in text
     assert view["repository"] in text
 
-    only_comments = page(hs.client, "/ui", event="issue_comment")
+    only_comments = page(hs.client, "/ui/deliveries", event="issue_comment")
     assert comment_id in only_comments
     assert pr not in only_comments
-    none_failed = page(hs.client, "/ui", status="failed")
+    none_failed = page(hs.client, "/ui/deliveries", status="failed")
     assert pr not in none_failed
     assert "No deliveries match these filters" in none_failed
-    limited = page(hs.client, "/ui", limit="1")
+    limited = page(hs.client, "/ui/deliveries", limit="1")
     assert sum(d in limited for d in hs.sent) == 1
-    assert page(hs.client, "/ui", limit="nonsense")  # a bad limit falls back, no error
+    assert page(hs.client, "/ui/deliveries", limit="nonsense")  # a bad limit falls back, no error
 
 
 def test_delivery_page_has_decisions_outcomes_and_session_links(hs: Hookspawn) -> None:
@@ -108,7 +108,7 @@ def test_hostile_payload_strings_render_as_text(hs: Hookspawn) -> None:
     elsewhere = hs.pr()
     elsewhere["repository"]["full_name"] = "Codertocat/<b>bold</b>"
     hs.processed(hs.send("pull_request", elsewhere))
-    listing = page(hs.client, "/ui")
+    listing = page(hs.client, "/ui/deliveries")
     detail = page(hs.client, f"/ui/deliveries/{delivery}")
     escaped_repo = "Codertocat/&lt;b&gt;bold&lt;/b&gt;"
     assert escaped_repo in listing
@@ -203,4 +203,4 @@ def test_without_a_token_sign_in_is_not_asked(hs: Hookspawn) -> None:
     answer = hs.client.get("/ui/login", params={"next": "/ui/agents"})
     assert answer.status_code == 303
     assert answer.headers["location"] == "/ui/agents"
-    assert "Sign out" not in page(hs.client, "/ui")
+    assert "Sign out" not in page(hs.client, "/ui/deliveries")

@@ -139,8 +139,11 @@ def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served
     assert [(o["agent"], o["outcome"]) for o in outcomes] == [("pr-review", "dispatched")]
     session = outcomes[0]["sessionId"]
 
-    # step 4: the /ui link of the banner shows the delivery, its outcome and its session
-    listing = httpx.get(ui.group(1), timeout=5)
+    # step 4: the /ui link of the banner opens the overview, whose deliveries list shows the
+    # delivery, then its outcome and its session
+    overview = httpx.get(ui.group(1), timeout=5)
+    assert overview.status_code == 200 and 'href="/ui/deliveries"' in overview.text
+    listing = httpx.get(f"{ui.group(1)}/deliveries", timeout=5)
     assert listing.status_code == 200 and delivery in listing.text
     page = httpx.get(follow, timeout=5)
     assert page.status_code == 200

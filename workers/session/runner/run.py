@@ -42,6 +42,7 @@ from workers.session.runner.session_git import (
     sandbox_git,
     session_destinations,
     session_git_env,
+    session_reads,
     tools_on_path,
 )
 from workers.session.runner.setup_snapshot import SetupSnapshot
@@ -91,8 +92,7 @@ class _Run:
         )
         #: staging's global git config (beside the session root, outside it)
         self.git_config = runner.workspaces / f"{session.id}.gitconfig"
-        #: srt's own temporary directory (the sockets to its proxy), made for the first
-        #: confined command and removed when the session ends
+        #: srt's temporary directory (its proxy's sockets): made on first use, removed at the end
         self.scratch: Path | None = None
         #: the session's own tools (its credential helper) beside its root, and what it alone
         #: reaches from inside the sandbox (`confine`'s `destinations` and `read`)
@@ -312,7 +312,7 @@ class SessionRunner:
         run.git_config.chmod(0o644)
         run.note(f"staging {len(mounts)} mount(s) in {run.workspace}")
         broker, helper = self._broker(session), self.helper or str(place_helper(run.tools))
-        run.reach["read"] = [str(run.tools)] if run.tools.is_dir() else []
+        run.reach["read"] = session_reads(run.tools, mounts, self.rewrites)
         run.helper_dir = Path(helper).parent
         run.reach["destinations"] = session_destinations(broker, mounts, self.rewrites)
         path = env.get("PATH", run.base_env["PATH"])

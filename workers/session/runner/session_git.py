@@ -136,6 +136,20 @@ def session_destinations(
     return found
 
 
+def session_reads(
+    tools: Path, mounts: Sequence[SessionMount], rewrites: Sequence[Rewrite]
+) -> list[str]:
+    """What this session alone may read from inside the sandbox beyond its root: its tools
+    directory, and each githubApp mount's repository when the rewrite makes it a local path
+    (`file://`), so the preflight and the agent's git reach it as staging did."""
+    found = [str(tools)] if tools.is_dir() else []
+    for mount in mounts:
+        parts = urlsplit(rewritten(mount.url, rewrites))
+        if mount.auth == "githubApp" and parts.scheme == "file" and parts.path not in found:
+            found.append(parts.path)
+    return found
+
+
 def _host(destination: str) -> str:
     host = destination.rpartition(":")[0]
     return host[1:-1] if host.startswith("[") else host

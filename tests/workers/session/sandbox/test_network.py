@@ -264,7 +264,7 @@ def test_a_refused_entry_stops_the_runner_at_start_with_one_line(
         code = main(["runner"])
     assert (code, out.getvalue()) == (2, "")
     assert err.getvalue() == (
-        "hookspawn runner: HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS: Value error, "
+        "hookspawn runner: HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS: "
         "'https://files.example.com' is not a domain srt's proxy can allow: "
         "no scheme: a domain, not a URL\n"
     )

@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 from workers import keys
 from workers.metrics import ALL, COUNT_FIELD, INF_BUCKET, SUM_FIELD, Series, bucket_label
 
-__all__ = ["DEAD_LETTERS", "QUEUE_DEPTH", "RedisCollector"]
+__all__ = ["DEAD_LETTERS", "QUEUE_DEPTH", "RedisCollector", "stored_fields"]
 
 # Computed at scrape time from Redis, not recorded.
 QUEUE_DEPTH = "hookspawn_queue_depth"
@@ -81,22 +81,31 @@ class _Histogram:
     total: float = 0.0
 
 
+def stored_fields(
+    raw: Mapping[bytes, bytes],
+) -> Iterator[tuple[Series, str, tuple[str, ...], float]]:
+    """(series, part, label values, value) of each field of the metrics hash (a field is
+    `[name, part, *labels]` as JSON); fields another version wrote are left out."""
+    for field, value in raw.items():
+        try:
+            name, part, *labels = orjson.loads(field)
+            number = float(value)
+        except (orjson.JSONDecodeError, ValueError, TypeError):
+            continue
+        series = _BY_NAME.get(name)
+        if series is None or len(labels) != len(series.labels):
+            continue  # written by another version: not ours to show
+        yield series, str(part), tuple(str(v) for v in labels), number
+
+
 class _Tally:
     """The Redis hash, summed per series and label values."""
 
     def __init__(self, raw: Mapping[bytes, bytes]) -> None:
         self.counters: dict[str, dict[tuple[str, ...], float]] = {s.name: {} for s in ALL}
         self.histograms: dict[str, dict[tuple[str, ...], _Histogram]] = {s.name: {} for s in ALL}
-        for field, value in raw.items():
-            try:
-                name, part, *labels = orjson.loads(field)
-                number = float(value)
-            except (orjson.JSONDecodeError, ValueError, TypeError):
-                continue
-            series = _BY_NAME.get(name)
-            if series is None or len(labels) != len(series.labels):
-                continue  # written by another version: not ours to show
-            self.add(series, str(part), tuple(str(v) for v in labels), number)
+        for series, part, values, number in stored_fields(raw):
+            self.add(series, part, values, number)
 
     def add(self, series: Series, part: str, values: tuple[str, ...], number: float) -> None:
         if series.kind == "counter":

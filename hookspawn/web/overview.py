@@ -13,10 +13,9 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import orjson
-
 from hookspawn.web import svg_charts
 from workers import keys, metrics
+from workers.metrics_collector import stored_fields
 from workers.runtime import Runtime
 
 #: at most this many deliveries (newest first) are read for the hour and day charts
@@ -38,17 +37,8 @@ def _clock(epoch: float) -> str:
 def _metric_fields(
     raw: dict[bytes, bytes], series: metrics.Series
 ) -> list[tuple[str, tuple[str, ...], float]]:
-    """(part, labels, value) of one series' fields (`[name, part, *labels]` as JSON)."""
-    found = []
-    for field, value in raw.items():
-        try:
-            name, part, *labels = orjson.loads(field)
-            number = float(value)
-        except (orjson.JSONDecodeError, ValueError, TypeError):
-            continue
-        if name == series.name:
-            found.append((str(part), tuple(str(label) for label in labels), number))
-    return found
+    """(part, labels, value) of one series' fields."""
+    return [(part, labels, number) for s, part, labels, number in stored_fields(raw) if s == series]
 
 
 def quantile(buckets: list[tuple[float, float]], count: float, q: float) -> float | None:

@@ -66,7 +66,7 @@ def test_a_failed_session_shows_as_failed_wherever_its_delivery_is_read(
         listed = hs.http.get("/deliveries").json()["items"]
         show = hookspawn(capsys, monkeypatch, hs, "deliveries", "show", "status-1")
         table = hookspawn(capsys, monkeypatch, hs, "deliveries", "list")
-        ui_list = hs.http.get("/ui").text
+        ui_list = hs.http.get("/ui/deliveries").text
         ui_page = hs.http.get("/ui/deliveries/status-1").text
         failed = hookspawn(capsys, monkeypatch, hs, "sessions", "list", "--status", "failed")
         as_json = hookspawn(capsys, monkeypatch, hs, "sessions", "list", "--json")

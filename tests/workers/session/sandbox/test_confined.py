@@ -199,20 +199,17 @@ def test_temporary_files_stay_in_the_session_and_srt_s_shared_tmp_is_unwritable(
 ) -> None:
     # srt hands commands TMPDIR=/tmp/claude and binds the host's /tmp/claude into every
     # sandbox when it exists: each session gets its own TMPDIR instead, and cannot write there
+    # it is made and left in place: removing it while another test's srt starts (the suite
+    # runs in parallel) fails that srt, which saw it and then cannot bind it
     shared = Path("/tmp/claude")
-    made = not shared.exists()
     shared.mkdir(exist_ok=True)
-    try:
-        done = run(
-            host,
-            srt(),
-            'echo "$TMPDIR"; f=$(mktemp); echo data > "$f"; cat "$f"; '
-            "echo x > /tmp/claude/from-a-session 2>/dev/null || echo refused",
-        )
-        assert not (shared / "from-a-session").exists()
-    finally:
-        if made:
-            shutil.rmtree(shared, ignore_errors=True)
+    done = run(
+        host,
+        srt(),
+        'echo "$TMPDIR"; f=$(mktemp); echo data > "$f"; cat "$f"; '
+        "echo x > /tmp/claude/from-a-session 2>/dev/null || echo refused",
+    )
+    assert not (shared / "from-a-session").exists()
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [str(host.scratch / "tmp"), "data", "refused"]
 

@@ -251,21 +251,31 @@ def test_the_disk_limit_is_checked_before_a_snapshot_is_saved(
 @needs_cgroups
 def test_a_runner_starting_removes_what_a_runner_killed_outright_left(tmp_path: Path) -> None:
     assert CGROUPS is not None
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    tops = [p.parent for p in CGROUPS.parents.values()]
-    stale = [top / str(gone.pid) / "hs-left" for top in tops]
-    for path in stale:
-        path.mkdir(parents=True, exist_ok=True)
-    procs = [os.open(path / "cgroup.procs", os.O_WRONLY) for path in dict.fromkeys(stale)]
+    # a runner starting in a test beside this one (the suite runs in parallel) removes a dead
+    # runner's cgroups too, maybe before `sleep` enters them: then they are made again
+    for _ in range(10):
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        tops = [p.parent for p in CGROUPS.parents.values()]
+        stale = [top / str(gone.pid) / "hs-left" for top in tops]
+        for path in stale:
+            path.mkdir(parents=True, exist_ok=True)
+        procs = [os.open(path / "cgroup.procs", os.O_WRONLY) for path in dict.fromkeys(stale)]
 
-    def enter() -> None:
-        for fd in procs:
-            os.write(fd, b"0")
+        def enter(procs: list[int] = procs) -> None:
+            for fd in procs:
+                os.write(fd, b"0")
 
-    left = subprocess.Popen(["sleep", "120"], preexec_fn=enter)
-    for fd in procs:
-        os.close(fd)
+        try:
+            left = subprocess.Popen(["sleep", "120"], preexec_fn=enter)
+            break
+        except subprocess.SubprocessError:
+            continue
+        finally:
+            for fd in procs:
+                os.close(fd)
+    else:
+        pytest.fail("the stale cgroups were removed before a process could enter them, 10 times")
     try:
         SessionCgroups.find()
         assert left.wait(10) == -9  # killed

@@ -13,6 +13,8 @@ from typing import cast
 
 import redis
 
+from triggers.body_codec import unpack
+
 
 def redis_values(client: redis.Redis, key: bytes) -> list[bytes]:
     """Every value stored under `key`, whatever its type."""
@@ -36,10 +38,11 @@ def redis_values(client: redis.Redis, key: bytes) -> list[bytes]:
 
 
 def expanded(value: bytes) -> list[bytes]:
-    """The value, plus what it decodes to: zlib bodies and sessions, kombu's base64 bodies."""
+    """The value, plus what it decodes to: packed bodies and sessions (LZ4, or zlib from
+    before), kombu's base64 bodies."""
     forms = [value]
-    with contextlib.suppress(zlib.error):
-        forms.append(zlib.decompress(value))
+    with contextlib.suppress(zlib.error, RuntimeError):
+        forms.append(unpack(value))
     try:
         message = json.loads(value)
     except ValueError:

@@ -7,7 +7,7 @@ PREFIX = "hookspawn"
 
 # Deliveries ---------------------------------------------------------------
 #: hash: event, action, repository, installationId, hookId, receivedAt, processedAt,
-#: status, error, body (zlib-compressed raw JSON), runs (count)
+#: status, error, body (the raw JSON packed by triggers.body_codec), runs (count)
 def delivery(delivery_id: str) -> str:
     return f"{PREFIX}:delivery:{delivery_id}"
 
@@ -40,7 +40,7 @@ def delivery_lock(delivery_id: str) -> str:
 
 # Spawns and sessions -------------------------------------------------------
 #: hash, for every session dispatched (either dispatcher): `spec` (its JSON without the input)
-#: and either `input` (zlib JSON; absent when none) or, for a trigger-spawned session, `event`,
+#: and either `input` (packed JSON; absent when none) or, for a trigger-spawned session, `event`,
 #: `deliveryId` and `body` (the delivery's recorded body, which the input is rebuilt from)
 def session(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}"

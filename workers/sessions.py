@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-import zlib
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, cast
 
 import redis
 
+from triggers.body_codec import pack, unpack
 from triggers.envelope import build_envelope, session_input
 from triggers.json_codec import dump_json, load_body
 from triggers.session_spec import SessionSpec
@@ -22,8 +22,9 @@ from workers import keys
 # index drops the ids older than that as it is written, and an index nobody writes to for
 # that long expires whole.
 # A trigger-spawned session's fields are `event`, `deliveryId` and `body`: the delivery's
-# recorded body (zlib), copied from its record inside Redis, which the input is rebuilt
-# from; any other session's field is `input` (zlib JSON), absent when it has none.
+# recorded body (packed by triggers.body_codec), copied from its record inside Redis, which
+# the input is rebuilt from; any other session's field is `input` (packed JSON), absent when
+# it has none.
 STORE_SESSION_LUA = """
 local function index_session(index, now, ttl, id)
   redis.call('ZADD', index, now, id)
@@ -71,11 +72,11 @@ def decode_session(record: Mapping[bytes, bytes]) -> dict[str, Any]:
     spec: dict[str, Any] = load_body(record[b"spec"])
     if b"body" in record:
         delivery_id = record[b"deliveryId"].decode()
-        payload = load_body(zlib.decompress(record[b"body"]))
+        payload = load_body(unpack(record[b"body"]))
         envelope = build_envelope(record[b"event"].decode(), delivery_id, payload)
         spec["input"] = session_input(delivery_id, envelope)
     elif b"input" in record:
-        spec["input"] = load_body(zlib.decompress(record[b"input"]))
+        spec["input"] = load_body(unpack(record[b"input"]))
     else:
         spec["input"] = None
     return spec
@@ -126,7 +127,7 @@ class SessionStore:
             if created != -1:
                 return bool(created)
             # the delivery's record is gone (expired): keep the input itself
-        packed = zlib.compress(dump_json(spec.input), 1) if spec.input is not None else b""
+        packed = pack(dump_json(spec.input)) if spec.input is not None else b""
         created = self._create(
             keys=[session_key, *index_keys, session_key],
             args=[spec.id, document, now, "inline", packed, "", self.retention_seconds],

@@ -709,7 +709,7 @@ class Cluster:
         for where, hay in self.haystacks():
             counts[where.split(" ", 1)[0]] += 1
             if b"fault drill #" in hay and where.startswith("redis hookspawn:delivery:"):
-                decoded_body = True  # the zlib bodies were really read
+                decoded_body = True  # the packed bodies were really read
             leaks += [f"{label} in {where}" for label, s in secrets.items() if s.encode() in hay]
             # a session credential is handed over in its dispatched spec, and nowhere else
             if not where.startswith("dispatched spec"):

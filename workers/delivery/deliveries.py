@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -15,6 +14,7 @@ import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript, Script
 from redis.exceptions import NoScriptError
 
+from triggers.body_codec import pack, unpack
 from triggers.json_codec import dump_json
 from triggers.session_spec import SessionSpec
 from workers import keys
@@ -104,27 +104,28 @@ class DeliveryStore:
 
         False when the delivery id is already known: nothing is written then.
         """
-        keys_, args = self._record_call(new, queue, message)
+        keys_, args = self.record_call(new, queue=queue, message=message)
         return bool(self._record(keys=keys_, args=args))
 
     async def arecord(
         self, aclient: aioredis.Redis, new: NewDelivery, *, queue: str, message: bytes
     ) -> bool:
         """`record` on an asyncio client, for the intake's event loop."""
-        keys_, args = self._record_call(new, queue, message)
+        keys_, args = self.record_call(new, queue=queue, message=message)
         script = self._arecord.get(id(aclient))
         if script is None:  # AsyncScript loads itself again after NOSCRIPT (a Redis restart)
             script = self._arecord[id(aclient)] = aclient.register_script(RECORD)
         return bool(await script(keys=keys_, args=args))
 
-    def _record_call(
-        self, new: NewDelivery, queue: str, message: bytes
+    def record_call(
+        self, new: NewDelivery, *, queue: str, message: bytes
     ) -> tuple[list[str], list[Arg]]:
+        """RECORD's KEYS and ARGV for `new` (`message` pushed onto `queue`, when given)."""
         fields: dict[str, str | bytes] = {
             "event": new.event,
             "status": QUEUED,
             "receivedAt": repr(new.received_at),
-            "body": zlib.compress(new.body, 1),
+            "body": pack(new.body),
             "runs": "0",
         }
         if new.action:
@@ -162,7 +163,7 @@ class DeliveryStore:
 
     def body(self, delivery_id: str) -> bytes | None:
         packed = cast(bytes | None, self.client.hget(keys.delivery(delivery_id), "body"))
-        return zlib.decompress(packed) if packed else None
+        return unpack(packed) if packed else None
 
     def runs(self, delivery_id: str) -> list[dict[str, Any]]:
         raw = cast(list[bytes], self.client.lrange(keys.delivery_runs(delivery_id), 0, -1))
@@ -267,7 +268,7 @@ class DeliveryStore:
         packed = raw.pop(b"body", None)
         generation = answer[2] if len(answer) > 2 else None
         delivery = parse_record(delivery_id, raw, claimed=True, generation=generation)
-        return state, delivery, zlib.decompress(packed) if packed else None
+        return state, delivery, unpack(packed) if packed else None
 
     def finish(
         self,

@@ -11,11 +11,21 @@ compares the two field by field.
 from __future__ import annotations
 
 import base64
-import uuid
+import os
 
 import orjson
 
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+
+
+def _uuid4() -> str:
+    """A random (version 4) UUID's text, as `str(uuid.uuid4())` writes it, without the
+    UUID object (a third of the time; a message needs two)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    x = raw.hex()
+    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
 
 
 class TaskMessages:
@@ -28,7 +38,7 @@ class TaskMessages:
         self.reply_to = reply_to
 
     def __call__(self, delivery_id: str) -> bytes:
-        task_id = str(uuid.uuid4())
+        task_id = _uuid4()
         body = orjson.dumps([[delivery_id], {}, _EMBED])
         return orjson.dumps(
             {
@@ -63,7 +73,7 @@ class TaskMessages:
                     "delivery_info": {"exchange": "", "routing_key": self.queue},
                     "priority": 0,
                     "body_encoding": "base64",
-                    "delivery_tag": str(uuid.uuid4()),
+                    "delivery_tag": _uuid4(),
                 },
             }
         )

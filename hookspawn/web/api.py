@@ -7,11 +7,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import redis
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
-from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from hookspawn.web import (
@@ -33,7 +31,6 @@ from hookspawn.web import (
     routes_sessions,
     ui,
 )
-from workers.errors import WorkerError
 from workers.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -58,17 +55,7 @@ class HookspawnApp(FastAPI):
                 return
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == receiver.PATH:
             scope["app"] = self
-            try:
-                response = await receiver.receive(Request(scope, receive))
-            except ClientDisconnect:
-                return  # nobody left to answer; nothing was recorded
-            except Exception as exc:
-                if http_errors.status_of(exc) >= 500 and not isinstance(
-                    exc, redis.RedisError | WorkerError
-                ):
-                    log.exception("intake failed")
-                response = http_errors.to_response(exc)
-            await response(scope, receive, send)
+            await receiver.intake(self, scope, receive, send)
             return
         await super().__call__(scope, receive, send)
 
@@ -89,9 +76,7 @@ def create_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> HookspawnApp:
             async with routes_metrics.flushing(app), mcp_endpoint():
                 yield
         finally:
-            client = getattr(app.state, "aredis", None)
-            if client is not None:
-                await client.aclose()
+            await receiver.close_recorder(app)
 
     app = HookspawnApp(
         title="hookspawn",

@@ -1,43 +1,92 @@
-"""POST /webhooks/github: verify, record durably (dedup on X-GitHub-Delivery), enqueue, answer."""
+"""POST /webhooks/github: verify, record durably (dedup on X-GitHub-Delivery), enqueue, answer.
+
+The one hot path of the web process, answered straight from ASGI (`HookspawnApp` hands it
+every request for this path before its middleware and router): the headers it needs picked
+from the scope, the body read with its cap, the pure checks of `triggers.intake`, then the
+record script on the event loop's `RecordPipe` (one write for every request of a pass of the
+loop), and a prebuilt answer. A 202 is sent only after Redis answered that the delivery is
+recorded, pending and queued.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+import logging
+import time
+from typing import Any
 
+import orjson
+import redis
+import redis.asyncio as aioredis
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from hookspawn.web import http_errors
 from hookspawn.web.api_models import IntakeAnswer, Queued
-from hookspawn.web.deps import async_redis, runtime
 from hookspawn.web.error_models import errors
-from hookspawn.web.routes_metrics import timed_intake
-from triggers.errors import PayloadTooLarge
+from hookspawn.web.routes_metrics import count_intake
+from triggers.errors import InvalidSignature, PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
 from workers.delivery.record import NewDelivery
+from workers.delivery.record_pipe import RecordPipe, supports
+from workers.delivery.scripts import RECORD
+from workers.errors import WorkerError
 from workers.runtime import Runtime
 
-#: declared here for the OpenAPI document; requests for it go straight to `receive`
-#: (`HookspawnApp` in hookspawn.web.api)
+log = logging.getLogger(__name__)
+
+PATH = "/webhooks/github"
+
+#: the request headers intake reads (ASGI gives header names in lower case)
+_WANTED = frozenset(
+    {
+        b"content-length",
+        b"content-type",
+        b"x-hub-signature-256",
+        b"x-github-event",
+        b"x-github-delivery",
+        b"x-github-hook-id",
+    }
+)
+_JSON = (b"content-type", b"application/json")
+
+#: declared here for the OpenAPI document; the app answers the path before routing
 router = APIRouter()
 
 
-async def read_capped(request: Request) -> bytes:
+class Disconnected(Exception):
+    """The client went away before its body arrived: nobody is left to answer."""
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """The headers intake reads, by lower-case name; the first of a repeated one."""
+    found: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        if name in _WANTED:
+            found.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+    return found
+
+
+async def _read_body(receive: Receive, content_length: str | None) -> bytes:
     """The raw body, refusing (413) as soon as it passes 25 MB without reading the rest."""
-    check_size(request.headers.get("content-length"))
+    check_size(content_length)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Disconnected
+        chunk: bytes = message.get("body", b"")
         size += len(chunk)
         if size > MAX_BODY:
             raise PayloadTooLarge("body is over the 25 MB limit", limit=MAX_BODY)
         chunks.append(chunk)
-    return b"".join(chunks)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def record_and_enqueue(request: Request, rt: Runtime, parsed: ParsedDelivery) -> bool:
-    """Record the delivery and queue its task in one atomic round trip.
-
-    True when new; False for a duplicate delivery id (nothing written, nothing queued).
-    """
-    new = NewDelivery(
+def _new_delivery(parsed: ParsedDelivery) -> NewDelivery:
+    return NewDelivery(
         delivery_id=parsed.delivery_id,
         event=parsed.event,
         action=parsed.action,
@@ -46,16 +95,108 @@ async def record_and_enqueue(request: Request, rt: Runtime, parsed: ParsedDelive
         hook_id=parsed.hook_id,
         body=parsed.json,
     )
-    messages = rt.task_messages
-    return await rt.store.arecord(
-        async_redis(request),
-        new,
-        queue=messages.queue,
-        message=messages(parsed.delivery_id),
+
+
+class Recorder:
+    """Records a delivery and queues its task in one atomic script, on this event loop:
+    through a `RecordPipe` (group commit), or redis-py for a TLS Redis."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.pipe = RecordPipe(rt.redis_url, RECORD) if supports(rt.redis_url) else None
+        self.client: aioredis.Redis | None = None
+
+    async def record(self, parsed: ParsedDelivery) -> bool:
+        """True when new; False for a known delivery id (nothing written, nothing queued)."""
+        rt, new = self.rt, _new_delivery(parsed)
+        messages = rt.task_messages
+        message = messages(parsed.delivery_id)
+        if self.pipe is None:
+            if self.client is None:
+                self.client = aioredis.Redis.from_url(
+                    rt.redis_url, socket_timeout=5, socket_connect_timeout=2
+                )
+            return await rt.store.arecord(self.client, new, queue=messages.queue, message=message)
+        keys_, args = rt.store.record_call(new, queue=messages.queue, message=message)
+        return bool(await self.pipe.call(keys_, args))
+
+    async def aclose(self) -> None:
+        if self.pipe is not None:
+            self.pipe.close()
+        if self.client is not None:
+            await self.client.aclose()
+
+
+def recorder(app: FastAPI) -> Recorder:
+    """The app's recorder, made on first use (inside the event loop that serves)."""
+    found: Recorder | None = getattr(app.state, "recorder", None)
+    if found is None:
+        found = app.state.recorder = Recorder(app.state.runtime)
+    return found
+
+
+async def close_recorder(app: FastAPI) -> None:
+    """Close the app's recorder, if it made one: at the end of the app's lifespan."""
+    found: Recorder | None = getattr(app.state, "recorder", None)
+    if found is not None:
+        app.state.recorder = None
+        await found.aclose()
+
+
+async def intake(app: FastAPI, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer one POST /webhooks/github; count and time the answer."""
+    started = time.perf_counter()
+    headers = _headers(scope)
+    try:
+        raw = await _read_body(receive, headers.get("content-length"))
+        rt: Runtime = app.state.runtime
+        parsed = parse_delivery(headers, raw, rt.settings.webhook_secret)
+        created = await recorder(app).record(parsed)
+    except Disconnected:
+        return  # nothing was recorded
+    except Exception as exc:
+        status = http_errors.status_of(exc)
+        if status >= 500 and not isinstance(exc, redis.RedisError | WorkerError):
+            log.exception("intake failed")
+        code = "store_unavailable" if isinstance(exc, redis.RedisError) else None
+        code = code or getattr(exc, "code", None) or "internal_error"
+        trusted = not isinstance(exc, PayloadTooLarge | InvalidSignature)
+        count_intake(app, headers.get("x-github-event", "") if trusted else "", code, started)
+        await http_errors.to_response(exc)(scope, receive, send)
+        return
+    answer = "queued" if created else "duplicate"
+    status = 202 if created and parsed.event != "ping" else 200
+    body = orjson.dumps({"deliveryId": parsed.delivery_id, "status": answer})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [_JSON, (b"content-length", b"%d" % len(body))],
+        }
     )
+    await send({"type": "http.response.body", "body": body})
+    count_intake(app, parsed.event, answer, started)
 
 
-PATH = "/webhooks/github"
+class _Answer:
+    """What `intake` sends, kept to be returned as a Response (the routed endpoint)."""
+
+    def __init__(self) -> None:
+        self.status = 500
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.body = b""
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            self.headers = list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            self.body += message.get("body", b"")
+
+    def response(self) -> Response:
+        response = Response(self.body, status_code=self.status)
+        response.raw_headers = self.headers
+        return response
 
 
 @router.post(
@@ -80,14 +221,8 @@ PATH = "/webhooks/github"
         ),
     },
 )
-@timed_intake
-async def receive(request: Request) -> JSONResponse:
-    rt = runtime(request)
-    raw = await read_capped(request)
-    headers = {k.lower(): v for k, v in request.headers.items()}
-    parsed = parse_delivery(headers, raw, rt.settings.webhook_secret)
-    created = await record_and_enqueue(request, rt, parsed)
-    if not created:
-        return JSONResponse({"deliveryId": parsed.delivery_id, "status": "duplicate"}, 200)
-    status = 200 if parsed.event == "ping" else 202
-    return JSONResponse({"deliveryId": parsed.delivery_id, "status": "queued"}, status)
+async def receive(request: Request) -> Any:
+    """The same intake when reached through the router (an app mounting this router alone)."""
+    answer = _Answer()
+    await intake(request.app, request.scope, request.receive, answer)
+    return answer.response()

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-import orjson
-import redis
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import Response
 from prometheus_client import (
@@ -25,7 +22,6 @@ from prometheus_client import (
 from starlette.concurrency import run_in_threadpool
 
 from hookspawn.web.deps import require_admin, runtime
-from triggers.errors import InvalidSignature, PayloadTooLarge
 from workers import metrics
 from workers.metrics_collector import RedisCollector
 
@@ -73,6 +69,8 @@ class WebMetrics:
             seconds.name, seconds.help, buckets=seconds.buckets, registry=self.registry
         )
         self.registry.register(RedisCollector(app.state.runtime.client))
+        #: the counter's series by (event, answer), so each answer skips `labels()`
+        self.children: dict[tuple[str, str], Any] = {}
 
 
 def web_metrics(app: FastAPI) -> WebMetrics:
@@ -102,44 +100,14 @@ async def flushing(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(metrics.flush, client)
 
 
-Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-def timed_intake(endpoint: Endpoint) -> Endpoint:
-    """Count each webhook answer in `hookspawn_deliveries_total` and time it, in memory."""
-
-    @functools.wraps(endpoint)
-    async def timed(request: Request) -> Response:
-        started = time.perf_counter()
-        try:
-            response = await endpoint(request)
-        except Exception as exc:
-            code = "store_unavailable" if isinstance(exc, redis.RedisError) else None
-            code = code or getattr(exc, "code", None) or "internal_error"
-            _count(request, str(code), started, trusted=not _unverified(exc))
-            raise
-        _count(request, _answered(response), started, trusted=True)
-        return response
-
-    return timed
-
-
-def _unverified(exc: Exception) -> bool:
-    """Refused before the signature was checked: its event header says nothing."""
-    return isinstance(exc, PayloadTooLarge | InvalidSignature)
-
-
-def _answered(response: Response) -> str:
-    try:
-        status: Any = orjson.loads(response.body).get("status")
-    except (orjson.JSONDecodeError, AttributeError):
-        status = None
-    return str(status or response.status_code)
-
-
-def _count(request: Request, status: str, started: float, *, trusted: bool) -> None:
-    event = request.headers.get("x-github-event", "") if trusted else ""
+def count_intake(app: FastAPI, event: str, status: str, started: float) -> None:
+    """Count one webhook answer in `hookspawn_deliveries_total` by event (`event`: the
+    X-GitHub-Event of a request whose signature was checked, else empty) and answer, and
+    time it (`started`: its `time.perf_counter()`), in this process's memory."""
+    counted = web_metrics(app)
     label = event if _EVENT_NAME.fullmatch(event) else _UNKNOWN
-    counted = web_metrics(request.app)
-    counted.deliveries.labels(label, status).inc()
+    child = counted.children.get((label, status))
+    if child is None:
+        child = counted.children[(label, status)] = counted.deliveries.labels(label, status)
+    child.inc()
     counted.seconds.observe(time.perf_counter() - started)

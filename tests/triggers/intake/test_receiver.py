@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -248,3 +248,37 @@ def test_get_delivery_shape(client: httpx.Client, webhooks_dir: Path) -> None:
     missing = client.get("/deliveries/nope")
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "delivery_not_found"
+
+
+def test_the_routed_endpoint_answers_as_the_app_does(rt: Runtime) -> None:
+    """An app that mounts the intake router alone (no fast path before routing) records and
+    answers the same way."""
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI
+
+    from hookspawn.web import receiver
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await receiver.close_recorder(app)
+
+    app = FastAPI(lifespan=lifespan)
+    app.state.runtime = rt
+    app.include_router(receiver.router)
+    body = b'{"action": "opened"}'
+    with live_client(app) as c:
+        first = c.post("/webhooks/github", content=body, headers=headers(body, delivery="r-1"))
+        again = c.post("/webhooks/github", content=body, headers=headers(body, delivery="r-1"))
+        forged = c.post(
+            "/webhooks/github",
+            content=body,
+            headers=headers(body, delivery="r-2", **{"X-Hub-Signature-256": "sha256=" + "0" * 64}),
+        )
+    assert (first.status_code, first.json()) == (202, {"deliveryId": "r-1", "status": "queued"})
+    assert first.headers["content-type"] == "application/json"
+    assert (again.status_code, again.json()["status"]) == (200, "duplicate")
+    assert forged.status_code == 401
+    assert forged.json()["error"]["code"] == "invalid_signature"
+    assert rt.client.llen(QUEUE) == 1

@@ -1,0 +1,318 @@
+"""Intake's own Redis connection: every request's record script of one event-loop pass, sent
+in one write (group commit), answered in order.
+
+A webhook is answered 202 only once its record script has run (recorded, marked pending and
+queued, atomically); that round trip is most of what intake waits for. Through redis-py each
+call is a connection checkout, retry and timeout wrappers and a separate write, which cost
+more CPU than everything else intake does. Here a request encodes its `EVALSHA` (RESP) and
+hands it over; the first hand-over of a pass of the event loop schedules one flush at the end
+of that pass, which writes every command handed over meanwhile; the answers are parsed as
+they arrive and matched to their callers in order. Nothing is acknowledged early: each caller
+still gets its own script's own answer, after Redis ran it.
+
+- NOSCRIPT (the server lost its script cache): that call is sent again as `EVAL` with the
+  script's text, which also caches it; a command refused with NOSCRIPT never ran.
+- A lost connection, or an answer later than `timeout`: every call in flight fails with
+  `RecordPipeError` (a `redis.ConnectionError`, answered 503 like any store error) and the
+  connection is closed; the next call connects again. A call that failed this way may have
+  run; the sender's redelivery is then a duplicate, which the script itself detects.
+- TCP (`redis://`) and Unix sockets (`unix://`); `supports(url)` is False for TLS
+  (`rediss://`), which intake then reaches through redis-py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import redis
+from redis.connection import SSLConnection, parse_url
+
+__all__ = ["RecordPipe", "RecordPipeError", "encode_command", "supports"]
+
+Arg = str | bytes | float | int
+
+
+class RecordPipeError(redis.ConnectionError):
+    """The delivery store could not be reached, or did not answer in time."""
+
+
+class ReplyError(redis.ResponseError):
+    """Redis answered a command with an error."""
+
+
+def _params(url: str) -> dict[str, Any]:
+    """What a Redis URL says: host, port, db, username, password, a Unix `path`, TLS."""
+    params: dict[str, Any] = parse_url(url)  # type: ignore[no-untyped-call]
+    return params
+
+
+def supports(url: str) -> bool:
+    """Whether this client can reach `url` (TLS is left to redis-py)."""
+    return _params(url).get("connection_class") is not SSLConnection
+
+
+def _bulk(value: Arg) -> bytes:
+    if isinstance(value, bytes):
+        data = value
+    elif isinstance(value, str):
+        data = value.encode()
+    elif isinstance(value, float):
+        data = repr(value).encode()
+    else:
+        data = str(value).encode()
+    return b"$%d\r\n%s\r\n" % (len(data), data)
+
+
+def encode_command(*parts: Arg) -> bytes:
+    """One command in RESP, as redis-py would send it."""
+    return b"*%d\r\n" % len(parts) + b"".join(_bulk(part) for part in parts)
+
+
+class _Call:
+    __slots__ = ("future", "retry", "sent")
+
+    def __init__(
+        self, future: asyncio.Future[Any], retry: Callable[[], bytes] | None, sent: float
+    ) -> None:
+        self.future = future
+        self.retry = retry  # builds the same call as EVAL, sent on NOSCRIPT
+        self.sent = sent
+
+
+class _Connection(asyncio.Protocol):
+    """One Redis connection: commands queued in a pass go out together; replies in order."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+        self.loop = loop
+        self.timeout = timeout
+        self.transport: asyncio.Transport | None = None
+        self.outgoing: list[bytes] = []
+        self.waiting: deque[_Call] = deque()
+        self.buffer = b""
+        self.closed = False
+        self.flush_scheduled = False
+        self.watchdog: asyncio.TimerHandle | None = None
+
+    # asyncio.Protocol ----------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.fail(RecordPipeError(f"the delivery store connection was lost: {exc or 'closed'}"))
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer = self.buffer + data if self.buffer else data
+        try:
+            self._read_replies()
+        except ValueError as exc:
+            self.fail(RecordPipeError(f"the delivery store sent what is not RESP: {exc}"))
+
+    # sending -------------------------------------------------------------------------------
+    def send(
+        self, command: bytes, *, retry: Callable[[], bytes] | None = None
+    ) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = self.loop.create_future()
+        if self.closed:
+            future.set_exception(RecordPipeError("the delivery store connection is closed"))
+            return future
+        self.outgoing.append(command)
+        self.waiting.append(_Call(future, retry, self.loop.time()))
+        if not self.flush_scheduled:
+            self.flush_scheduled = True
+            self.loop.call_soon(self._flush)
+        if self.watchdog is None:
+            self.watchdog = self.loop.call_later(self.timeout, self._check_late)
+        return future
+
+    def _flush(self) -> None:
+        self.flush_scheduled = False
+        if self.outgoing and self.transport is not None and not self.closed:
+            self.transport.write(b"".join(self.outgoing))
+        self.outgoing.clear()
+
+    def _check_late(self) -> None:
+        self.watchdog = None
+        if not self.waiting:
+            return
+        waited = self.loop.time() - self.waiting[0].sent
+        if waited >= self.timeout:
+            late = f"the delivery store did not answer within {self.timeout:g}s"
+            self.fail(RecordPipeError(late))
+            return
+        self.watchdog = self.loop.call_later(self.timeout - waited, self._check_late)
+
+    def fail(self, error: Exception) -> None:
+        """Fail every call in flight and close: nothing more is sent on this connection."""
+        self.closed = True
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+            self.watchdog = None
+        while self.waiting:
+            call = self.waiting.popleft()
+            if not call.future.done():
+                call.future.set_exception(error)
+        self.outgoing.clear()
+        if self.transport is not None:
+            self.transport.close()
+
+    # receiving -----------------------------------------------------------------------------
+    def _read_replies(self) -> None:
+        buffer, at = self.buffer, 0
+        while at < len(buffer):
+            reply = _parse(buffer, at)
+            if reply is None:
+                break
+            value, at = reply
+            self._answer(value)
+            if self.closed:
+                return
+        self.buffer = buffer[at:]
+
+    def _answer(self, value: Any) -> None:
+        if not self.waiting:
+            self.fail(RecordPipeError("the delivery store answered a command never sent"))
+            return
+        call = self.waiting.popleft()
+        noscript = isinstance(value, ReplyError) and str(value).startswith("NOSCRIPT")
+        if noscript and call.retry is not None:
+            retried = self.send(call.retry())
+            retried.add_done_callback(lambda done: _forward(done, call.future))
+            return
+        if call.future.done():
+            return  # its caller is gone (cancelled): the answer is dropped
+        if isinstance(value, ReplyError):
+            call.future.set_exception(value)
+        else:
+            call.future.set_result(value)
+
+
+def _forward(done: asyncio.Future[Any], future: asyncio.Future[Any]) -> None:
+    if future.done():
+        return
+    if done.cancelled():
+        future.cancel()
+    elif (error := done.exception()) is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(done.result())
+
+
+def _parse(buffer: bytes, at: int) -> tuple[Any, int] | None:
+    """One RESP2 reply from `buffer[at:]` and where the next starts; None when incomplete."""
+    end = buffer.find(b"\r\n", at)
+    if end < 0:
+        return None
+    kind, line = buffer[at : at + 1], buffer[at + 1 : end]
+    if kind == b":":
+        return int(line), end + 2
+    if kind == b"+":
+        return line, end + 2
+    if kind == b"-":
+        return ReplyError(line.decode("utf-8", "replace")), end + 2
+    if kind == b"$":
+        size = int(line)
+        if size < 0:
+            return None, end + 2
+        stop = end + 2 + size
+        if len(buffer) < stop + 2:
+            return None
+        return buffer[end + 2 : stop], stop + 2
+    if kind == b"*":
+        count = int(line)
+        items: list[Any] = []
+        at = end + 2
+        for _ in range(max(count, 0)):
+            item = _parse(buffer, at)
+            if item is None:
+                return None
+            items.append(item[0])
+            at = item[1]
+        return (items if count >= 0 else None), at
+    raise ValueError(f"unknown reply type {kind!r}")
+
+
+class RecordPipe:
+    """Calls of one Lua script over one lazily (re)connected connection of this event loop."""
+
+    def __init__(
+        self, url: str, script: str, *, timeout: float = 5.0, connect_timeout: float = 2.0
+    ) -> None:
+        if not supports(url):
+            raise ValueError("TLS Redis URLs are not supported here; use redis-py")
+        self.url = url
+        self.params = _params(url)
+        self.script = script.encode()
+        self.sha = hashlib.sha1(self.script, usedforsecurity=False).hexdigest().encode()
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._connection: _Connection | None = None
+        self._connecting: asyncio.Future[_Connection] | None = None
+
+    async def call(self, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        """The script's answer for these KEYS and ARGV, once Redis ran it."""
+        connection = self._connection
+        if connection is None or connection.closed:
+            connection = await self._connect()
+        tail = b"".join(_bulk(part) for part in (len(keys), *keys, *args))
+        count = 3 + len(keys) + len(args)
+        evalsha = b"*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n%s" % (count, self.sha, tail)
+
+        def as_eval() -> bytes:
+            return b"*%d\r\n$4\r\nEVAL\r\n%s%s" % (count, _bulk(self.script), tail)
+
+        return await connection.send(evalsha, retry=as_eval)
+
+    async def _connect(self) -> _Connection:
+        if self._connecting is None:
+            self._connecting = asyncio.ensure_future(self._open())
+        connecting = self._connecting
+        try:
+            connection = await asyncio.shield(connecting)
+        finally:
+            if connecting.done() and self._connecting is connecting:
+                self._connecting = None
+        return connection
+
+    async def _open(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        params = self.params
+        made = lambda: _Connection(loop, self.timeout)  # noqa: E731
+        try:
+            if "path" in params:
+                opening = loop.create_unix_connection(made, params["path"])
+            else:
+                host, port = params.get("host", "localhost"), params.get("port", 6379)
+                opening = loop.create_connection(made, host, port)
+            _, connection = await asyncio.wait_for(opening, self.connect_timeout)
+        except (TimeoutError, OSError) as exc:
+            raise RecordPipeError(
+                f"cannot connect to the delivery store: {exc or type(exc).__name__}"
+            ) from None
+        handshake = []
+        if params.get("password") is not None:
+            auth = ["AUTH", params["password"]]
+            if params.get("username"):
+                auth.insert(1, params["username"])
+            handshake.append(connection.send(encode_command(*auth)))
+        if params.get("db"):
+            handshake.append(connection.send(encode_command("SELECT", params["db"])))
+        handshake.append(connection.send(encode_command("SCRIPT", "LOAD", self.script)))
+        try:
+            *_, loaded = await asyncio.gather(*handshake)
+        except redis.ResponseError as exc:
+            connection.fail(RecordPipeError(f"the delivery store refused the connection: {exc}"))
+            raise RecordPipeError(f"the delivery store refused the connection: {exc}") from None
+        if loaded != self.sha:
+            connection.fail(RecordPipeError("the delivery store loaded another script"))
+            raise RecordPipeError(f"the delivery store loaded the script as {loaded!r}")
+        self._connection = connection
+        return connection
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None and not connection.closed:
+            connection.fail(RecordPipeError("the delivery store connection was closed"))

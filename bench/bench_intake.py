@@ -183,31 +183,10 @@ def naive_app(redis_url: str) -> Any:
     return app
 
 
-def hookspawn_app(redis_url: str, data_dir: Path) -> Any:
-    from hookspawn.web.api import create_app
-    from workers.runtime import build_runtime
-    from workers.settings import Settings
-
-    settings = Settings.model_validate(
-        {
-            "redis_url": redis_url,
-            "webhook_secret": [SECRET],
-            "data_dir": data_dir / "data",
-            "agents_dir": data_dir / ".auto",
-        }
-    )
-    return create_app(build_runtime(settings))
-
-
 def serve(name: str, port: int, redis_url: str, data_dir: Path) -> None:
     import uvicorn
 
-    if name == "bare":
-        app = bare_app()
-    elif name == "naive":
-        app = naive_app(redis_url)
-    else:
-        app = hookspawn_app(redis_url, data_dir)
+    app = bare_app() if name == "bare" else naive_app(redis_url)
     uvicorn.run(
         app,
         host="127.0.0.1",
@@ -240,6 +219,18 @@ class Result:
     socket_errors: int
     recorded: int | None = None
     queued: int | None = None
+    #: CPU microseconds per request of the server process and of redis-server
+    server_us: float = 0.0
+    redis_us: float = 0.0
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU seconds of one process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
@@ -258,12 +249,25 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -
 def start_server(
     name: str, redis_url: str, work: Path, profile_to: Path | None = None, rate: int = 100
 ) -> tuple[subprocess.Popen[bytes], int]:
+    """`bare`/`naive` under uvicorn here; `hookspawn` is the shipped `hookspawn web` at its
+    defaults (one process), configured through its environment like any deployment."""
     port = free_port()
-    cmd = [
-        "taskset", "-c", SERVER_CORE,
-        sys.executable, str(Path(__file__).resolve()),
-        "--serve", name, "--port", str(port), "--redis-url", redis_url, "--work", str(work),
-    ]  # fmt: skip
+    env = dict(os.environ)
+    if name == "hookspawn":
+        server = [sys.executable, "-m", "hookspawn.cli", "web", "--host", "127.0.0.1",
+                  "--port", str(port)]  # fmt: skip
+        env.update(
+            {
+                "HOOKSPAWN_REDIS_URL": redis_url,
+                "HOOKSPAWN_WEBHOOK_SECRET": SECRET,
+                "HOOKSPAWN_DATA_DIR": str(work / "data"),
+                "HOOKSPAWN_AGENTS_DIR": str(work / ".auto"),
+            }
+        )
+    else:
+        server = [sys.executable, str(Path(__file__).resolve()), "--serve", name,
+                  "--port", str(port), "--redis-url", redis_url, "--work", str(work)]  # fmt: skip
+    cmd = ["taskset", "-c", SERVER_CORE, *server]
     if profile_to is not None:
         py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
         # py-spy is the server's parent (so ptrace is allowed); it samples on the load core
@@ -273,7 +277,9 @@ def start_server(
             "-o", str(profile_to), "--",
             *cmd,
         ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, start_new_session=True, env=env, cwd=ROOT
+    )
     wait_port(port, proc)
     return proc, port
 
@@ -340,6 +346,7 @@ def one_run(
     seconds: float,
     warmup: float,
     connections: int,
+    redis_pid: int,
 ) -> Result:
     client.flushall()
     proc, port = start_server(scenario, redis_url, work)
@@ -350,7 +357,9 @@ def one_run(
             time.sleep(1.0)  # the warm-up's last requests land before the flush
             client.flushall()
         script = write_script(work, body_path, signature, f"{scenario}-{run}")
+        cpu0 = cpu_seconds(proc.pid), cpu_seconds(redis_pid)
         data = run_wrk(port, script, seconds, connections)
+        cpu1 = cpu_seconds(proc.pid), cpu_seconds(redis_pid)
         time.sleep(0.5)  # let the last in-flight requests land
     finally:
         stop_server(proc)
@@ -367,6 +376,8 @@ def one_run(
         duplicate=data["duplicate"],
         other=data["other"],
         socket_errors=data["connect"] + data["read"] + data["write"] + data["timeout"],
+        server_us=(cpu1[0] - cpu0[0]) / max(1, data["requests"]) * 1e6,
+        redis_us=(cpu1[1] - cpu0[1]) / max(1, data["requests"]) * 1e6,
     )
     if scenario != "bare":
         result.recorded, result.queued = count_recorded(client)
@@ -514,10 +525,12 @@ def main() -> None:
                         seconds=args.seconds,
                         warmup=args.warmup,
                         connections=args.connections,
+                        redis_pid=server.process.pid,
                     )
                     print(
                         f"  {name} run {run}: {r.rps:.0f} req/s, p50 {r.p50_ms:.2f} ms, "
-                        f"p99 {r.p99_ms:.2f} ms",
+                        f"p99 {r.p99_ms:.2f} ms; CPU per request: server {r.server_us:.0f} us, "
+                        f"redis {r.redis_us:.0f} us; load {os.getloadavg()[0]:.2f}",
                         flush=True,
                     )
                     results.append(r)

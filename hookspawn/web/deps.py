@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hmac
 
-import redis.asyncio as aioredis
 from fastapi import Request
 
 from hookspawn.web import ui_logins
@@ -20,17 +19,6 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 def runtime(request: Request) -> Runtime:
     rt: Runtime = request.app.state.runtime
     return rt
-
-
-def async_redis(request: Request) -> aioredis.Redis:
-    """The event loop's Redis client (intake's one round trip), made on first use."""
-    client: aioredis.Redis | None = getattr(request.app.state, "aredis", None)
-    if client is None:
-        client = aioredis.Redis.from_url(
-            runtime(request).redis_url, socket_timeout=5, socket_connect_timeout=2
-        )
-        request.app.state.aredis = client
-    return client
 
 
 def require_admin(request: Request) -> None:

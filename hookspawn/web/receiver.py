@@ -101,9 +101,11 @@ class Recorder:
     """Records a delivery and queues its task in one atomic script, on this event loop:
     through a `RecordPipe` (group commit), or redis-py for a TLS Redis."""
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: Runtime, *, pipe: bool | None = None) -> None:
+        """`pipe`: through a RecordPipe (by default, whenever it can reach the URL)."""
         self.rt = rt
-        self.pipe = RecordPipe(rt.redis_url, RECORD) if supports(rt.redis_url) else None
+        use_pipe = supports(rt.redis_url) if pipe is None else pipe
+        self.pipe = RecordPipe(rt.redis_url, RECORD) if use_pipe else None
         self.client: aioredis.Redis | None = None
 
     async def record(self, parsed: ParsedDelivery) -> bool:

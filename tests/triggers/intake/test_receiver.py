@@ -282,3 +282,29 @@ def test_the_routed_endpoint_answers_as_the_app_does(rt: Runtime) -> None:
     assert forged.status_code == 401
     assert forged.json()["error"]["code"] == "invalid_signature"
     assert rt.client.llen(QUEUE) == 1
+
+
+def test_without_the_pipe_redis_py_records_the_same(rt: Runtime) -> None:
+    """The way a TLS Redis is reached (redis-py's asyncio client): same record, same dedup."""
+    import asyncio
+
+    from hookspawn.web.receiver import Recorder
+    from triggers.intake import parse_delivery
+
+    body = b'{"action": "opened", "installation": {"id": 9}}'
+    lowered = {k.lower(): v for k, v in headers(body, delivery="tls-1").items()}
+    parsed = parse_delivery(lowered, body, [SECRET])
+
+    async def twice() -> tuple[bool, bool]:
+        recorder = Recorder(rt, pipe=False)
+        try:
+            assert recorder.pipe is None
+            return await recorder.record(parsed), await recorder.record(parsed)
+        finally:
+            await recorder.aclose()
+
+    assert asyncio.run(twice()) == (True, False)
+    record = rt.store.get("tls-1")
+    assert record is not None and record.installation_id == 9
+    assert rt.store.body("tls-1") == body
+    assert rt.client.llen(QUEUE) == 1

@@ -65,7 +65,9 @@ def serving_pid(server_port: int, client_port: int, pids: list[int]) -> int | No
     return None
 
 
-def connection_to(port: int, pid: int, pids: list[int], tries: int = 200) -> http.client.HTTPConnection:
+def connection_to(
+    port: int, pid: int, pids: list[int], tries: int = 200
+) -> http.client.HTTPConnection:
     """A kept-alive connection to 127.0.0.1:port that process `pid` (one of `pids`) serves."""
     for _ in range(tries):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)

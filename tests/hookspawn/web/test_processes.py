@@ -56,7 +56,7 @@ def test_sigterm_stops_every_process_and_the_parent_exits_0(web: tuple[Proc, int
     os.kill(proc.pid, signal.SIGTERM)  # the parent alone, as a service manager would
     assert proc.popen.wait(60) == 0, proc.tail()
     assert not any(_alive(pid) for pid in children)
-    assert f"SIGTERM: stopping 2 web process(es)" in proc.log_text()
+    assert "SIGTERM: stopping 2 web process(es)" in proc.log_text()
     for pid in children:
         assert f"Finished server process [{pid}]" in proc.log_text()
     with socket.socket() as probe:
@@ -76,16 +76,10 @@ def test_a_killed_process_is_replaced_and_the_port_keeps_answering(
 
     wait_for(replaced, 60, 0.1, what=lambda: f"a replacement for {first}:\n{proc.tail()}")
     assert (
-        f"web process {first} was killed by signal 9 (SIGKILL); starting another"
-        in proc.log_text()
+        f"web process {first} was killed by signal 9 (SIGKILL); starting another" in proc.log_text()
     )
     (third,) = set(web_children(proc)) - {second}
-    wait_for(
-        lambda: f"Application startup complete" in proc.log_text().split(f"[{third}]")[-1],
-        60,
-        0.1,
-        what="the replacement serving",
-    )
+    # a connection the kernel gives the replacement's socket waits there until it serves
     tally = served_by(port, [second, third], 32)
     assert sorted(tally) == sorted([second, third]), tally
     assert proc.alive()
@@ -96,9 +90,7 @@ def test_a_process_whose_parent_is_killed_stops(web: tuple[Proc, int]) -> None:
     children = web_children(proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.popen.wait(10)
-    wait_for(
-        lambda: not any(_alive(pid) for pid in children), 60, 0.2, what="the orphans stopping"
-    )
+    wait_for(lambda: not any(_alive(pid) for pid in children), 60, 0.2, what="the orphans stopping")
     assert "its supervising process is gone; stopping" in proc.log_text()
 
 

@@ -92,7 +92,7 @@ class SealedTokens:
         key = keys.session_tokens(session_id)
         with self._client.pipeline(transaction=True) as pipe:
             pipe.hset(key, field, sealed)
-            pipe.expireat(key, int(token.expires_at.timestamp()) + _GRACE)
+            pipe.expire(key, max(1, int(token.expires_at.timestamp() - self._clock()) + _GRACE))
             pipe.execute()
 
     def take(self, session_id: str) -> tuple[list[Held], int]:

@@ -125,6 +125,10 @@ class Supervisor:
                 if got is not None and got.si_signo != signal.SIGCHLD:
                     self._stop(signal.Signals(got.si_signo))
         finally:
+            # a signal that came after the last child exited is taken here, not left pending
+            # to raise KeyboardInterrupt once unblocked
+            while signal.sigpending() & waited:
+                signal.sigtimedwait(waited, 0)
             signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
         return 0
 
@@ -138,9 +142,11 @@ class Supervisor:
     def _child(self, slot: int) -> None:
         status = 1
         try:
+            signal.signal(signal.SIGTERM, _exit_quietly)
+            signal.signal(signal.SIGINT, _exit_quietly)
+            # a terminal's hangup reaches the whole group: the parent's SIGTERM stops this one
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
             signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
-            for sig in STOP_SIGNALS:
-                signal.signal(sig, _exit_quietly)
             for index, sock in enumerate(self.sockets):
                 if index != slot:
                     sock.close()

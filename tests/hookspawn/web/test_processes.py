@@ -50,15 +50,28 @@ def test_both_processes_serve_connections_on_the_one_port(web: tuple[Proc, int])
     assert sum(tally.values()) == 32
 
 
-def test_sigterm_stops_every_process_and_the_parent_exits_0(web: tuple[Proc, int]) -> None:
+@pytest.mark.parametrize(
+    ("sig", "to_group"),
+    [(signal.SIGTERM, False), (signal.SIGINT, True), (signal.SIGHUP, True)],
+    ids=["sigterm-to-the-parent", "ctrl-c-to-the-group", "hangup-to-the-group"],
+)
+def test_a_stop_signal_stops_every_process_and_the_parent_exits_0(
+    web: tuple[Proc, int], sig: signal.Signals, to_group: bool
+) -> None:
     proc, port = web
     children = web_children(proc)
-    os.kill(proc.pid, signal.SIGTERM)  # the parent alone, as a service manager would
+    if to_group:  # as a terminal does: the parent and its children get it
+        os.killpg(proc.pid, sig)
+    else:  # the parent alone, as a service manager does
+        os.kill(proc.pid, sig)
     assert proc.popen.wait(60) == 0, proc.tail()
     assert not any(_alive(pid) for pid in children)
-    assert "SIGTERM: stopping 2 web process(es)" in proc.log_text()
+    log = proc.log_text()
+    assert f"{sig.name}: stopping 2 web process(es)" in log
     for pid in children:
-        assert f"Finished server process [{pid}]" in proc.log_text()
+        assert f"Finished server process [{pid}]" in log
+    assert "starting another" not in log  # no stopped process taken for a death
+    assert "Traceback" not in log
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0  # nobody listens any more
 

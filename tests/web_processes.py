@@ -65,6 +65,17 @@ def serving_pid(server_port: int, client_port: int, pids: list[int]) -> int | No
     return None
 
 
+def remote_ports(pid: int) -> set[int]:
+    """The remote ports of the TCP connections process `pid` holds."""
+    inodes = _socket_inodes(pid)
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[9] in inodes and fields[3] == "01":  # ESTABLISHED
+            found.add(int(fields[2].split(":")[1], 16))
+    return found
+
+
 def connection_to(
     port: int, pid: int, pids: list[int], tries: int = 200
 ) -> http.client.HTTPConnection:

@@ -17,7 +17,7 @@ from hookspawn.redis_server import free_port
 from tests.conftest import wait_for
 from tests.hookspawn.cli.test_cli_behaviour import in_process, one_line
 from tests.procs import HOOKSPAWN, Proc, environment
-from tests.web_processes import served_by, start_web, web_children
+from tests.web_processes import connection_to, remote_ports, served_by, start_web, web_children
 
 
 @pytest.fixture
@@ -39,8 +39,11 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def test_both_processes_serve_connections_on_the_one_port(web: tuple[Proc, int]) -> None:
+def test_both_processes_serve_connections_on_the_one_port(
+    web: tuple[Proc, int], redis_url: str
+) -> None:
     proc, port = web
+    redis_port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
     children = web_children(proc)
     assert len(children) == 2 and proc.pid not in children
     # 32 connections at once: the kernel spreads them over the two processes' sockets; the
@@ -48,6 +51,14 @@ def test_both_processes_serve_connections_on_the_one_port(web: tuple[Proc, int])
     tally = served_by(port, [proc.pid, *children], 32)
     assert sorted(tally) == children, tally
     assert sum(tally.values()) == 32
+    # each serving process has its own Redis connection; the parent has none to hand down
+    for pid in children:
+        conn = connection_to(port, pid, children)
+        conn.request("GET", "/metrics")  # reads Redis
+        assert conn.getresponse().status == 200
+        conn.close()
+    assert all(redis_port in remote_ports(pid) for pid in children)
+    assert redis_port not in remote_ports(proc.pid)
 
 
 @pytest.mark.parametrize(

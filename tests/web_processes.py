@@ -92,6 +92,25 @@ def connection_to(
     raise AssertionError(f"{tries} connections to port {port}, none served by process {pid}")
 
 
+def ask(
+    port: int,
+    pid: int,
+    pids: list[int],
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> tuple[int, http.client.HTTPMessage, bytes]:
+    """`method path` through a connection process `pid` serves: status, headers, body."""
+    conn = connection_to(port, pid, pids)
+    try:
+        conn.request(method, path, body=body, headers=dict(headers or {}))
+        answer = conn.getresponse()
+        return answer.status, answer.headers, answer.read()
+    finally:
+        conn.close()
+
+
 def served_by(port: int, pids: list[int], count: int) -> dict[int, int]:
     """Open `count` connections at once, a request answered on each; how many each process
     of `pids` serves (None for one no process holds)."""

@@ -17,13 +17,20 @@ from hookspawn.redis_server import free_port
 from tests.conftest import wait_for
 from tests.hookspawn.cli.test_cli_behaviour import in_process, one_line
 from tests.procs import HOOKSPAWN, Proc, environment
-from tests.web_processes import connection_to, remote_ports, served_by, start_web, web_children
+from tests.web_processes import ask, remote_ports, served_by, start_web, web_children
+
+ADMIN_TOKEN = "processes-admin-token-4f1c"
+BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 @pytest.fixture
 def web(redis_url: str, tmp_path: Path) -> Iterator[tuple[Proc, int]]:
     port = free_port()
-    settings = {"HOOKSPAWN_REDIS_URL": redis_url, "HOOKSPAWN_DATA_DIR": str(tmp_path / "data")}
+    settings = {
+        "HOOKSPAWN_REDIS_URL": redis_url,
+        "HOOKSPAWN_DATA_DIR": str(tmp_path / "data"),
+        "HOOKSPAWN_ADMIN_TOKEN": ADMIN_TOKEN,
+    }
     proc = start_web(tmp_path / "web.log", port, settings, workers=2)
     try:
         yield proc, port
@@ -53,10 +60,8 @@ def test_both_processes_serve_connections_on_the_one_port(
     assert sum(tally.values()) == 32
     # each serving process has its own Redis connection; the parent has none to hand down
     for pid in children:
-        conn = connection_to(port, pid, children)
-        conn.request("GET", "/metrics")  # reads Redis
-        assert conn.getresponse().status == 200
-        conn.close()
+        status, _, _ = ask(port, pid, children, "GET", "/metrics", headers=BEARER)  # reads Redis
+        assert status == 200
     assert all(redis_port in remote_ports(pid) for pid in children)
     assert redis_port not in remote_ports(proc.pid)
 
@@ -116,6 +121,25 @@ def test_a_process_whose_parent_is_killed_stops(web: tuple[Proc, int]) -> None:
     proc.popen.wait(10)
     wait_for(lambda: not any(_alive(pid) for pid in children), 60, 0.2, what="the orphans stopping")
     assert "its supervising process is gone; stopping" in proc.log_text()
+
+
+def test_a_ui_login_made_through_one_process_is_honoured_and_ended_by_the_other(
+    web: tuple[Proc, int],
+) -> None:
+    proc, port = web
+    first, second = children = web_children(proc)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    status, headers, _ = ask(
+        port, first, children, "POST", "/ui/login", f"token={ADMIN_TOKEN}".encode(), form
+    )
+    assert status == 303
+    cookie = headers["set-cookie"].split(";", 1)[0]
+    assert cookie.startswith("hookspawn_session=")
+    signed_in = {"Cookie": cookie}
+    assert ask(port, second, children, "GET", "/deliveries", headers=signed_in)[0] == 200
+    out = {**signed_in, "Sec-Fetch-Site": "same-origin"}
+    assert ask(port, second, children, "POST", "/ui/logout", headers=out)[0] == 303
+    assert ask(port, first, children, "GET", "/deliveries", headers=signed_in)[0] == 401
 
 
 def test_a_port_in_use_is_one_line_and_nothing_starts(tmp_path: Path, redis_url: str) -> None:

@@ -28,9 +28,10 @@ from tests.dispatch_target import DispatchTarget, dispatch_target
 from tests.github_standin import GitHubStandin
 from tests.procs import Proc
 from tests.secret_scan import leaks, redis_haystacks
-from tests.web_processes import connection_to, start_web, web_children
+from tests.web_processes import ask, start_web, web_children
 from tests.workers.delivery.pipeline.conftest import write_agents
 from tests.workers.session.broker.conftest import AGENTS, INSTALLATION, REPOS, Session
+from workers.session.audit import FAILURE_LIMIT
 
 WIDGETS = {"README.md": "widgets\n", "src/app.py": "print('hi')\n"}
 
@@ -67,15 +68,10 @@ class Web2:
         self, pid: int, method: str, path: str, body: Any = None, **headers: str
     ) -> tuple[int, Any]:
         """`method path` through a connection process `pid` serves: (status, JSON answer)."""
-        conn = connection_to(self.port, pid, self.children())
-        try:
-            payload = json.dumps(body) if body is not None else None
-            sent = {"Content-Type": "application/json", **headers} if payload else headers
-            conn.request(method, path, body=payload, headers=sent)
-            answer = conn.getresponse()
-            return answer.status, json.loads(answer.read() or b"null")
-        finally:
-            conn.close()
+        payload = json.dumps(body).encode() if body is not None else None
+        sent = {"Content-Type": "application/json", **headers} if payload else headers
+        status, _, raw = ask(self.port, pid, self.children(), method, path, payload, sent)
+        return status, json.loads(raw or b"null")
 
 
 @pytest.fixture
@@ -233,3 +229,24 @@ def test_mcp_requests_of_one_client_are_served_by_either_process(web2: Web2) -> 
     assert len(web2.github.requests_to("access_tokens")) == minted + 1
     status, ended = web2.via(first, "POST", f"/sessions/{writer.id}/end")
     assert status == 200 and ended["tokens"] == {"revoked": 1, "failed": 0}
+
+
+def test_failed_authentications_through_either_process_count_toward_one_limit(
+    web2: Web2,
+) -> None:
+    first, second = web2.children()
+    reader = web2.start("reader")
+    wrong = {"Authorization": "Bearer not-the-credential"}
+    credential = f"/sessions/{reader.id}/git-credential"
+    ask_for = {"mountPath": "/workspace/widgets"}
+    statuses = [
+        web2.via(pid, "POST", credential, ask_for, **wrong)[0]
+        for _ in range(FAILURE_LIMIT // 2)
+        for pid in (first, second)
+    ]
+    assert statuses == [401] * FAILURE_LIMIT
+    for pid in (first, second):
+        status, limited = web2.via(pid, "POST", credential, ask_for, **wrong)
+        assert status == 429 and limited["error"]["code"] == "too_many_failures"
+    status, session = web2.via(first, "GET", f"/sessions/{reader.id}")
+    assert session["failedAuthentications"]["count"] == FAILURE_LIMIT + 2

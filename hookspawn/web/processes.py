@@ -246,7 +246,9 @@ def serve_processes(
             rt.close()
         return 0
 
-    log.info("serving %s:%d from %d web processes", host, port, workers)
+    shown = f"[{host}]" if ":" in host else host
+    bound = sockets[0].getsockname()[1]
+    log.info("serving http://%s:%d from %d web processes (CTRL+C to quit)", shown, bound, workers)
     try:
         return Supervisor(sockets, main).run()
     finally:

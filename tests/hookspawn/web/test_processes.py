@@ -53,6 +53,7 @@ def test_both_processes_serve_connections_on_the_one_port(
     redis_port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
     children = web_children(proc)
     assert len(children) == 2 and proc.pid not in children
+    assert f"serving http://127.0.0.1:{port} from 2 web processes" in proc.log_text()
     # 32 connections at once: the kernel spreads them over the two processes' sockets; the
     # parent holds none
     tally = served_by(port, [proc.pid, *children], 32)

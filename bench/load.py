@@ -3,7 +3,9 @@
 Setup (bench/harness.py): redis-server (AOF everysec), `hookspawn web` and, by default, one
 `hookspawn worker --concurrency 2` (prefork: a main process and two pool processes; the
 two workers of the issue; `--workers 2 --concurrency 1` runs two worker processes
-instead), embedded dispatch, the GitHub App against the stand-in (in this process), the same
+instead; `--web-workers 2` runs `hookspawn web --workers 2`, the web's CPU and RSS then
+summed over its supervisor and both server processes), embedded dispatch, the GitHub App
+against the stand-in (in this process), the same
 1,000 generated agents as bench_pipeline.py. Traffic: a fixed cycle of 20 real payloads
 from tests/webhooks, signed: 14 pull_request opened / synchronize / reopened on
 Codertocat/Hello-World (each fires exactly one agent, which mints a scoped token (cached)
@@ -33,6 +35,7 @@ and after the retention, to show that storage returns near where it started.
 Run:    .venv/bin/python bench/load.py --rate 200 [--seconds 60] [--retention 90s]
         .venv/bin/python bench/load.py --find-max [--rates 100,200,300,400,600]
                                        [--step-seconds 20] [--workers 2 --concurrency 1]
+                                       [--web-workers 2]
 """
 
 from __future__ import annotations
@@ -256,6 +259,9 @@ def main() -> None:
     parser.add_argument("--step-seconds", type=float, default=20.0)
     parser.add_argument("--workers", type=int, default=1, help="hookspawn worker processes")
     parser.add_argument("--concurrency", type=int, default=2, help="pool size of each")
+    parser.add_argument(
+        "--web-workers", type=int, default=1, help="`hookspawn web --workers N` (1: one process)"
+    )
     parser.add_argument("--noop-n", type=int, default=3000)
     parser.add_argument("--noop-runs", type=int, default=3)
     parser.add_argument("--quiet-load", type=float, default=1.5, help="wait for load below")
@@ -286,13 +292,14 @@ def main() -> None:
             flush=True,
         )
         bench.seed_connections()
-        web, port = bench.start_web()
+        web, port = bench.start_web(workers=args.web_workers)
         workers = [bench.start_worker(concurrency=args.concurrency) for _ in range(args.workers)]
         roots = {"web": web.pid} | {f"worker{i}": w.pid for i, w in enumerate(workers)}
         start = memory(bench)
         print(memory_line("at start", start), flush=True)
         print(
-            f"web pid {web.pid}; {args.workers} x hookspawn worker --concurrency "
+            f"web pid {web.pid} (--workers {args.web_workers}); {args.workers} x hookspawn "
+            f"worker --concurrency "
             f"{args.concurrency} (prefork) {[w.pid for w in workers]}",
             flush=True,
         )

@@ -38,6 +38,23 @@ def default_concurrency() -> int:
     return max(2, 2 * (os.cpu_count() or 1))
 
 
+#: the most `hookspawn web --workers` starts: past a few per core they only compete
+MAX_WEB_WORKERS = 64
+
+
+def web_workers(value: str) -> int:
+    """`--workers`: a whole number from 1 to MAX_WEB_WORKERS."""
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if not 1 <= count <= MAX_WEB_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"{count} is not a number of processes from 1 to {MAX_WEB_WORKERS}"
+        )
+    return count
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument error is one line (not the usage block), then exit 2."""
 
@@ -91,6 +108,14 @@ def _parser() -> argparse.ArgumentParser:
     web.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     web.add_argument("--port", type=int, default=8000, help="the port to listen on")
     web.add_argument("--access-log", action="store_true", help="log every request")
+    web.add_argument(
+        "--workers",
+        type=web_workers,
+        default=1,
+        metavar="N",
+        help=f"processes serving the port, under one supervising process (1 to {MAX_WEB_WORKERS}; "
+        "default 1: one process, no supervisor)",
+    )
     web.add_argument("--allow-open-admin", action="store_true", help=OPEN_ADMIN_HELP)
 
     worker = add("worker", commands.worker, "run a Celery worker that processes deliveries")

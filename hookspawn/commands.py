@@ -90,6 +90,16 @@ def web(args: argparse.Namespace) -> int:
             "the GitHub App's webhook secret"
         )
     log_agents(log, settings.agents_dir, settings.secret_names)
+    if args.workers > 1:
+        from hookspawn.web.processes import serve_processes
+
+        return serve_processes(
+            settings,
+            host=args.host,
+            port=args.port,
+            access_log=args.access_log,
+            workers=args.workers,
+        )
     rt = build_runtime(settings)
     try:
         serve_web(

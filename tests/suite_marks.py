@@ -45,6 +45,8 @@ SLOW = (
     "hostile/test_agent_files.py",
     "hookspawn/web/ui/test_browser.py",
     "hookspawn/web/ui/test_overview_browser.py",
+    "hookspawn/web/test_processes.py",
+    "workers/session/broker/test_web_processes.py",
     "test_fresh_machine.py::test_without_the_programs_pytest_passes_and_names_what_it_skipped",
     "workers/session/sandbox/test_confined.py",
     "workers/session/sandbox/test_cli.py::TestProbe",

@@ -145,3 +145,11 @@ def session_auth_failures(session_id: str) -> str:
 #: current window; past the limit the broker answers 429 until the window ends
 def session_auth_window(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}:auth-window"
+
+
+#: hash random field → a GitHub installation token minted for the session, sealed (AES-GCM)
+#: under a key only the processes of one `hookspawn web --workers N` hold in memory, so any
+#: of them reuses and revokes it and Redis never holds it readable; expires with the newest
+#: token (workers/session/sealed_tokens.py)
+def session_tokens(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:tokens"

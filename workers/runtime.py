@@ -30,6 +30,7 @@ from workers.session.audit import SessionAudit
 from workers.session.broker import Broker
 from workers.session.credentials import SessionCredentials
 from workers.session.runner.queue import runner_dispatcher
+from workers.session.sealed_tokens import SealedTokens
 from workers.session.stores import SessionStores
 from workers.session.tokens import SessionTokens
 from workers.sessions import SessionStore, SpawnRecords
@@ -95,10 +96,18 @@ PipelineFactory = Callable[[redis.Redis, GitHubApp | None], Pipeline]
 
 class PerProcess:
     """Builds the Redis client, the GitHub App, the pipeline and the session tokens lazily,
-    once per (forked) process."""
+    once per (forked) process. With `token_key` the session tokens are held sealed in Redis
+    under it, shared with the other processes given that key (workers.session.sealed_tokens)."""
 
-    def __init__(self, settings: Settings, redis_url: str, pipeline: PipelineFactory) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        redis_url: str,
+        pipeline: PipelineFactory,
+        token_key: bytes | None = None,
+    ) -> None:
         self.settings, self.redis_url, self._make_pipeline = settings, redis_url, pipeline
+        self._token_key = token_key
         self._pid = -1
         self._lock = threading.Lock()
         self._client: redis.Redis | None = None
@@ -122,7 +131,10 @@ class PerProcess:
         github = GitHubApp.from_settings(self.settings)
         self._pipeline = self._make_pipeline(client, github)
         # the broker's session tokens mint with the App the pipeline mints with
-        self._tokens = SessionTokens(github.mint_token, github.revoke_token) if github else None
+        shared = SealedTokens(client, self._token_key) if self._token_key else None
+        self._tokens = (
+            SessionTokens(github.mint_token, github.revoke_token, shared=shared) if github else None
+        )
         self._processor = DeliveryProcessor(store, self._pipeline)
         self._pid = os.getpid()
 
@@ -166,6 +178,7 @@ class Runtime:
         redis_url: str | None = None,
         pipeline: Pipeline | Callable[[redis.Redis], Pipeline] | None = None,
         agents_watch: ChangeWatch | None = None,
+        token_key: bytes | None = None,
     ) -> None:
         url = redis_url or settings.redis_url
         if not url:
@@ -203,7 +216,7 @@ class Runtime:
         else:
             make = pipeline
             factory = lambda client, github: make(client)  # noqa: E731
-        self.per_process = PerProcess(settings, url, factory)
+        self.per_process = PerProcess(settings, url, factory, token_key)
         self.task_messages = TaskMessages(
             task=PROCESS_DELIVERY,
             queue=str(self.celery.conf.task_default_queue),
@@ -252,5 +265,14 @@ def build_runtime(
     redis_url: str | None = None,
     pipeline: Pipeline | Callable[[redis.Redis], Pipeline] | None = None,
     agents_watch: ChangeWatch | None = None,
+    token_key: bytes | None = None,
 ) -> Runtime:
-    return Runtime(settings, redis_url=redis_url, pipeline=pipeline, agents_watch=agents_watch)
+    """`token_key`: the sealing key of the session tokens the processes of one
+    `hookspawn web --workers N` share (None: this process holds its own in memory)."""
+    return Runtime(
+        settings,
+        redis_url=redis_url,
+        pipeline=pipeline,
+        agents_watch=agents_watch,
+        token_key=token_key,
+    )

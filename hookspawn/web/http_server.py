@@ -18,7 +18,15 @@ SPARE_DESCRIPTORS = 256
 
 
 def serve_web(app: Any, settings: Settings, *, host: str, port: int, access_log: bool) -> None:
-    """Serve `app` until stopped, with every limit of `hookspawn.web.limits` in force.
+    """Serve `app` until stopped, with every limit of `hookspawn.web.limits` in force."""
+    uvicorn.Server(web_config(app, settings, host=host, port=port, access_log=access_log)).run()
+
+
+def web_config(
+    app: Any, settings: Settings, *, host: str, port: int, access_log: bool
+) -> uvicorn.Config:
+    """uvicorn's configuration for `app`, with every limit of `hookspawn.web.limits` (each
+    process serving it has its own).
 
     X-Forwarded-Proto and X-Forwarded-For are believed only from HOOKSPAWN_TRUSTED_PROXIES
     (uvicorn would otherwise believe them from 127.0.0.1).
@@ -26,7 +34,7 @@ def serve_web(app: Any, settings: Settings, *, host: str, port: int, access_log:
     limits = Limits.from_settings(settings)
     _allow_descriptors(limits.max_connections + SPARE_DESCRIPTORS)
     trusted = list(settings.trusted_proxies)
-    config = uvicorn.Config(
+    return uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -38,7 +46,6 @@ def serve_web(app: Any, settings: Settings, *, host: str, port: int, access_log:
         forwarded_allow_ips=trusted or None,
         server_header=False,
     )
-    uvicorn.Server(config).run()
 
 
 def _allow_descriptors(wanted: int) -> None:

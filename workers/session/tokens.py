@@ -3,7 +3,9 @@
 A session's git and tool tokens are its own: minted for it, reused only by it (until near
 expiry), never taken from or put into the spawn path's shared cache, so revoking them at
 GitHub (`DELETE /installation/token`) when the session ends touches no other session. They
-are held in this process's memory only, never in Redis or a log line.
+are held in this process's memory, never in a log line; with several web processes
+(`hookspawn web --workers N`) they are held sealed in Redis instead, where every one of those
+processes reuses and revokes them and nothing else can read them (workers.session.sealed_tokens).
 """
 
 from __future__ import annotations
@@ -13,19 +15,21 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from workers.errors import WorkerError
 from workers.github.client import MintedToken
 from workers.github.token_cache import REFRESH_MARGIN, Mint
 
-__all__ = ["Revoked", "SessionTokens"]
+__all__ = ["Held", "Revoked", "Scope", "SessionTokens", "SharedTokens"]
 
 log = logging.getLogger(__name__)
 
 #: what `revoke_token(token, installation_id)` is: usually `GitHubApp.revoke_token`
 Revoke = Callable[[str, int], None]
 
-_Key = tuple[int, frozenset[int], frozenset[tuple[str, str]]]
+#: what a token is for: installation id, repository ids, permissions
+Scope = tuple[int, frozenset[int], frozenset[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -38,9 +42,21 @@ class Revoked:
 
 
 @dataclass(frozen=True)
-class _Held:
-    scope: _Key
+class Held:
+    scope: Scope
     token: MintedToken
+
+
+class SharedTokens(Protocol):
+    """Where the tokens are held when several processes share them (instead of this memory)."""
+
+    def held(self, session_id: str) -> list[Held]:
+        """The session's unexpired tokens."""
+
+    def keep(self, session_id: str, held: Held) -> None: ...
+
+    def take(self, session_id: str) -> tuple[list[Held], int]:
+        """Forget all the session's tokens: the unexpired ones, and how many could not be read."""
 
 
 class SessionTokens:
@@ -53,13 +69,15 @@ class SessionTokens:
         *,
         clock: Callable[[], float] = time.time,
         refresh_margin: float = REFRESH_MARGIN,
+        shared: SharedTokens | None = None,
     ) -> None:
         self._mint = mint
         self._revoke = revoke
         self._clock = clock
         self._margin = refresh_margin
         self._lock = threading.Lock()
-        self._held: dict[str, list[_Held]] = {}
+        self._held: dict[str, list[Held]] = {}
+        self._shared = shared
 
     def __repr__(self) -> str:
         with self._lock:
@@ -75,38 +93,56 @@ class SessionTokens:
         """The session's own token for exactly this scope: one it holds (not within the refresh
         margin of its expiry), or a fresh one. Every token stays held until it expires, so
         ending the session revokes the replaced ones too."""
-        scope: _Key = (
+        scope: Scope = (
             int(installation_id),
             frozenset(int(r) for r in repository_ids),
             frozenset((str(k), str(v)) for k, v in permissions.items()),
         )
-        with self._lock:
-            self._drop_expired()
-            fresh = self._clock() + self._margin
-            for held in self._held.get(session_id, ()):
-                if held.scope == scope and held.token.expires_at.timestamp() > fresh:
-                    return held.token
+        fresh = self._clock() + self._margin
+        for held in self._held_by(session_id):
+            if held.scope == scope and held.token.expires_at.timestamp() > fresh:
+                return held.token
         token = self._mint(scope[0], sorted(scope[1]), dict(permissions))
+        if self._shared is not None:
+            self._shared.keep(session_id, Held(scope, token))
+            return token
         with self._lock:
-            self._held.setdefault(session_id, []).append(_Held(scope, token))
+            self._held.setdefault(session_id, []).append(Held(scope, token))
         return token
 
     def holds(self, session_id: str) -> int:
         """How many unexpired tokens the session has."""
+        return len(self._held_by(session_id))
+
+    def _held_by(self, session_id: str) -> list[Held]:
+        if self._shared is not None:
+            return self._shared.held(session_id)
         with self._lock:
             self._drop_expired()
-            return len(self._held.get(session_id, ()))
+            return list(self._held.get(session_id, ()))
 
     def revoke(self, session_id: str) -> Revoked:
         """Revoke every unexpired token of the session at GitHub and forget them all.
 
         A token GitHub already refuses counts as `already`; one it could not be asked about
-        (GitHub unreachable) is logged and counted `failed`: it dies at its expiry.
+        (GitHub unreachable), or held sealed by processes of an earlier start (the key is gone
+        with them), is logged and counted `failed`: it dies at its expiry.
         """
-        with self._lock:
-            self._drop_expired()
-            held = self._held.pop(session_id, [])
-        revoked = already = failed = 0
+        unreadable = 0
+        if self._shared is not None:
+            held, unreadable = self._shared.take(session_id)
+        else:
+            with self._lock:
+                self._drop_expired()
+                held = self._held.pop(session_id, [])
+        if unreadable:
+            log.warning(
+                "session %s: %d token(s) sealed by an earlier start of the web could not be "
+                "read, so not revoked; each expires within the hour it was minted",
+                session_id,
+                unreadable,
+            )
+        revoked, already, failed = 0, 0, unreadable
         for item in held:
             installation_id = item.scope[0]
             try:

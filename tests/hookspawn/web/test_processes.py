@@ -1,0 +1,190 @@
+"""`hookspawn web --workers N`: N processes answer on one port under a supervising parent,
+which replaces a child that dies, stops them all on SIGTERM and exits 0; a bad start is one
+line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hookspawn.redis_server import free_port
+from tests.conftest import wait_for
+from tests.hookspawn.cli.test_cli_behaviour import in_process, one_line
+from tests.procs import HOOKSPAWN, Proc, environment
+from tests.web_processes import ask, remote_ports, served_by, start_web, web_children
+
+ADMIN_TOKEN = "processes-admin-token-4f1c"
+BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+@pytest.fixture
+def web(redis_url: str, tmp_path: Path) -> Iterator[tuple[Proc, int]]:
+    port = free_port()
+    settings = {
+        "HOOKSPAWN_REDIS_URL": redis_url,
+        "HOOKSPAWN_DATA_DIR": str(tmp_path / "data"),
+        "HOOKSPAWN_ADMIN_TOKEN": ADMIN_TOKEN,
+    }
+    proc = start_web(tmp_path / "web.log", port, settings, workers=2)
+    try:
+        yield proc, port
+    finally:
+        proc.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_both_processes_serve_connections_on_the_one_port(
+    web: tuple[Proc, int], redis_url: str
+) -> None:
+    proc, port = web
+    redis_port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    children = web_children(proc)
+    assert len(children) == 2 and proc.pid not in children
+    assert f"serving http://127.0.0.1:{port} from 2 web processes" in proc.log_text()
+    # 32 connections at once: the kernel spreads them over the two processes' sockets; the
+    # parent holds none
+    tally = served_by(port, [proc.pid, *children], 32)
+    assert sorted(tally) == children, tally
+    assert sum(tally.values()) == 32
+    # each serving process has its own Redis connection; the parent has none to hand down
+    for pid in children:
+        status, _, _ = ask(port, pid, children, "GET", "/metrics", headers=BEARER)  # reads Redis
+        assert status == 200
+    assert all(redis_port in remote_ports(pid) for pid in children)
+    assert redis_port not in remote_ports(proc.pid)
+
+
+@pytest.mark.parametrize(
+    ("sig", "to_group"),
+    [(signal.SIGTERM, False), (signal.SIGINT, True), (signal.SIGHUP, True)],
+    ids=["sigterm-to-the-parent", "ctrl-c-to-the-group", "hangup-to-the-group"],
+)
+def test_a_stop_signal_stops_every_process_and_the_parent_exits_0(
+    web: tuple[Proc, int], sig: signal.Signals, to_group: bool
+) -> None:
+    proc, port = web
+    children = web_children(proc)
+    if to_group:  # as a terminal does: the parent and its children get it
+        os.killpg(proc.pid, sig)
+    else:  # the parent alone, as a service manager does
+        os.kill(proc.pid, sig)
+    assert proc.popen.wait(60) == 0, proc.tail()
+    assert not any(_alive(pid) for pid in children)
+    log = proc.log_text()
+    assert f"{sig.name}: stopping 2 web process(es)" in log
+    for pid in children:
+        assert f"Finished server process [{pid}]" in log
+    assert "starting another" not in log  # no stopped process taken for a death
+    assert "Traceback" not in log
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0  # nobody listens any more
+
+
+def test_a_killed_process_is_replaced_and_the_port_keeps_answering(
+    web: tuple[Proc, int],
+) -> None:
+    proc, port = web
+    first, second = web_children(proc)
+    os.kill(first, signal.SIGKILL)
+
+    def replaced() -> bool:
+        now = web_children(proc)
+        return len(now) == 2 and first not in now and second in now
+
+    wait_for(replaced, 60, 0.1, what=lambda: f"a replacement for {first}:\n{proc.tail()}")
+    assert (
+        f"web process {first} was killed by signal 9 (SIGKILL); starting another" in proc.log_text()
+    )
+    (third,) = set(web_children(proc)) - {second}
+    # a connection the kernel gives the replacement's socket waits there until it serves
+    tally = served_by(port, [second, third], 32)
+    assert sorted(tally) == sorted([second, third]), tally
+    assert proc.alive()
+
+
+def test_a_process_whose_parent_is_killed_stops(web: tuple[Proc, int]) -> None:
+    proc, _ = web
+    children = web_children(proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.popen.wait(10)
+    wait_for(lambda: not any(_alive(pid) for pid in children), 60, 0.2, what="the orphans stopping")
+    assert "its supervising process is gone; stopping" in proc.log_text()
+
+
+def test_a_ui_login_made_through_one_process_is_honoured_and_ended_by_the_other(
+    web: tuple[Proc, int],
+) -> None:
+    proc, port = web
+    first, second = children = web_children(proc)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    status, headers, _ = ask(
+        port, first, children, "POST", "/ui/login", f"token={ADMIN_TOKEN}".encode(), form
+    )
+    assert status == 303
+    cookie = headers["set-cookie"].split(";", 1)[0]
+    assert cookie.startswith("hookspawn_session=")
+    signed_in = {"Cookie": cookie}
+    assert ask(port, second, children, "GET", "/deliveries", headers=signed_in)[0] == 200
+    out = {**signed_in, "Sec-Fetch-Site": "same-origin"}
+    assert ask(port, second, children, "POST", "/ui/logout", headers=out)[0] == 303
+    assert ask(port, first, children, "GET", "/deliveries", headers=signed_in)[0] == 401
+
+
+def test_a_port_in_use_is_one_line_and_nothing_starts(tmp_path: Path, redis_url: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        settings = {"HOOKSPAWN_REDIS_URL": redis_url, "HOOKSPAWN_DATA_DIR": str(tmp_path / "d")}
+        done = subprocess.run(
+            [*HOOKSPAWN, "web", "--port", str(port), "--workers", "2"],
+            env=environment(settings),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert one_line(done) == (
+        f"hookspawn web: port {port} on 127.0.0.1 is in use (another hookspawn? choose one "
+        "with --port)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        ("0", "0 is not a number of processes from 1 to 64"),
+        ("65", "65 is not a number of processes from 1 to 64"),
+        ("-2", "-2 is not a number of processes from 1 to 64"),
+        ("two", "not a whole number: 'two'"),
+    ],
+)
+def test_a_number_of_processes_out_of_range_is_one_line(
+    given: str, why: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = in_process(capsys, monkeypatch, "web", "--workers", given)
+    assert done.returncode == 2
+    assert one_line(done) == (
+        f"hookspawn web: argument --workers: {why} (see `hookspawn web --help`)"
+    )
+
+
+def test_a_missing_redis_url_is_one_line_with_several_processes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    line = one_line(in_process(capsys, monkeypatch, "web", "--workers", "2"))
+    assert line.startswith("hookspawn web: set HOOKSPAWN_REDIS_URL to the Redis "), line

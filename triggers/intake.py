@@ -35,7 +35,6 @@ class ParsedDelivery:
     repository: str | None
     installation_id: int | None
     hook_id: str | None
-    body: dict[str, Any]
     json: bytes  # the JSON document itself (for form posts, the `payload` field)
 
 
@@ -164,6 +163,5 @@ def parse_delivery(
         repository=_repository(body),
         installation_id=_installation_id(body),
         hook_id=hook_id.strip()[:64] if hook_id else None,
-        body=body,
         json=document,
     )

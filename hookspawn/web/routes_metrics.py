@@ -100,11 +100,10 @@ async def flushing(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(metrics.flush, client)
 
 
-def count_intake(app: FastAPI, event: str, status: str, started: float) -> None:
+def count_intake(counted: WebMetrics, event: str, status: str, started: float) -> None:
     """Count one webhook answer in `hookspawn_deliveries_total` by event (`event`: the
     X-GitHub-Event of a request whose signature was checked, else empty) and answer, and
     time it (`started`: its `time.perf_counter()`), in this process's memory."""
-    counted = web_metrics(app)
     label = event if _EVENT_NAME.fullmatch(event) else _UNKNOWN
     child = counted.children.get((label, status))
     if child is None:

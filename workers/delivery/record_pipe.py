@@ -56,20 +56,29 @@ def supports(url: str) -> bool:
 
 
 def _bulk(value: Arg) -> bytes:
-    if isinstance(value, bytes):
-        data = value
-    elif isinstance(value, str):
-        data = value.encode()
-    elif isinstance(value, float):
-        data = repr(value).encode()
-    else:
-        data = str(value).encode()
-    return b"$%d\r\n%s\r\n" % (len(data), data)
+    return b"".join(_bulks((value,)))
+
+
+def _bulks(values: Sequence[Arg]) -> list[bytes]:
+    """RESP bulk strings of `values`, in pieces to join (a body is copied once, by the join)."""
+    out: list[bytes] = []
+    for value in values:
+        kind = type(value)
+        if kind is bytes:
+            data = cast(bytes, value)
+        elif kind is str:
+            data = cast(str, value).encode()
+        elif kind is float:
+            data = repr(value).encode()
+        else:
+            data = str(value).encode()
+        out += (b"$%d\r\n" % len(data), data, b"\r\n")
+    return out
 
 
 def encode_command(*parts: Arg) -> bytes:
     """One command in RESP, as redis-py would send it."""
-    return b"*%d\r\n" % len(parts) + b"".join(_bulk(part) for part in parts)
+    return b"".join([b"*%d\r\n" % len(parts), *_bulks(parts)])
 
 
 class _Call:
@@ -257,7 +266,7 @@ class RecordPipe:
         connection = self._connection
         if connection is None or connection.closed:
             connection = await self._connect()
-        tail = b"".join(_bulk(part) for part in (len(keys), *keys, *args))
+        tail = b"".join(_bulks((len(keys), *keys, *args)))
         count = 3 + len(keys) + len(args)
         evalsha = b"*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n%s" % (count, self.sha, tail)
 

@@ -18,14 +18,16 @@ import orjson
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
 
-def _uuid4() -> str:
-    """A random (version 4) UUID's text, as `str(uuid.uuid4())` writes it, without the
-    UUID object (a third of the time; a message needs two)."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
-    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+def _uuid4s() -> tuple[str, str]:
+    """Two random (version 4) UUIDs' text, as `str(uuid.uuid4())` writes it, from one read
+    of the system's randomness and without UUID objects (a sixth of the time)."""
+    raw = bytearray(os.urandom(32))
+    for at in (0, 16):
+        raw[at + 6] = (raw[at + 6] & 0x0F) | 0x40  # version 4
+        raw[at + 8] = (raw[at + 8] & 0x3F) | 0x80  # RFC 4122 variant
     x = raw.hex()
-    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
+    first = f"{x[0:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:32]}"
+    return first, f"{x[32:40]}-{x[40:44]}-{x[44:48]}-{x[48:52]}-{x[52:64]}"
 
 
 class TaskMessages:
@@ -38,7 +40,7 @@ class TaskMessages:
         self.reply_to = reply_to
 
     def __call__(self, delivery_id: str) -> bytes:
-        task_id = _uuid4()
+        task_id, tag = _uuid4s()
         body = orjson.dumps([[delivery_id], {}, _EMBED])
         return orjson.dumps(
             {
@@ -73,7 +75,7 @@ class TaskMessages:
                     "delivery_info": {"exchange": "", "routing_key": self.queue},
                     "priority": 0,
                     "body_encoding": "base64",
-                    "delivery_tag": _uuid4(),
+                    "delivery_tag": tag,
                 },
             }
         )

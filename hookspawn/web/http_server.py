@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import resource
 from typing import Any
@@ -19,7 +20,17 @@ SPARE_DESCRIPTORS = 256
 
 def serve_web(app: Any, settings: Settings, *, host: str, port: int, access_log: bool) -> None:
     """Serve `app` until stopped, with every limit of `hookspawn.web.limits` in force."""
-    uvicorn.Server(web_config(app, settings, host=host, port=port, access_log=access_log)).run()
+    config = web_config(app, settings, host=host, port=port, access_log=access_log)
+    settle_heap()
+    uvicorn.Server(config).run()
+
+
+def settle_heap() -> None:
+    """Move everything built at start (the app, its models, the imported libraries: some
+    150,000 objects) out of the garbage collector's reach: they live as long as the process,
+    and each full collection would otherwise walk them all again while serving."""
+    gc.collect()
+    gc.freeze()
 
 
 def web_config(

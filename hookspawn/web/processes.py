@@ -37,7 +37,7 @@ from typing import Any
 import uvicorn
 
 from hookspawn.client import CommandError
-from hookspawn.web.http_server import web_config
+from hookspawn.web.http_server import settle_heap, web_config
 from workers.session.sealed_tokens import new_key
 from workers.settings import Settings
 
@@ -241,6 +241,7 @@ def serve_processes(
         try:
             app: Any = create_app(rt, bound_host=host)
             config = web_config(app, rt.settings, host=host, port=port, access_log=access_log)
+            settle_heap()
             _ChildServer(config, parent).run(sockets=[sock])
         finally:
             rt.close()

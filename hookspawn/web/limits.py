@@ -89,6 +89,11 @@ class GuardedProtocol(HttpToolsProtocol):
     - the body must arrive within `body_timeout` of the headers (408);
     - bodies count against one `BodyBudget` until their request is answered: a request whose
       declared (or received) size does not fit is answered 503 with `Retry-After`.
+
+    Both deadlines are watched by one timer per connection that is moved only when it fires:
+    a request sets its deadline (a number), and the timer, armed for an earlier deadline,
+    finds it not yet due and re-arms itself for the one now in force; no timer is made or
+    cancelled per request.
     """
 
     limits: Limits
@@ -96,8 +101,11 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.header_timer: asyncio.TimerHandle | None = None
-        self.body_timer: asyncio.TimerHandle | None = None
+        #: the one deadline timer; what it enforces is the phase's deadline below
+        self.deadline_timer: asyncio.TimerHandle | None = None
+        self.timer_at = 0.0
+        self.header_deadline = 0.0
+        self.body_deadline = 0.0
         self.linger_timer: asyncio.TimerHandle | None = None
         self.reading_headers = False
         self.reading_body = False
@@ -124,7 +132,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self.start_headers()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        for timer in (self.header_timer, self.body_timer, self.linger_timer):
+        for timer in (self.deadline_timer, self.linger_timer):
             if timer is not None:
                 timer.cancel()
         for cycle, _ in self.pipeline:  # queued, never started: nothing else gives them back
@@ -171,9 +179,9 @@ class GuardedProtocol(HttpToolsProtocol):
             started = cycle.response_started
             cycle.disconnected = True  # the app's receive() sees a disconnect; its send is dropped
             cycle.message_event.set()
-        for timer in (self.header_timer, self.body_timer):
-            if timer is not None:
-                timer.cancel()
+        if self.deadline_timer is not None:
+            self.deadline_timer.cancel()
+            self.deadline_timer = None
         if self.transport.is_closing():
             return
         if self.flow is not None:
@@ -190,32 +198,53 @@ class GuardedProtocol(HttpToolsProtocol):
     def start_headers(self) -> None:
         self.reading_headers = True
         self.header_bytes = 0
-        if self.header_timer is None:
-            self.header_timer = self.loop.call_later(self.limits.header_timeout, self.headers_late)
+        self.header_deadline = self.loop.time() + self.limits.header_timeout
+        self._watch(self.header_deadline)
+
+    def _watch(self, deadline: float) -> None:
+        """Have the deadline timer fire by `deadline`: left as it is when armed for no later
+        (it re-arms itself when it fires early), else armed anew."""
+        timer = self.deadline_timer
+        if timer is not None:
+            if self.timer_at <= deadline:
+                return
+            timer.cancel()
+        self.timer_at = deadline
+        self.deadline_timer = self.loop.call_at(deadline, self._deadline_passed)
+
+    def _deadline_passed(self) -> None:
+        self.deadline_timer = None
+        now = self.loop.time()
+        if self.reading_headers:
+            if now >= self.header_deadline:
+                self.headers_late()
+            else:
+                self._watch(self.header_deadline)
+        elif self.reading_body:
+            if now >= self.body_deadline:
+                self.body_late()
+            else:
+                self._watch(self.body_deadline)
 
     def headers_late(self) -> None:
-        self.header_timer = None
-        if self.reading_headers:
-            seconds = self.limits.header_timeout
-            self.refuse(
-                Refused(
-                    "header_timeout",
-                    f"the request line and headers did not arrive within {seconds:g}s "
-                    "(HOOKSPAWN_HEADER_TIMEOUT)",
-                )
+        seconds = self.limits.header_timeout
+        self.refuse(
+            Refused(
+                "header_timeout",
+                f"the request line and headers did not arrive within {seconds:g}s "
+                "(HOOKSPAWN_HEADER_TIMEOUT)",
             )
+        )
 
     def body_late(self) -> None:
-        self.body_timer = None
-        if self.reading_body:
-            seconds = self.limits.body_timeout
-            self.refuse(
-                Refused(
-                    "body_timeout",
-                    f"the request body did not arrive within {seconds:g}s of its headers "
-                    "(HOOKSPAWN_BODY_TIMEOUT)",
-                )
+        seconds = self.limits.body_timeout
+        self.refuse(
+            Refused(
+                "body_timeout",
+                f"the request body did not arrive within {seconds:g}s of its headers "
+                "(HOOKSPAWN_BODY_TIMEOUT)",
             )
+        )
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -224,9 +253,6 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self.reading_headers = False
-        if self.header_timer is not None:
-            self.header_timer.cancel()
-            self.header_timer = None
         declared = _content_length(self.headers)
         # a body over intake's cap is refused unread (413): it never holds more than that
         size = min(declared or 0, MAX_BODY + 1)
@@ -236,7 +262,8 @@ class GuardedProtocol(HttpToolsProtocol):
         self.held[self.cycle] = size
         self.body_bytes = 0
         self.reading_body = True
-        self.body_timer = self.loop.call_later(self.limits.body_timeout, self.body_late)
+        self.body_deadline = self.loop.time() + self.limits.body_timeout
+        self._watch(self.body_deadline)
 
     def over_budget(self) -> Refused:
         seconds = max(1, round(self.limits.body_timeout))
@@ -261,9 +288,6 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self.reading_body = False
-        if self.body_timer is not None:
-            self.body_timer.cancel()
-            self.body_timer = None
         super().on_message_complete()
 
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: ASGI3Application) -> None:

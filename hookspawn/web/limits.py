@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import http
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httptools
 import orjson
@@ -13,6 +13,7 @@ from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallab
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from hookspawn.web.http_errors import API_CODES, ApiError, error_body
+from hookspawn.web.write_coalescing import CoalescingTransport
 from triggers.intake import MAX_BODY
 from workers.settings import Settings
 
@@ -129,6 +130,8 @@ class GuardedProtocol(HttpToolsProtocol):
             )
             return
         super().connection_made(transport)
+        # a response's head and body, written in one pass, go out in one write
+        self.transport = cast(asyncio.Transport, CoalescingTransport(transport, self.loop))
         self.start_headers()
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -23,6 +23,7 @@ from workers.delivery.scripts import (
     CLAIM,
     CLAIM_DUE,
     FINISH,
+    LAST_RUN,
     RECORD,
     RELEASE,
     RENEW,
@@ -97,6 +98,7 @@ class DeliveryStore:
         self._claim = client.register_script(CLAIM)
         self._finish = client.register_script(FINISH)
         self._release = client.register_script(RELEASE)
+        self._last_run = client.register_script(LAST_RUN)
 
     # intake -------------------------------------------------------------------
     def record(self, new: NewDelivery, *, queue: str = "", message: bytes = b"") -> bool:
@@ -165,8 +167,22 @@ class DeliveryStore:
         return zlib.decompress(packed) if packed else None
 
     def runs(self, delivery_id: str) -> list[dict[str, Any]]:
-        raw = cast(list[bytes], self.client.lrange(keys.delivery_runs(delivery_id), 0, -1))
-        return [orjson.loads(r) for r in raw]
+        """The delivery's runs, first first (its record's fields `run:1` .. `run:<runs>`)."""
+        record_key = keys.delivery(delivery_id)
+        count = int(cast(bytes | None, self.client.hget(record_key, "runs")) or 0)
+        if count < 1:
+            return []
+        names = [f"run:{n}" for n in range(1, count + 1)]
+        raw = cast(list[bytes | None], self.client.hmget(record_key, names))
+        return [orjson.loads(r) for r in raw if r]
+
+    def last_runs(self, delivery_ids: Sequence[str]) -> list[bytes | None]:
+        """Each delivery's last run (JSON as stored, None when it has none), in one round
+        trip however many deliveries."""
+        pipe = self.client.pipeline(transaction=False)
+        for delivery_id in delivery_ids:
+            self._last_run(keys=[keys.delivery(delivery_id)], client=pipe)
+        return cast(list[bytes | None], pipe.execute())
 
     def recent(
         self,
@@ -294,7 +310,6 @@ class DeliveryStore:
             now=now,
             error=error or "",
             run=dump_json({**run, "finishedAt": iso(now), "status": status}),
-            retention=self.retention_seconds,
             owner=owner,
             sessions=sessions,
             session_retention=self.session_retention_seconds,
@@ -315,7 +330,8 @@ class DeliveryStore:
         self.finish(delivery_id, run, status=FAILED, error=f"{code}: {message}", owner=owner)
 
     def requeue(self, delivery_id: str) -> bool:
-        """Mark a recorded delivery for another run (replay); False when it is unknown."""
+        """Mark a recorded delivery for another run (replay), no longer a dead letter; False
+        when it is unknown."""
         record_key = keys.delivery(delivery_id)
         if not self.client.exists(record_key):
             return False
@@ -323,5 +339,6 @@ class DeliveryStore:
         pipe.hset(record_key, mapping={"status": QUEUED, "attempts": 0})
         pipe.zadd(keys.PENDING, {delivery_id: time.time() + self.lease})
         pipe.hdel(keys.SWEPT, delivery_id)
+        pipe.zrem(keys.DEAD, delivery_id)
         pipe.execute()
         return True

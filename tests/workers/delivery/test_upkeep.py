@@ -1,6 +1,6 @@
 """The index upkeep: the delivery, dead-letter and session indexes trimmed to their retention
-by the worker, off the write path, and a delivery's runs kept in (and read back from) its
-record."""
+by the worker, off the write path; a delivery's runs kept in (and read back from) its record,
+and its dead letter dropped by a replay (a successful finish no longer looks)."""
 
 from __future__ import annotations
 
@@ -116,3 +116,15 @@ def test_a_deliverys_runs_are_read_back_from_its_record(redis_client: redis.Redi
     assert last[1] is None and last[0] is not None and b'"run":2' in last[0]
     assert 0 < client.ttl(keys.delivery("d-1")) <= RETENTION  # the runs expire with the record
     assert client.exists(f"{keys.delivery('d-1')}:runs") == 0
+
+
+def test_a_replay_takes_the_delivery_off_the_dead_letters(redis_client: redis.Redis) -> None:
+    client = redis_client
+    store = DeliveryStore(client, retention=timedelta(seconds=RETENTION))
+    store.record(NewDelivery("d-1", "push", None, "o/r", None, None, b"{}"))
+    store.fail("d-1", "internal_error", "ValueError: broken")
+    assert client.zscore(keys.DEAD, "d-1") is not None
+    assert store.requeue("d-1")
+    assert client.zscore(keys.DEAD, "d-1") is None  # queued again: no dead letter
+    assert store.finish("d-1", {"outcomes": []}, status="processed", error=None)
+    assert client.zscore(keys.DEAD, "d-1") is None

@@ -62,6 +62,32 @@ def run_script(
     return script(keys=keys_, args=args)
 
 
+#: the record's fields a Delivery is read from: neither its body nor its runs
+RECORD_FIELDS = (
+    "event",
+    "action",
+    "repository",
+    "installationId",
+    "hookId",
+    "status",
+    "receivedAt",
+    "processedAt",
+    "error",
+    "runs",
+    "claims",
+    "attempts",
+)
+
+
+def _fields(values: Sequence[bytes | None]) -> dict[bytes, bytes]:
+    """An HMGET of RECORD_FIELDS as the record's present fields (empty: no record)."""
+    return {
+        name.encode(): value
+        for name, value in zip(RECORD_FIELDS, values, strict=True)
+        if value is not None
+    }
+
+
 @dataclass(frozen=True)
 class Due:
     """Deliveries whose lease ran out: to enqueue again, and those out of attempts."""
@@ -156,11 +182,11 @@ class DeliveryStore:
 
     # reading ------------------------------------------------------------------
     def get(self, delivery_id: str) -> Delivery | None:
-        raw = cast(dict[bytes, bytes], self.client.hgetall(keys.delivery(delivery_id)))
-        if not raw:
-            return None
-        raw.pop(b"body", None)
-        return parse_record(delivery_id, raw)
+        values = cast(
+            list[bytes | None], self.client.hmget(keys.delivery(delivery_id), RECORD_FIELDS)
+        )
+        raw = _fields(values)
+        return parse_record(delivery_id, raw) if raw else None
 
     def body(self, delivery_id: str) -> bytes | None:
         packed = cast(bytes | None, self.client.hget(keys.delivery(delivery_id), "body"))
@@ -213,11 +239,11 @@ class DeliveryStore:
             if not ids:
                 return
             pipe = self.client.pipeline(transaction=False)
-            for raw_id in ids:
-                pipe.hgetall(keys.delivery(raw_id.decode()))
-            for raw_id, raw in zip(ids, pipe.execute(), strict=True):
+            for raw_id in ids:  # not the body nor the runs: only what a Delivery holds
+                pipe.hmget(keys.delivery(raw_id.decode()), RECORD_FIELDS)
+            for raw_id, values in zip(ids, pipe.execute(), strict=True):
+                raw = _fields(values)
                 if raw:
-                    raw.pop(b"body", None)
                     yield parse_record(raw_id.decode(), raw)
             start += page
 

@@ -34,7 +34,7 @@ DEAD = f"{PREFIX}:dead"
 UPKEEP_LOCK = f"{PREFIX}:lock:upkeep"
 
 #: string: the SCAN cursor where the index upkeep's walk over the per-agent session indexes
-#: goes on ("0": start over)
+#: goes on (absent: from the start)
 UPKEEP_CURSOR = f"{PREFIX}:upkeep:cursor"
 
 

@@ -97,5 +97,8 @@ class IndexUpkeep:
                 dropped += sum(cast(list[int], pipe.execute())[::2])
             if cursor == 0:
                 break
-        self.client.set(keys.UPKEEP_CURSOR, cursor)
+        if cursor:
+            self.client.set(keys.UPKEEP_CURSOR, cursor)
+        else:  # the walk is done: the next one starts over, and no key is left behind
+            self.client.delete(keys.UPKEEP_CURSOR)
         return dropped

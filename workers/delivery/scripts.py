@@ -97,7 +97,8 @@ return {'claimed', fields, redis.call('GET', generation)}
 # the record; an empty `error` is none. The record's `event` (always recorded) tells whether
 # it still exists, its `status` whether it was a dead letter (a sweep failed it while a late
 # worker still ran it): a replay takes a delivery off the dead letters itself (`requeue`).
-# The dead letters are trimmed to the retention by the worker's upkeep.
+# The dead letters are trimmed to the retention by the worker's upkeep (which also drops the
+# entry of a dead letter whose record expired, should GitHub deliver its id again).
 FINISH = (
     STORE_SESSION_LUA
     + """
@@ -115,7 +116,7 @@ if #staged > 0 then
 else
   held = redis.call('HMGET', record, 'event', 'status', 'runs')
 end
-local event, previous, runs, body = held[1], held[2], held[3], held[4]
+local recorded, previous, runs, body = held[1], held[2], held[3], held[4]
 if #staged > 0 then
   if not body then return 0 end
   for _, session in ipairs(staged) do
@@ -126,7 +127,7 @@ if #staged > 0 then
                           now, session_retention, session.event, id, body)
   end
 end
-if event then
+if recorded then
   local n = (tonumber(runs) or 0) + 1
   redis.call('HSET', record, 'status', status, 'processedAt', now, 'error', failure,
              'runs', n, 'run:' .. n, run)

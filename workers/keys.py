@@ -22,7 +22,8 @@ DELIVERIES = f"{PREFIX}:deliveries"
 #: A delivery whose deadline has passed is lost work and is enqueued again by the sweep.
 PENDING = f"{PREFIX}:pending"
 
-#: hash delivery id → how often the sweep re-enqueued it since it was last processed
+#: hash delivery id → how often the sweep re-enqueued it since it was last processed or
+#: replayed (dropped by the worker's upkeep once it is no longer pending, and by a replay)
 SWEPT = f"{PREFIX}:swept"
 
 #: zset delivery id → time it failed for good (dead letters, replayable; trimmed to the
@@ -36,6 +37,9 @@ UPKEEP_LOCK = f"{PREFIX}:lock:upkeep"
 #: string: the SCAN cursor where the index upkeep's walk over the per-agent session indexes
 #: goes on (absent: from the start)
 UPKEEP_CURSOR = f"{PREFIX}:upkeep:cursor"
+
+#: string: the HSCAN cursor where the upkeep's walk over SWEPT goes on (absent: from the start)
+UPKEEP_SWEPT_CURSOR = f"{PREFIX}:upkeep:swept-cursor"
 
 
 #: string (owner token) with a TTL: the worker holding a delivery right now

@@ -90,7 +90,7 @@ return {'claimed', fields, redis.call('GET', generation)}
 # the lock (when still ours), atomically; with the sessions the run spawned into hookspawn's
 # own store, created in the same step. A session is written only if none of them exists yet
 # and the record still holds its body (which each one keeps as its input): otherwise the
-# script answers 0 and writes nothing at all. `finish_call` builds KEYS and ARGV: six keys
+# script answers 0 and writes nothing at all. `finish_call` builds KEYS and ARGV: five keys
 # and eight arguments, then two keys (session, agent index) and three arguments (id, spec
 # JSON without input, event) per staged session, bound to the `staged` table first.
 # The run is the record's field `run:<n>` (n counts the runs, 1 first), so it expires with
@@ -98,16 +98,17 @@ return {'claimed', fields, redis.call('GET', generation)}
 # it still exists, its `status` whether it was a dead letter (a sweep failed it while a late
 # worker still ran it): a replay takes a delivery off the dead letters itself (`requeue`).
 # The dead letters are trimmed to the retention by the worker's upkeep (which also drops the
-# entry of a dead letter whose record expired, should GitHub deliver its id again).
+# entry of a dead letter whose record expired, should GitHub deliver its id again), and the
+# sweep count of a delivery no longer pending is dropped by the upkeep too, not here.
 FINISH = (
     STORE_SESSION_LUA
     + """
-local record, pending, swept, dead, lock, sessions = unpack(KEYS, 1, 6)
+local record, pending, dead, lock, sessions = unpack(KEYS, 1, 5)
 local id, status, now, failure, run, owner = unpack(ARGV, 1, 6)
 local count, session_retention = tonumber(ARGV[7]), ARGV[8]
 local staged = {}
 for i = 1, count do
-  staged[i] = {key = KEYS[5 + 2 * i], agent_index = KEYS[6 + 2 * i],
+  staged[i] = {key = KEYS[4 + 2 * i], agent_index = KEYS[5 + 2 * i],
                id = ARGV[6 + 3 * i], spec = ARGV[7 + 3 * i], event = ARGV[8 + 3 * i]}
 end
 local held
@@ -133,7 +134,6 @@ if recorded then
              'runs', n, 'run:' .. n, run)
 end
 redis.call('ZREM', pending, id)
-redis.call('HDEL', swept, id)
 if status == 'failed' then
   redis.call('ZADD', dead, now, id)
 elseif previous == 'failed' then
@@ -150,6 +150,24 @@ local record = KEYS[1]
 local runs = tonumber(redis.call('HGET', record, 'runs') or '0') or 0
 if runs < 1 then return false end
 return redis.call('HGET', record, 'run:' .. runs)
+"""
+
+# One step of the upkeep's walk over the sweep counts: HSCAN from `cursor`, and drop the
+# count of each delivery no longer pending (processed or failed: a replay counts afresh).
+# Answers {next cursor, how many were dropped}.
+DROP_SWEPT = """
+local swept, pending = KEYS[1], KEYS[2]
+local cursor, count = ARGV[1], ARGV[2]
+local found = redis.call('HSCAN', swept, cursor, 'COUNT', count)
+local entries = found[2]
+local dropped = 0
+for i = 1, #entries, 2 do
+  local id = entries[i]
+  if not redis.call('ZSCORE', pending, id) then
+    dropped = dropped + redis.call('HDEL', swept, id)
+  end
+end
+return {found[1], dropped}
 """
 
 # Extend a lock only while we still own it.
@@ -184,7 +202,6 @@ def finish_call(
     keys_ = [
         keys.delivery(delivery_id),
         keys.PENDING,
-        keys.SWEPT,
         keys.DEAD,
         keys.delivery_lock(delivery_id),
         keys.SESSIONS,

@@ -9,8 +9,10 @@ sweeper thread runs this every `interval` instead, so an index holds an entry at
 and the per-agent session indexes (the session retention). The per-agent indexes are found
 with SCAN, a bounded number of steps per pass, the cursor kept in Redis between passes (so
 every index is reached however many of them, whichever process runs the pass); an index
-trimmed to nothing is gone. A short lock lets one process run a pass per interval however
-many workers run; a pass is idempotent anyway.
+trimmed to nothing is gone. The sweep counts (`hookspawn:swept`) of deliveries no longer
+pending are dropped the same way (HSCAN, bounded, the cursor kept in Redis): finishing a
+delivery leaves its count to this. A short lock lets one process run a pass per interval
+however many workers run; a pass is idempotent anyway.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import cast
 import redis
 
 from workers import keys
+from workers.delivery.scripts import DROP_SWEPT
 
 #: the longest time between two passes (shorter when a retention is short: a hundredth of it)
 MAX_INTERVAL = 60.0
@@ -52,6 +55,7 @@ class IndexUpkeep:
         self.interval = upkeep_interval(retention_seconds, session_retention_seconds)
         self.scan_count = scan_count
         self.scan_steps = scan_steps
+        self._drop_swept = client.register_script(DROP_SWEPT)
 
     def run_if_due(self) -> bool:
         """One pass, unless another process ran one less than `interval` ago (True: ran)."""
@@ -62,8 +66,8 @@ class IndexUpkeep:
         return True
 
     def run_once(self, now: float | None = None) -> int:
-        """Trim every index once (the per-agent ones as far as this pass's SCAN steps reach);
-        the number of index entries dropped."""
+        """Trim every index once (the per-agent ones and the sweep counts as far as this
+        pass's SCAN steps reach); the number of entries dropped."""
         now = time.time() if now is None else now
         deliveries_before = now - self.retention_seconds
         sessions_before = now - self.session_retention_seconds
@@ -77,11 +81,32 @@ class IndexUpkeep:
             # an index written with a TTL (before the upkeep) must not expire whole
             pipe.persist(index)
         dropped = sum(cast(list[int], pipe.execute())[::2])
-        return dropped + self._agent_indexes(sessions_before)
+        return dropped + self._agent_indexes(sessions_before) + self._sweep_counts()
+
+    def _cursor(self, key: str) -> int:
+        return int(cast(bytes | None, self.client.get(key)) or 0)
+
+    def _keep_cursor(self, key: str, cursor: int) -> None:
+        if cursor:
+            self.client.set(key, cursor)
+        else:  # the walk is done: the next one starts over, and no key is left behind
+            self.client.delete(key)
+
+    def _sweep_counts(self) -> int:
+        cursor, dropped = self._cursor(keys.UPKEEP_SWEPT_CURSOR), 0
+        for _ in range(self.scan_steps):
+            answer = cast(
+                list[bytes | int],
+                self._drop_swept(keys=[keys.SWEPT, keys.PENDING], args=[cursor, self.scan_count]),
+            )
+            cursor, dropped = int(answer[0]), dropped + int(answer[1])
+            if cursor == 0:
+                break
+        self._keep_cursor(keys.UPKEEP_SWEPT_CURSOR, cursor)
+        return dropped
 
     def _agent_indexes(self, before: float) -> int:
-        cursor = int(cast(bytes | None, self.client.get(keys.UPKEEP_CURSOR)) or 0)
-        dropped = 0
+        cursor, dropped = self._cursor(keys.UPKEEP_CURSOR), 0
         for _ in range(self.scan_steps):
             cursor, found = cast(
                 tuple[int, list[bytes]],
@@ -97,8 +122,5 @@ class IndexUpkeep:
                 dropped += sum(cast(list[int], pipe.execute())[::2])
             if cursor == 0:
                 break
-        if cursor:
-            self.client.set(keys.UPKEEP_CURSOR, cursor)
-        else:  # the walk is done: the next one starts over, and no key is left behind
-            self.client.delete(keys.UPKEEP_CURSOR)
+        self._keep_cursor(keys.UPKEEP_CURSOR, cursor)
         return dropped

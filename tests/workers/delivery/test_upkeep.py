@@ -37,15 +37,19 @@ def test_one_pass_trims_every_index_to_its_retention(redis_client: redis.Redis) 
     for index in (keys.SESSIONS, keys.agent_sessions("both")):
         client.zadd(index, {"old": NOW - SESSION_RETENTION - 1, "fresh": NOW - 1})
     client.zadd(keys.agent_sessions("idle"), {"old": NOW - SESSION_RETENTION - 1})
+    client.hset(keys.SWEPT, mapping={"finished": 1, "still-pending": 2})
+    client.zadd(keys.PENDING, {"still-pending": NOW})
 
-    assert upkeep(client).run_once(now=NOW) == 5
+    assert upkeep(client).run_once(now=NOW) == 6
 
     for index in (keys.DELIVERIES, keys.DEAD, keys.SESSIONS, keys.agent_sessions("both")):
         assert client.zrange(index, 0, -1) == [b"fresh"], index
     assert client.exists(keys.agent_sessions("idle")) == 0  # trimmed to nothing: gone
     assert client.ttl(keys.DELIVERIES) == -1
+    assert client.hgetall(keys.SWEPT) == {b"still-pending": b"2"}  # the finished one's count
     assert upkeep(client).run_once(now=NOW) == 0  # idempotent
-    assert client.exists(keys.UPKEEP_CURSOR) == 0  # a walk done in one pass leaves no cursor
+    # walks done in one pass leave no cursor behind
+    assert client.exists(keys.UPKEEP_CURSOR, keys.UPKEEP_SWEPT_CURSOR) == 0
 
 
 def test_the_walk_over_agent_indexes_goes_on_where_the_last_pass_stopped(

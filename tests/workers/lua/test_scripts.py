@@ -264,7 +264,7 @@ def test_finish_records_the_run_and_releases_its_own_lock(redis_client: redis.Re
     )
     assert fields["run:1"] == '{"run":1}'  # the run is kept in the record, expiring with it
     assert client.zscore(keys.PENDING, "d-1") is None
-    assert client.hget(keys.SWEPT, "d-1") is None
+    assert client.hget(keys.SWEPT, "d-1") == b"2"  # left to the worker's upkeep
     assert client.zscore(keys.DEAD, "d-1") is None
     assert client.exists(keys.delivery_lock("d-1")) == 0
 
@@ -366,6 +366,20 @@ def test_finish_call_refuses_a_session_of_another_delivery() -> None:
             sessions=(trigger_spec("s-9", "d-2"),),
             session_retention=TTL,
         )
+
+
+# DROP_SWEPT: the upkeep's walk over the sweep counts ------------------------------------
+
+
+def test_drop_swept_keeps_only_the_counts_of_pending_deliveries(
+    redis_client: redis.Redis,
+) -> None:
+    client = redis_client
+    client.hset(keys.SWEPT, mapping={"pending": 3, "done": 2, "retrying": 1})
+    client.zadd(keys.PENDING, {"pending": NOW, "retrying": NOW})
+    cursor, dropped = run(client, scripts.DROP_SWEPT, [keys.SWEPT, keys.PENDING], [0, 100])
+    assert (cursor, dropped) == (b"0", 1)
+    assert client.hgetall(keys.SWEPT) == {b"pending": b"3", b"retrying": b"1"}
 
 
 # RENEW and RELEASE ----------------------------------------------------------------------

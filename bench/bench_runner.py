@@ -182,10 +182,11 @@ class Runner:
 
 
 def session_of(client: redis.Redis, delivery: str) -> str | None:
-    runs = client.lrange(keys.delivery_runs(delivery), -1, -1)
-    if not runs:
+    record = keys.delivery(delivery)
+    last = client.hget(record, f"run:{int(client.hget(record, 'runs') or 0)}")
+    if not last:
         return None
-    outcomes = json.loads(runs[0]).get("outcomes") or []
+    outcomes = json.loads(last).get("outcomes") or []
     return outcomes[0].get("sessionId") if outcomes else None
 
 

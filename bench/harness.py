@@ -631,12 +631,13 @@ def audit(client: redis.Redis, bench: Bench, accepted: dict[str, str], firing: s
         chunk = ids[start : start + 1000]
         pipe = client.pipeline(transaction=False)
         for d in chunk:
-            pipe.hmget(keys.delivery(d), "status", "receivedAt")
-            pipe.lrange(keys.delivery_runs(d), 0, -1)
+            pipe.hgetall(keys.delivery(d))
             pipe.hgetall(keys.session(bench.spawn_id(d)))
         answers = pipe.execute()
         for i, d in enumerate(chunk):
-            (status, received), runs, session = answers[3 * i : 3 * i + 3]
+            record, session = answers[2 * i : 2 * i + 2]
+            status, received = record.get(b"status"), record.get(b"receivedAt")
+            runs = [v for k, v in record.items() if k.startswith(b"run:")]
             if status != b"processed":
                 report.lost.append(d)
                 continue

@@ -119,6 +119,7 @@ def worker(args: argparse.Namespace) -> int:
 
     from workers.agents_source import ChangeWatch
     from workers.delivery.sweep import Sweeper
+    from workers.delivery.upkeep import IndexUpkeep
     from workers.runtime import build_runtime
 
     settings = load_settings()
@@ -139,7 +140,14 @@ def worker(args: argparse.Namespace) -> int:
         rt.celery.conf.update(worker_send_task_events=True, task_send_sent_event=True)
     # each pool process closes what it built (dispatcher, Redis connection) as it exits
     worker_process_shutdown.connect(lambda **_: rt.close(), weak=False)
-    sweeper = Sweeper(rt.store, rt.enqueue, interval=min(5.0, rt.store.lease / 3)).start()
+    upkeep = IndexUpkeep(
+        rt.store.client,
+        retention_seconds=rt.store.retention_seconds,
+        session_retention_seconds=rt.store.session_retention_seconds,
+    )
+    sweeper = Sweeper(
+        rt.store, rt.enqueue, interval=min(5.0, rt.store.lease / 3), upkeep=upkeep
+    ).start()
     try:
         w = rt.celery.Worker(
             concurrency=args.concurrency,

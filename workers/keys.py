@@ -7,30 +7,39 @@ PREFIX = "hookspawn"
 
 # Deliveries ---------------------------------------------------------------
 #: hash: event, action, repository, installationId, hookId, receivedAt, processedAt,
-#: status, error, body (the raw JSON packed by triggers.body_codec), runs (count)
+#: status, error (empty: none), body (the raw JSON packed by triggers.body_codec), claims,
+#: attempts, runs (count) and `run:<n>` for n in 1..runs: the JSON record of each processing
+#: run (outcomes, decisions, times)
 def delivery(delivery_id: str) -> str:
     return f"{PREFIX}:delivery:{delivery_id}"
 
 
-#: list of JSON run records (one per processing run: outcomes, decisions, times)
-def delivery_runs(delivery_id: str) -> str:
-    return f"{PREFIX}:delivery:{delivery_id}:runs"
-
-
 #: zset delivery id → received time (epoch seconds): the recent-deliveries index (trimmed to
-#: the retention as deliveries are recorded, and expiring whole when none are)
+#: the retention by the worker's upkeep)
 DELIVERIES = f"{PREFIX}:deliveries"
 
 #: zset delivery id → lease deadline (epoch seconds): deliveries not yet processed.
 #: A delivery whose deadline has passed is lost work and is enqueued again by the sweep.
 PENDING = f"{PREFIX}:pending"
 
-#: hash delivery id → how often the sweep re-enqueued it since it was last processed
+#: hash delivery id → how often the sweep re-enqueued it since it was last processed or
+#: replayed (dropped by the worker's upkeep once it is no longer pending, and by a replay)
 SWEPT = f"{PREFIX}:swept"
 
 #: zset delivery id → time it failed for good (dead letters, replayable; trimmed to the
-#: retention like the records themselves)
+#: retention by the worker's upkeep, as the records themselves expire)
 DEAD = f"{PREFIX}:dead"
+
+#: string with a TTL (the upkeep's interval): taken by the process running the index upkeep,
+#: so one process trims the indexes per interval however many workers run
+UPKEEP_LOCK = f"{PREFIX}:lock:upkeep"
+
+#: string: the SCAN cursor where the index upkeep's walk over the per-agent session indexes
+#: goes on (absent: from the start)
+UPKEEP_CURSOR = f"{PREFIX}:upkeep:cursor"
+
+#: string: the HSCAN cursor where the upkeep's walk over SWEPT goes on (absent: from the start)
+UPKEEP_SWEPT_CURSOR = f"{PREFIX}:upkeep:swept-cursor"
 
 
 #: string (owner token) with a TTL: the worker holding a delivery right now
@@ -46,13 +55,18 @@ def session(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}"
 
 
-#: zset session id → created time: sessions, newest first
+#: zset session id → created time: sessions, newest first (trimmed to the session retention
+#: by the worker's upkeep)
 SESSIONS = f"{PREFIX}:sessions"
 
 
-#: zset session id → created time, per agent
+#: zset session id → created time, per agent (trimmed like SESSIONS; gone once empty)
 def agent_sessions(agent: str) -> str:
     return f"{PREFIX}:sessions:agent:{agent}"
+
+
+#: SCAN MATCH pattern of every agent_sessions key
+AGENT_SESSIONS_PATTERN = f"{PREFIX}:sessions:agent:*"
 
 
 #: string with a TTL: SHA-256 of the body of the start that named this spawn id with its

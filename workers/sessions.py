@@ -18,24 +18,19 @@ from workers import keys
 # Lua, shared by every script that writes sessions: store one session record (a hash whose
 # first field is `spec`, the JSON spec without its input, then the given field/value pairs)
 # and index it, overall and per agent. The caller has checked that it does not exist yet.
-# Everything is kept `ttl` seconds (HOOKSPAWN_SESSION_RETENTION): the record expires, each
-# index drops the ids older than that as it is written, and an index nobody writes to for
-# that long expires whole.
+# The record expires after `ttl` seconds (HOOKSPAWN_SESSION_RETENTION); the indexes are
+# trimmed to that retention by the worker's upkeep (workers/delivery/upkeep.py), not as
+# they are written, and an agent's index trimmed to nothing is gone.
 # A trigger-spawned session's fields are `event`, `deliveryId` and `body`: the delivery's
 # recorded body (packed by triggers.body_codec), copied from its record inside Redis, which
 # the input is rebuilt from; any other session's field is `input` (packed JSON), absent when
 # it has none.
 STORE_SESSION_LUA = """
-local function index_session(index, now, ttl, id)
-  redis.call('ZADD', index, now, id)
-  redis.call('ZREMRANGEBYSCORE', index, '-inf', now - ttl)
-  redis.call('EXPIRE', index, ttl)
-end
 local function store_session(key, index, agent_index, id, spec, now, ttl, ...)
   redis.call('HSET', key, 'spec', spec, ...)
   redis.call('EXPIRE', key, ttl)
-  index_session(index, now, ttl, id)
-  index_session(agent_index, now, ttl, id)
+  redis.call('ZADD', index, now, id)
+  redis.call('ZADD', agent_index, now, id)
 end
 local function store_trigger_session(key, index, agent_index, id, spec, now, ttl, event,
                                      delivery, body)

@@ -8,11 +8,10 @@ In dispatch mode there is no run record and the outcome carries no `sessionStatu
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import orjson
 
-from workers import keys
 from workers.runtime import Runtime
 
 __all__ = ["latest_outcomes", "with_session_status"]
@@ -48,10 +47,7 @@ def latest_outcomes(rt: Runtime, delivery_ids: Sequence[str]) -> list[list[dict[
     trips however many deliveries."""
     if not delivery_ids:
         return []
-    pipe = rt.client.pipeline(transaction=False)
-    for delivery_id in delivery_ids:
-        pipe.lindex(keys.delivery_runs(delivery_id), -1)
-    latest = cast(list[bytes | None], pipe.execute())
+    latest = rt.store.last_runs(delivery_ids)
     each: list[list[dict[str, Any]]] = [
         list(orjson.loads(run).get("outcomes", [])) if run else [] for run in latest
     ]

@@ -23,6 +23,7 @@ from workers.delivery.scripts import (
     CLAIM,
     CLAIM_DUE,
     FINISH,
+    LAST_RUN,
     RECORD,
     RELEASE,
     RENEW,
@@ -61,6 +62,32 @@ def run_script(
     return script(keys=keys_, args=args)
 
 
+#: the record's fields a Delivery is read from: neither its body nor its runs
+RECORD_FIELDS = (
+    "event",
+    "action",
+    "repository",
+    "installationId",
+    "hookId",
+    "status",
+    "receivedAt",
+    "processedAt",
+    "error",
+    "runs",
+    "claims",
+    "attempts",
+)
+
+
+def _fields(values: Sequence[bytes | None]) -> dict[bytes, bytes]:
+    """An HMGET of RECORD_FIELDS as the record's present fields (empty: no record)."""
+    return {
+        name.encode(): value
+        for name, value in zip(RECORD_FIELDS, values, strict=True)
+        if value is not None
+    }
+
+
 @dataclass(frozen=True)
 class Due:
     """Deliveries whose lease ran out: to enqueue again, and those out of attempts."""
@@ -97,6 +124,7 @@ class DeliveryStore:
         self._claim = client.register_script(CLAIM)
         self._finish = client.register_script(FINISH)
         self._release = client.register_script(RELEASE)
+        self._last_run = client.register_script(LAST_RUN)
 
     # intake -------------------------------------------------------------------
     def record(self, new: NewDelivery, *, queue: str = "", message: bytes = b"") -> bool:
@@ -155,19 +183,33 @@ class DeliveryStore:
 
     # reading ------------------------------------------------------------------
     def get(self, delivery_id: str) -> Delivery | None:
-        raw = cast(dict[bytes, bytes], self.client.hgetall(keys.delivery(delivery_id)))
-        if not raw:
-            return None
-        raw.pop(b"body", None)
-        return parse_record(delivery_id, raw)
+        values = cast(
+            list[bytes | None], self.client.hmget(keys.delivery(delivery_id), RECORD_FIELDS)
+        )
+        raw = _fields(values)
+        return parse_record(delivery_id, raw) if raw else None
 
     def body(self, delivery_id: str) -> bytes | None:
         packed = cast(bytes | None, self.client.hget(keys.delivery(delivery_id), "body"))
         return unpack(packed) if packed else None
 
     def runs(self, delivery_id: str) -> list[dict[str, Any]]:
-        raw = cast(list[bytes], self.client.lrange(keys.delivery_runs(delivery_id), 0, -1))
-        return [orjson.loads(r) for r in raw]
+        """The delivery's runs, first first (its record's fields `run:1` .. `run:<runs>`)."""
+        record_key = keys.delivery(delivery_id)
+        count = int(cast(bytes | None, self.client.hget(record_key, "runs")) or 0)
+        if count < 1:
+            return []
+        names = [f"run:{n}" for n in range(1, count + 1)]
+        raw = cast(list[bytes | None], self.client.hmget(record_key, names))
+        return [orjson.loads(r) for r in raw if r]
+
+    def last_runs(self, delivery_ids: Sequence[str]) -> list[bytes | None]:
+        """Each delivery's last run (JSON as stored, None when it has none), in one round
+        trip however many deliveries."""
+        pipe = self.client.pipeline(transaction=False)
+        for delivery_id in delivery_ids:
+            self._last_run(keys=[keys.delivery(delivery_id)], client=pipe)
+        return cast(list[bytes | None], pipe.execute())
 
     def recent(
         self,
@@ -198,11 +240,11 @@ class DeliveryStore:
             if not ids:
                 return
             pipe = self.client.pipeline(transaction=False)
-            for raw_id in ids:
-                pipe.hgetall(keys.delivery(raw_id.decode()))
-            for raw_id, raw in zip(ids, pipe.execute(), strict=True):
+            for raw_id in ids:  # not the body nor the runs: only what a Delivery holds
+                pipe.hmget(keys.delivery(raw_id.decode()), RECORD_FIELDS)
+            for raw_id, values in zip(ids, pipe.execute(), strict=True):
+                raw = _fields(values)
                 if raw:
-                    raw.pop(b"body", None)
                     yield parse_record(raw_id.decode(), raw)
             start += page
 
@@ -295,7 +337,6 @@ class DeliveryStore:
             now=now,
             error=error or "",
             run=dump_json({**run, "finishedAt": iso(now), "status": status}),
-            retention=self.retention_seconds,
             owner=owner,
             sessions=sessions,
             session_retention=self.session_retention_seconds,
@@ -316,7 +357,8 @@ class DeliveryStore:
         self.finish(delivery_id, run, status=FAILED, error=f"{code}: {message}", owner=owner)
 
     def requeue(self, delivery_id: str) -> bool:
-        """Mark a recorded delivery for another run (replay); False when it is unknown."""
+        """Mark a recorded delivery for another run (replay), no longer a dead letter; False
+        when it is unknown."""
         record_key = keys.delivery(delivery_id)
         if not self.client.exists(record_key):
             return False
@@ -324,5 +366,6 @@ class DeliveryStore:
         pipe.hset(record_key, mapping={"status": QUEUED, "attempts": 0})
         pipe.zadd(keys.PENDING, {delivery_id: time.time() + self.lease})
         pipe.hdel(keys.SWEPT, delivery_id)
+        pipe.zrem(keys.DEAD, delivery_id)
         pipe.execute()
         return True

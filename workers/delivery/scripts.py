@@ -12,7 +12,9 @@ from workers.sessions import STORE_SESSION_LUA
 Arg = str | bytes | float | int
 
 # Record a new delivery and queue its task, or report a duplicate (0), in one round trip.
-# ARGV from the sixth on: the record's field/value pairs.
+# ARGV from the sixth on: the record's field/value pairs. The record expires after `ttl`; the
+# index is trimmed to the retention by the worker's upkeep (workers/delivery/upkeep.py), not
+# here.
 RECORD = """
 local record, index, pending, queue = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, ttl, now, deadline, message = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -21,8 +23,6 @@ if redis.call('EXISTS', record) == 1 then return 0 end
 redis.call('HSET', record, unpack(fields))
 redis.call('EXPIRE', record, ttl)
 redis.call('ZADD', index, now, id)
-redis.call('ZREMRANGEBYSCORE', index, '-inf', now - ttl)
-redis.call('EXPIRE', index, ttl)
 redis.call('ZADD', pending, deadline, id)
 if message ~= '' then redis.call('LPUSH', queue, message) end
 return 1
@@ -57,21 +57,31 @@ return {again, exhausted}
 # connections generation (so the pipeline reuses the connections it read before when nothing
 # changed). `attempts` counts every claim since the delivery was recorded or last replayed,
 # durably: across Celery retries, sweeps, re-enqueues and dead workers alike.
+# The fresh lease is the pending check: ZADD XX CH answers 1 only for a pending delivery
+# (XX never adds one); 0 also when the deadline did not move, which ZSCORE then tells apart.
 # Answers {'busy'} (another owner holds the lock), {'skipped'} (not pending) or
-# {'claimed', record, generation}.
+# {'claimed', record, generation}: the record as it was before this claim counted itself.
 CLAIM = """
 local lock, pending, record, generation = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease_ms, deadline, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if not redis.call('SET', lock, owner, 'NX', 'PX', lease_ms) then return {'busy'} end
-if not redis.call('ZSCORE', pending, id) then
+local moved = redis.call('ZADD', pending, 'XX', 'CH', deadline, id)
+if moved == 0 and not redis.call('ZSCORE', pending, id) then
   redis.call('DEL', lock)
   return {'skipped'}
 end
-redis.call('ZADD', pending, 'XX', deadline, id)
 local fields = redis.call('HGETALL', record)
 if #fields > 0 then
-  redis.call('HINCRBY', record, 'claims', 1)
-  redis.call('HINCRBY', record, 'attempts', 1)
+  local claims, attempts = 0, 0
+  for i = 1, #fields, 2 do
+    local name = fields[i]
+    if name == 'claims' then
+      claims = tonumber(fields[i + 1]) or 0
+    elseif name == 'attempts' then
+      attempts = tonumber(fields[i + 1]) or 0
+    end
+  end
+  redis.call('HSET', record, 'claims', claims + 1, 'attempts', attempts + 1)
 end
 return {'claimed', fields, redis.call('GET', generation)}
 """
@@ -80,22 +90,35 @@ return {'claimed', fields, redis.call('GET', generation)}
 # the lock (when still ours), atomically; with the sessions the run spawned into hookspawn's
 # own store, created in the same step. A session is written only if none of them exists yet
 # and the record still holds its body (which each one keeps as its input): otherwise the
-# script answers 0 and writes nothing at all. `finish_call` builds KEYS and ARGV: seven keys
-# and nine arguments, then two keys (session, agent index) and three arguments (id, spec
+# script answers 0 and writes nothing at all. `finish_call` builds KEYS and ARGV: five keys
+# and eight arguments, then two keys (session, agent index) and three arguments (id, spec
 # JSON without input, event) per staged session, bound to the `staged` table first.
+# The run is the record's field `run:<n>` (n counts the runs, 1 first), so it expires with
+# the record; an empty `error` is none. The record's `event` (always recorded) tells whether
+# it still exists, its `status` whether it was a dead letter (a sweep failed it while a late
+# worker still ran it): a replay takes a delivery off the dead letters itself (`requeue`).
+# The dead letters are trimmed to the retention by the worker's upkeep (which also drops the
+# entry of a dead letter whose record expired, should GitHub deliver its id again), and the
+# sweep count of a delivery no longer pending is dropped by the upkeep too, not here.
 FINISH = (
     STORE_SESSION_LUA
     + """
-local record, runs, pending, swept, dead, lock, sessions = unpack(KEYS, 1, 7)
-local id, status, now, failure, run, retention, owner = unpack(ARGV, 1, 7)
-local count, session_retention = tonumber(ARGV[8]), ARGV[9]
+local record, pending, dead, lock, sessions = unpack(KEYS, 1, 5)
+local id, status, now, failure, run, owner = unpack(ARGV, 1, 6)
+local count, session_retention = tonumber(ARGV[7]), ARGV[8]
 local staged = {}
 for i = 1, count do
-  staged[i] = {key = KEYS[6 + 2 * i], agent_index = KEYS[7 + 2 * i],
-               id = ARGV[7 + 3 * i], spec = ARGV[8 + 3 * i], event = ARGV[9 + 3 * i]}
+  staged[i] = {key = KEYS[4 + 2 * i], agent_index = KEYS[5 + 2 * i],
+               id = ARGV[6 + 3 * i], spec = ARGV[7 + 3 * i], event = ARGV[8 + 3 * i]}
 end
+local held
 if #staged > 0 then
-  local body = redis.call('HGET', record, 'body')
+  held = redis.call('HMGET', record, 'event', 'status', 'runs', 'body')
+else
+  held = redis.call('HMGET', record, 'event', 'status', 'runs')
+end
+local recorded, previous, runs, body = held[1], held[2], held[3], held[4]
+if #staged > 0 then
   if not body then return 0 end
   for _, session in ipairs(staged) do
     if redis.call('EXISTS', session.key) == 1 then return 0 end
@@ -105,31 +128,47 @@ if #staged > 0 then
                           now, session_retention, session.event, id, body)
   end
 end
-if redis.call('EXISTS', record) == 1 then
-  redis.call('HSET', record, 'status', status, 'processedAt', now)
-  if failure ~= '' then
-    redis.call('HSET', record, 'error', failure)
-  else
-    redis.call('HDEL', record, 'error')
-  end
-  redis.call('HINCRBY', record, 'runs', 1)
-  redis.call('RPUSH', runs, run)
-  redis.call('EXPIRE', runs, retention)
+if recorded then
+  local n = (tonumber(runs) or 0) + 1
+  redis.call('HSET', record, 'status', status, 'processedAt', now, 'error', failure,
+             'runs', n, 'run:' .. n, run)
 end
 redis.call('ZREM', pending, id)
-redis.call('HDEL', swept, id)
 if status == 'failed' then
   redis.call('ZADD', dead, now, id)
-  -- a dead letter whose record expired can no longer be replayed
-  redis.call('ZREMRANGEBYSCORE', dead, '-inf', now - retention)
-  redis.call('EXPIRE', dead, retention)
-else
+elseif previous == 'failed' then
   redis.call('ZREM', dead, id)
 end
 if owner ~= '' and redis.call('GET', lock) == owner then redis.call('DEL', lock) end
 return 1
 """
 )
+
+# The last run of a delivery (the record's field `run:<runs>`), or nil when it has none.
+LAST_RUN = """
+local record = KEYS[1]
+local runs = tonumber(redis.call('HGET', record, 'runs') or '0') or 0
+if runs < 1 then return false end
+return redis.call('HGET', record, 'run:' .. runs)
+"""
+
+# One step of the upkeep's walk over the sweep counts: HSCAN from `cursor`, and drop the
+# count of each delivery no longer pending (processed or failed: a replay counts afresh).
+# Answers {next cursor, how many were dropped}.
+DROP_SWEPT = """
+local swept, pending = KEYS[1], KEYS[2]
+local cursor, count = ARGV[1], ARGV[2]
+local found = redis.call('HSCAN', swept, cursor, 'COUNT', count)
+local entries = found[2]
+local dropped = 0
+for i = 1, #entries, 2 do
+  local id = entries[i]
+  if not redis.call('ZSCORE', pending, id) then
+    dropped = dropped + redis.call('HDEL', swept, id)
+  end
+end
+return {found[1], dropped}
+"""
 
 # Extend a lock only while we still own it.
 RENEW = """
@@ -155,7 +194,6 @@ def finish_call(
     now: float,
     error: str,
     run: bytes,
-    retention: int,
     owner: str,
     sessions: Sequence[SessionSpec],
     session_retention: int,
@@ -163,9 +201,7 @@ def finish_call(
     """FINISH's KEYS and ARGV, in the layout the script binds at its top."""
     keys_ = [
         keys.delivery(delivery_id),
-        keys.delivery_runs(delivery_id),
         keys.PENDING,
-        keys.SWEPT,
         keys.DEAD,
         keys.delivery_lock(delivery_id),
         keys.SESSIONS,
@@ -176,7 +212,6 @@ def finish_call(
         repr(now),
         error,
         run,
-        retention,
         owner,
         len(sessions),
         session_retention,

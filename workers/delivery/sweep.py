@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 import redis
@@ -11,6 +12,7 @@ import redis
 from workers import metrics
 from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.record import FAILED
+from workers.delivery.upkeep import IndexUpkeep
 
 log = logging.getLogger(__name__)
 
@@ -22,14 +24,24 @@ class Sweeper:
     countdown, so only work that nobody holds any more is taken up again. Claiming is
     atomic, so several sweepers (one per worker process) never enqueue the same
     delivery twice for the same expiry.
+
+    With `upkeep`, the same thread trims the indexes to their retention every
+    `upkeep.interval` (the first time at its first sweep).
     """
 
     def __init__(
-        self, store: DeliveryStore, enqueue: Callable[[str], None], *, interval: float = 5.0
+        self,
+        store: DeliveryStore,
+        enqueue: Callable[[str], None],
+        *,
+        interval: float = 5.0,
+        upkeep: IndexUpkeep | None = None,
     ) -> None:
         self.store = store
         self.enqueue = enqueue
         self.interval = interval
+        self.upkeep = upkeep
+        self._upkeep_at = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -71,6 +83,18 @@ class Sweeper:
                 log.warning("stale-work sweep skipped: %s", exc)
             except Exception:
                 log.exception("stale-work sweep failed")
+            self._keep_up()
+
+    def _keep_up(self) -> None:
+        if self.upkeep is None or time.monotonic() < self._upkeep_at:
+            return
+        self._upkeep_at = time.monotonic() + self.upkeep.interval
+        try:
+            self.upkeep.run_if_due()
+        except (redis.RedisError, OSError) as exc:
+            log.warning("index upkeep skipped: %s", exc)
+        except Exception:
+            log.exception("index upkeep failed")
 
     def start(self) -> Sweeper:
         self._thread = threading.Thread(target=self._run, name="hookspawn-sweeper", daemon=True)

@@ -19,6 +19,7 @@ from workers import keys
 from workers.delivery.processing import RunResult, backoff
 from workers.delivery.record import Delivery, NewDelivery
 from workers.delivery.sweep import Sweeper
+from workers.delivery.upkeep import IndexUpkeep
 from workers.errors import GitHubUnavailable
 from workers.runtime import Runtime, build_runtime
 from workers.settings import Settings
@@ -208,6 +209,9 @@ def test_each_sweep_of_a_delivery_waits_longer(rt: Runtime) -> None:
     for got, want in zip(deadlines, expected, strict=True):
         assert want - 2 < got <= want
     rt.store.finish("s-1", {"run": 1}, status="processed", error=None)
+    # the worker's upkeep drops the count of a delivery no longer pending
+    assert rt.client.hget(keys.SWEPT, "s-1") == b"7"
+    IndexUpkeep(rt.client, retention_seconds=3600, session_retention_seconds=3600).run_once()
     assert rt.client.hget(keys.SWEPT, "s-1") is None
 
 

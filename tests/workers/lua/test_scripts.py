@@ -71,7 +71,6 @@ def finish(
         now=NOW + 5,
         error=error,
         run=b'{"run":1}',
-        retention=TTL,
         owner=owner,
         sessions=sessions,
         session_retention=TTL,
@@ -89,7 +88,9 @@ def test_record_writes_the_record_indexes_and_queues_the_task(redis_client: redi
     assert hash_of(client, keys.delivery("d-1"))["event"] == "issues"
     assert 0 < client.ttl(keys.delivery("d-1")) <= TTL
     assert client.zscore(keys.DELIVERIES, "d-1") == NOW
-    assert client.zscore(keys.DELIVERIES, "old") is None  # older than the retention: trimmed
+    # older than the retention, but left to the worker's upkeep (workers/delivery/upkeep.py)
+    assert client.zscore(keys.DELIVERIES, "old") == NOW - TTL - 1
+    assert client.ttl(keys.DELIVERIES) == -1
     assert client.zscore(keys.PENDING, "d-1") == NOW + 30
     assert client.lrange("queue", 0, -1) == [b"task"]
 
@@ -143,6 +144,16 @@ def test_claim_of_a_fresh_delivery(redis_client: redis.Redis) -> None:
     assert client.zscore(keys.PENDING, "d-1") == NOW + 99
     counted = hash_of(client, keys.delivery("d-1"))
     assert (counted["claims"], counted["attempts"]) == ("1", "1")
+
+
+def test_claim_whose_fresh_lease_is_the_deadline_it_had_is_claimed_too(
+    redis_client: redis.Redis,
+) -> None:
+    client = redis_client
+    record(client)
+    client.zadd(keys.PENDING, {"d-1": NOW + 99})  # the deadline the claim sets: nothing moves
+    assert claim(client, "worker-a")[0] == b"claimed"
+    assert hash_of(client, keys.delivery("d-1"))["attempts"] == "1"
 
 
 def test_claim_while_another_owner_holds_it_is_busy(redis_client: redis.Redis) -> None:
@@ -241,35 +252,55 @@ def test_sweep_takes_at_most_its_limit_oldest_first(redis_client: redis.Redis) -
 def test_finish_records_the_run_and_releases_its_own_lock(redis_client: redis.Redis) -> None:
     client = redis_client
     record(client)
-    client.hset(keys.delivery("d-1"), "error", "old: error")
     client.hset(keys.SWEPT, "d-1", 2)
-    client.zadd(keys.DEAD, {"d-1": NOW})
     claim(client, "worker-a")
     assert finish(client, owner="worker-a") == 1
     fields = hash_of(client, keys.delivery("d-1"))
-    assert (fields["status"], fields["processedAt"], fields["runs"]) == (
+    assert (fields["status"], fields["processedAt"], fields["runs"], fields["error"]) == (
         "processed",
         repr(NOW + 5),
         "1",
+        "",  # none
     )
-    assert "error" not in fields
-    assert client.lrange(keys.delivery_runs("d-1"), 0, -1) == [b'{"run":1}']
-    assert 0 < client.ttl(keys.delivery_runs("d-1")) <= TTL
+    assert fields["run:1"] == '{"run":1}'  # the run is kept in the record, expiring with it
     assert client.zscore(keys.PENDING, "d-1") is None
-    assert client.hget(keys.SWEPT, "d-1") is None
+    assert client.hget(keys.SWEPT, "d-1") == b"2"  # left to the worker's upkeep
     assert client.zscore(keys.DEAD, "d-1") is None
     assert client.exists(keys.delivery_lock("d-1")) == 0
+
+
+def test_finish_counts_each_run_in_its_own_field(redis_client: redis.Redis) -> None:
+    client = redis_client
+    record(client)
+    assert finish(client, "failed", error="internal_error: boom") == 1
+    assert finish(client) == 1
+    fields = hash_of(client, keys.delivery("d-1"))
+    assert (fields["runs"], fields["run:1"], fields["run:2"]) == ("2", '{"run":1}', '{"run":1}')
+    assert fields["error"] == ""  # the second run's: none
+    last = run(client, scripts.LAST_RUN, [keys.delivery("d-1")], [])
+    assert last == b'{"run":1}'
+    assert run(client, scripts.LAST_RUN, [keys.delivery("d-2")], []) is None
 
 
 def test_finish_failed_is_a_dead_letter(redis_client: redis.Redis) -> None:
     client = redis_client
     record(client)
-    client.zadd(keys.DEAD, {"expired": NOW + 5 - TTL - 1})
     assert finish(client, "failed", error="internal_error: boom") == 1
     assert hash_of(client, keys.delivery("d-1"))["error"] == "internal_error: boom"
     assert client.zscore(keys.DEAD, "d-1") == NOW + 5
-    assert client.zscore(keys.DEAD, "expired") is None
-    assert 0 < client.ttl(keys.DEAD) <= TTL
+    assert client.ttl(keys.DEAD) == -1  # trimmed by the worker's upkeep, never expired whole
+
+
+def test_finish_of_a_dead_letter_a_late_worker_processed_takes_it_off(
+    redis_client: redis.Redis,
+) -> None:
+    client = redis_client
+    record(client)
+    client.zadd(keys.DEAD, {"other": NOW})
+    assert finish(client, "failed", error="attempts_exhausted: all used") == 1
+    assert finish(client) == 1  # the worker the sweep gave up on finished after all
+    assert client.zscore(keys.DEAD, "d-1") is None
+    assert client.zscore(keys.DEAD, "other") == NOW
 
 
 def test_finish_leaves_a_lock_it_does_not_own(redis_client: redis.Redis) -> None:
@@ -286,7 +317,7 @@ def test_finish_of_an_expired_record_only_clears_the_indexes(redis_client: redis
     client = redis_client
     client.zadd(keys.PENDING, {"d-1": NOW})
     assert finish(client) == 1
-    assert client.exists(keys.delivery("d-1"), keys.delivery_runs("d-1")) == 0
+    assert client.exists(keys.delivery("d-1")) == 0
     assert client.zscore(keys.PENDING, "d-1") is None
 
 
@@ -331,11 +362,24 @@ def test_finish_call_refuses_a_session_of_another_delivery() -> None:
             now=NOW,
             error="",
             run=b"{}",
-            retention=TTL,
             owner="",
             sessions=(trigger_spec("s-9", "d-2"),),
             session_retention=TTL,
         )
+
+
+# DROP_SWEPT: the upkeep's walk over the sweep counts ------------------------------------
+
+
+def test_drop_swept_keeps_only_the_counts_of_pending_deliveries(
+    redis_client: redis.Redis,
+) -> None:
+    client = redis_client
+    client.hset(keys.SWEPT, mapping={"pending": 3, "done": 2, "retrying": 1})
+    client.zadd(keys.PENDING, {"pending": NOW, "retrying": NOW})
+    cursor, dropped = run(client, scripts.DROP_SWEPT, [keys.SWEPT, keys.PENDING], [0, 100])
+    assert (cursor, dropped) == (b"0", 1)
+    assert client.hgetall(keys.SWEPT) == {b"pending": b"3", b"retrying": b"1"}
 
 
 # RENEW and RELEASE ----------------------------------------------------------------------

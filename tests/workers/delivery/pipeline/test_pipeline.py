@@ -81,7 +81,7 @@ def test_a_delivery_recorded_again_after_expiry_keeps_its_one_session(
     )
     assert first["outcome"] == "dispatched" and "created" in first["message"]
     store = hs.rt.client
-    store.delete(keys.delivery("pr-old"), keys.delivery_runs("pr-old"))
+    store.delete(keys.delivery("pr-old"))
     store.zrem(keys.DELIVERIES, "pr-old")
     again = hs.outcome(
         hs.processed(hs.send("pull_request", hs.pr(), delivery="pr-old")), "pr-review"
@@ -104,9 +104,7 @@ def test_when_one_session_of_a_delivery_exists_the_others_are_created_and_timed(
     view = hs.processed(hs.send("pull_request", hs.pr(), delivery="pr-twice"))
     ids = {agent: hs.outcome(view, agent)["sessionId"] for agent in ("pr-review", "head-branch")}
     store = hs.rt.client
-    store.delete(
-        keys.delivery("pr-twice"), keys.delivery_runs("pr-twice"), keys.session(ids["head-branch"])
-    )
+    store.delete(keys.delivery("pr-twice"), keys.session(ids["head-branch"]))
     store.zrem(keys.DELIVERIES, "pr-twice")
     before = sessions_timed(hs)
 

@@ -1,5 +1,5 @@
-"""Session records are kept HOOKSPAWN_SESSION_RETENTION, then expire; their index entries go
-with them, so storage stays bounded whatever the traffic."""
+"""Session records are kept HOOKSPAWN_SESSION_RETENTION, then expire; the worker's index
+upkeep trims their index entries after them, so storage stays bounded whatever the traffic."""
 
 from __future__ import annotations
 
@@ -16,8 +16,14 @@ from tests.workers.delivery.pipeline.conftest import Hookspawn, connect, start_h
 from workers import keys
 from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.record import NewDelivery
+from workers.delivery.upkeep import IndexUpkeep
 
 RETENTION = 2  # seconds
+
+
+def upkeep(client: redis.Redis) -> IndexUpkeep:
+    """The upkeep the worker runs, with both retentions at RETENTION."""
+    return IndexUpkeep(client, retention_seconds=RETENTION, session_retention_seconds=RETENTION)
 
 
 @pytest.fixture
@@ -52,21 +58,22 @@ def test_sessions_expire_after_their_retention_and_leave_no_index_behind(
         assert 0 < int(client.ttl(keys.session(session_id))) <= RETENTION
     assert {s["id"] for s in hs.sessions()} == ids
     indexes = [keys.SESSIONS, *(keys.agent_sessions(a) for a in ("pr-review", "nightly"))]
-    for index in indexes:
-        assert 0 < int(client.ttl(index)) <= RETENTION
-
     wait_for(lambda: not any(client.exists(keys.session(s)) for s in ids), timeout=20)
     for session_id in ids:
         assert hs.client.get(f"/sessions/{session_id}").status_code == 404
     assert hs.sessions() == []
-    wait_for(lambda: not any(client.exists(index) for index in indexes), timeout=20)
+    # the index entries outlive their records until the upkeep's next pass
+    assert all(client.exists(index) for index in indexes)
+    upkeep(client).run_once()
+    assert not any(client.exists(index) for index in indexes)
     # the delivery itself is kept for its own retention
     assert hs.client.get(f"/deliveries/{delivery}").status_code == 200
 
-    # a new session trims whatever an index still held past the retention
+    # a new session is listed alone: what an index held past the retention is trimmed
     client.zadd(keys.SESSIONS, {"long-gone": 1.0})
     again = hs.client.post("/agents/nightly/sessions", headers={"Idempotency-Key": "n-2"})
     assert again.status_code == 201, again.text
+    upkeep(client).run_once()
     assert client.zscore(keys.SESSIONS, "long-gone") is None
     assert [s["id"] for s in hs.sessions()] == [again.json()["id"]]
 
@@ -83,11 +90,13 @@ def test_the_delivery_index_and_the_dead_letters_are_bounded_too(
 ) -> None:
     store = DeliveryStore(redis_client, retention=timedelta(seconds=RETENTION))
     store.record(NewDelivery("r-1", "push", None, "o/r", None, None, b"{}"))
-    assert 0 < int(redis_client.ttl(keys.DELIVERIES)) <= RETENTION
     # a dead letter older than the retention (its record is gone: nothing to replay)
     redis_client.zadd(keys.DEAD, {"long-gone": 1.0})
     store.fail("r-1", "internal_error", "ValueError: broken")
+    upkeep(redis_client).run_once()
     assert redis_client.zscore(keys.DEAD, "long-gone") is None
     assert redis_client.zscore(keys.DEAD, "r-1") is not None
-    assert 0 < int(redis_client.ttl(keys.DEAD)) <= RETENTION
-    wait_for(lambda: not redis_client.exists(keys.DELIVERIES, keys.DEAD), timeout=20)
+    assert redis_client.zscore(keys.DELIVERIES, "r-1") is not None
+    wait_for(lambda: not redis_client.exists(keys.delivery("r-1")), timeout=20)
+    upkeep(redis_client).run_once()
+    assert redis_client.exists(keys.DELIVERIES, keys.DEAD) == 0

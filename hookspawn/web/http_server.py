@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import resource
+import signal
 from typing import Any
 
 import uvicorn
@@ -28,9 +29,19 @@ def serve_web(app: Any, settings: Settings, *, host: str, port: int, access_log:
 def settle_heap() -> None:
     """Move everything built at start (the app, its models, the imported libraries: some
     150,000 objects) out of the garbage collector's reach: they live as long as the process,
-    and each full collection would otherwise walk them all again while serving."""
-    gc.collect()
-    gc.freeze()
+    and each full collection would otherwise walk them all again while serving.
+
+    The stop signals wait while the collection runs: it runs finalizers and weakref
+    callbacks, and an exception a signal handler raised inside one of those would be
+    printed and dropped, the stop lost with it.
+    """
+    stops = {signal.SIGINT, signal.SIGTERM}
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    try:
+        gc.collect()
+        gc.freeze()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def web_config(

@@ -42,6 +42,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -477,6 +478,11 @@ def main() -> None:
         help=f"comma-separated, of {', '.join(SCENARIOS)}",
     )
     parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="after the runs, time each step of intake on its own (CPU per request)",
+    )
+    parser.add_argument(
         "--profile",
         nargs="?",
         const="hookspawn",
@@ -535,6 +541,16 @@ def main() -> None:
                     )
                     results.append(r)
             summarize(results, args.connections)
+            if args.breakdown:
+                from intake_breakdown import breakdown, report
+
+                from workers.delivery.deliveries import DeliveryStore
+
+                client.flushall()
+                store = DeliveryStore(client, retention=timedelta(days=1))
+                ours = [r for r in results if r.scenario == "hookspawn"]
+                best = max(ours, key=lambda r: r.rps).server_us if ours else None
+                report(breakdown(body, SECRET, server.url, store), best)
         finally:
             client.close()
             server.stop()

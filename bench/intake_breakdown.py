@@ -62,15 +62,7 @@ def breakdown(body: bytes, secret: str, redis_url: str, store: DeliveryStore) ->
     parsed = parse_delivery(headers, body, secrets)
 
     def args() -> object:
-        new = NewDelivery(
-            delivery_id=parsed.delivery_id,
-            event=parsed.event,
-            action=parsed.action,
-            repository=parsed.repository,
-            installation_id=parsed.installation_id,
-            hook_id=parsed.hook_id,
-            body=parsed.json,
-        )
+        new = NewDelivery.of(parsed)
         return store.record_call(new, queue="hookspawn", message=messages(parsed.delivery_id))
 
     args_us = per_call(args) - pack_us

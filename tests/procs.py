@@ -68,6 +68,12 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
     return fields[0], int(fields[1]), int(fields[2])
 
 
+def alive(pid: int) -> bool:
+    """Whether `pid` is a process that is neither a zombie nor dead."""
+    stat = _stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X")
+
+
 def live_processes() -> Iterator[tuple[int, int, int]]:
     """(pid, ppid, pgrp) of every process that is neither a zombie nor dead."""
     for entry in Path("/proc").iterdir():

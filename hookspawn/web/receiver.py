@@ -88,18 +88,6 @@ async def _read_body(receive: Receive, content_length: str | None) -> bytes:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _new_delivery(parsed: ParsedDelivery) -> NewDelivery:
-    return NewDelivery(
-        delivery_id=parsed.delivery_id,
-        event=parsed.event,
-        action=parsed.action,
-        repository=parsed.repository,
-        installation_id=parsed.installation_id,
-        hook_id=parsed.hook_id,
-        body=parsed.json,
-    )
-
-
 class Recorder:
     """Records a delivery and queues its task in one atomic script, on this event loop:
     through a `RecordPipe` (group commit), or redis-py for a TLS Redis."""
@@ -118,7 +106,7 @@ class Recorder:
 
     async def record(self, parsed: ParsedDelivery) -> bool:
         """True when new; False for a known delivery id (nothing written, nothing queued)."""
-        rt, new = self.rt, _new_delivery(parsed)
+        rt, new = self.rt, NewDelivery.of(parsed)
         messages = rt.task_messages
         message = messages(parsed.delivery_id)
         if self.pipe is None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from triggers.intake import ParsedDelivery
 from workers.timestamps import iso_z
 
 __all__ = ["FAILED", "PROCESSED", "QUEUED", "Delivery", "NewDelivery", "iso", "parse_record"]
@@ -30,6 +31,19 @@ class NewDelivery:
     hook_id: str | None
     body: bytes
     received_at: float = field(default_factory=time.time)
+
+    @classmethod
+    def of(cls, parsed: ParsedDelivery) -> NewDelivery:
+        """What intake records of a request it accepted."""
+        return cls(
+            delivery_id=parsed.delivery_id,
+            event=parsed.event,
+            action=parsed.action,
+            repository=parsed.repository,
+            installation_id=parsed.installation_id,
+            hook_id=parsed.hook_id,
+            body=parsed.json,
+        )
 
 
 @dataclass(frozen=True)

@@ -27,16 +27,20 @@ def _env(**values: str) -> dict[str, str]:
     return env | values
 
 
-@pytest.mark.parametrize("verb", ["serve", "web"])
+@pytest.mark.parametrize(
+    ("verb", "extra"),
+    [("serve", []), ("web", []), ("web", ["--workers", "2"])],
+    ids=["serve", "web", "web-with-2-processes"],
+)
 def test_a_port_in_use_is_one_line_before_any_banner(
-    verb: str, tmp_path: Path, redis_url: str
+    verb: str, extra: list[str], tmp_path: Path, redis_url: str
 ) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         done = subprocess.run(
-            [str(CLI), verb, "--port", str(port)],
+            [str(CLI), verb, "--port", str(port), *extra],
             cwd=tmp_path,
             env=_env(HOOKSPAWN_REDIS_URL=redis_url, HOOKSPAWN_DATA_DIR=str(tmp_path / "data")),
             capture_output=True,

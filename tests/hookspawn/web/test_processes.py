@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 from hookspawn.redis_server import free_port
 from tests.conftest import wait_for
 from tests.hookspawn.cli.test_cli_behaviour import in_process, one_line
-from tests.procs import HOOKSPAWN, Proc, environment
+from tests.procs import Proc, alive
 from tests.web_processes import ask, remote_ports, served_by, start_web, web_children
 
 ADMIN_TOKEN = "processes-admin-token-4f1c"
@@ -36,14 +35,6 @@ def web(redis_url: str, tmp_path: Path) -> Iterator[tuple[Proc, int]]:
         yield proc, port
     finally:
         proc.stop()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 def test_both_processes_serve_connections_on_the_one_port(
@@ -82,7 +73,7 @@ def test_a_stop_signal_stops_every_process_and_the_parent_exits_0(
     else:  # the parent alone, as a service manager does
         os.kill(proc.pid, sig)
     assert proc.popen.wait(60) == 0, proc.tail()
-    assert not any(_alive(pid) for pid in children)
+    assert not any(alive(pid) for pid in children)
     log = proc.log_text()
     assert f"{sig.name}: stopping 2 web process(es)" in log
     for pid in children:
@@ -120,7 +111,7 @@ def test_a_process_whose_parent_is_killed_stops(web: tuple[Proc, int]) -> None:
     children = web_children(proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.popen.wait(10)
-    wait_for(lambda: not any(_alive(pid) for pid in children), 60, 0.2, what="the orphans stopping")
+    wait_for(lambda: not any(alive(pid) for pid in children), 60, 0.2, what="the orphans stopping")
     assert "its supervising process is gone; stopping" in proc.log_text()
 
 
@@ -143,36 +134,6 @@ def test_a_ui_login_made_through_one_process_is_honoured_and_ended_by_the_other(
     assert ask(port, first, children, "GET", "/deliveries", headers=signed_in)[0] == 401
 
 
-def test_a_port_in_use_is_one_line_and_nothing_starts(tmp_path: Path, redis_url: str) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        settings = {"HOOKSPAWN_REDIS_URL": redis_url, "HOOKSPAWN_DATA_DIR": str(tmp_path / "d")}
-        done = subprocess.run(
-            [*HOOKSPAWN, "web", "--port", str(port), "--workers", "2"],
-            env=environment(settings),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert done.returncode == 2
-    assert done.stdout == ""
-    assert one_line(done) == (
-        f"hookspawn web: port {port} on 127.0.0.1 is in use (another hookspawn? choose one "
-        "with --port)"
-    )
-
-
-@pytest.mark.parametrize(
-    ("given", "why"),
-    [
-        ("0", "0 is not a number of processes from 1 to 64"),
-        ("65", "65 is not a number of processes from 1 to 64"),
-        ("-2", "-2 is not a number of processes from 1 to 64"),
-        ("two", "not a whole number: 'two'"),
-    ],
-)
 def test_a_number_of_processes_out_of_range_is_one_line(
     given: str, why: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 from tests.conftest import wait_for
+from tests.procs import alive
 from tests.workers.session.runner.conftest import (
     Origin,
     hookspawn_web,
@@ -66,14 +67,6 @@ def test_the_harness_gets_the_session_and_its_exit_status_ends_it(
     assert "status 4" in failed["failure"]["message"]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 def _waiting_harness() -> tuple[str, bytes]:
     """A harness that keeps running until it is stopped, and the command line it ends up as
     (`sleep 600.N`, N of this test alone): the sandbox runs it in a pid namespace of its own,
@@ -91,7 +84,7 @@ def _running(cmdline: bytes) -> list[int]:
                 found.append(int(entry.name))
         except OSError:
             continue
-    return [pid for pid in found if _alive(pid)]
+    return [pid for pid in found if alive(pid)]
 
 
 def test_cancel_kills_the_running_command_and_ends_cancelled(

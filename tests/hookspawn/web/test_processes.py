@@ -134,6 +134,15 @@ def test_a_ui_login_made_through_one_process_is_honoured_and_ended_by_the_other(
     assert ask(port, first, children, "GET", "/deliveries", headers=signed_in)[0] == 401
 
 
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        ("0", "0 is not a number of processes from 1 to 64"),
+        ("65", "65 is not a number of processes from 1 to 64"),
+        ("-2", "-2 is not a number of processes from 1 to 64"),
+        ("two", "not a whole number: 'two'"),
+    ],
+)
 def test_a_number_of_processes_out_of_range_is_one_line(
     given: str, why: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

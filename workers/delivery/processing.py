@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import redis
 
 from triggers.envelope import envelope_view
-from triggers.json_codec import check_depth, load_body
+from triggers.json_codec import load_checked_body
 from triggers.matching import Decision
 from triggers.outcome import Outcome
 from triggers.session_spec import SessionSpec
@@ -211,9 +211,8 @@ class DeliveryProcessor:
 
     def _run(self, delivery: Delivery, body: bytes, owner: str, *, final_attempt: bool) -> None:
         started = time.time()
-        payload = load_body(body)
         # recorded before intake checked the depth: too deep for the pipeline to walk
-        check_depth(body, payload)
+        payload = load_checked_body(body)
         envelope = envelope_view(delivery.event, delivery.delivery_id, payload)
         result = self.pipeline.run(delivery, payload, envelope, final_attempt=final_attempt)
         created = len(result.staged)

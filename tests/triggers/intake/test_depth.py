@@ -11,7 +11,7 @@ from tests.conftest import SECRET
 from triggers.envelope import envelope_view, plain
 from triggers.errors import InvalidBody
 from triggers.intake import parse_delivery
-from triggers.json_codec import MAX_DEPTH, TooDeep, check_depth
+from triggers.json_codec import MAX_DEPTH, TooDeep, check_depth, load_body, load_checked_body
 from triggers.signature import sign
 
 
@@ -72,3 +72,26 @@ def test_intake_refuses_a_deeper_body_with_a_clear_error() -> None:
         nested(MAX_DEPTH),
         [SECRET],
     )
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"action": "opened", "number": 7}',
+        b'{"id": 123456789012345678901234567890, "small": 18446744073709551615}',
+        b"[" * MAX_DEPTH + b"]" * MAX_DEPTH,
+        b"[" + b"[]," * 300 + b"[]]",
+        b'{"s": "[[[[{{{{ 1234567890123456789 not a number"}',
+    ],
+    ids=["plain", "big-integers", "at-the-limit", "wide-not-deep", "brackets-in-strings"],
+)
+def test_the_workers_one_pass_reads_what_load_and_check_read(raw: bytes) -> None:
+    value = load_body(raw)
+    check_depth(raw, value)
+    assert load_checked_body(raw) == value
+
+
+def test_the_workers_one_pass_refuses_what_is_too_deep() -> None:
+    raw = b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
+    with pytest.raises(TooDeep):
+        load_checked_body(raw)

@@ -13,6 +13,7 @@ The intake series (`WEB_LOCAL`) are the exception: the web counts them in its ow
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import os
 import threading
@@ -194,13 +195,20 @@ WEB_LOCAL: tuple[Series, ...] = (DELIVERIES, INTAKE_SECONDS)
 COUNT_FIELD, SUM_FIELD, INF_BUCKET = "count", "sum", "+Inf"
 
 
+@functools.lru_cache(maxsize=256)
 def bucket_label(bound: float) -> str:
     """A bucket's upper bound as the `le` label shows it (`0.005`, `1.0`)."""
     return repr(float(bound))
 
 
 def _field(series: Series, part: str, labels: tuple[str, ...]) -> bytes:
-    return orjson.dumps([series.name, part, *labels])
+    return _field_bytes(series.name, part, labels)
+
+
+#: a process records the same few series over and over: their fields are made once each
+@functools.lru_cache(maxsize=4096)
+def _field_bytes(name: str, part: str, labels: tuple[str, ...]) -> bytes:
+    return orjson.dumps([name, part, *labels])
 
 
 def _labels(series: Series, values: tuple[str, ...]) -> tuple[str, ...]:

@@ -153,13 +153,23 @@ def status_of(exc: BaseException) -> int:
     return 500
 
 
-def to_response(exc: Exception) -> JSONResponse:
+def code_of(exc: BaseException) -> str:
+    """The code `exc` is answered with."""
     if isinstance(exc, redis.RedisError):
-        body = error_body("store_unavailable", "the delivery store is unreachable")
+        return "store_unavailable"
+    if isinstance(exc, Error):
+        return exc.code
+    return "internal_error"
+
+
+def to_response(exc: Exception) -> JSONResponse:
+    code = code_of(exc)
+    if isinstance(exc, redis.RedisError):
+        body = error_body(code, "the delivery store is unreachable")
     elif isinstance(exc, Error):
-        body = error_body(exc.code, exc.message, exc.details)
+        body = error_body(code, exc.message, exc.details)
     else:
-        body = error_body("internal_error", str(exc))
+        body = error_body(code, str(exc))
     status = status_of(exc)
     headers = {}
     if status == 429 and isinstance(exc, Error) and "retryAfter" in exc.details:

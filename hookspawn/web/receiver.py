@@ -92,9 +92,7 @@ class Recorder:
     """Records a delivery and queues its task in one atomic script, on this event loop:
     through a `RecordPipe` (group commit), or redis-py for a TLS Redis."""
 
-    def __init__(
-        self, rt: Runtime, *, metrics: WebMetrics | None = None, pipe: bool | None = None
-    ) -> None:
+    def __init__(self, rt: Runtime, *, metrics: WebMetrics, pipe: bool | None = None) -> None:
         """`pipe`: through a RecordPipe (by default, whenever it can reach the URL);
         `metrics`: where intake's answers are counted."""
         self.rt = rt
@@ -158,12 +156,10 @@ async def intake(app: FastAPI, scope: Scope, receive: Receive, send: Send) -> No
         status = http_errors.status_of(exc)
         if status >= 500 and not isinstance(exc, redis.RedisError | WorkerError):
             log.exception("intake failed")
-        code = "store_unavailable" if isinstance(exc, redis.RedisError) else None
-        code = code or getattr(exc, "code", None) or "internal_error"
+        # refused before the signature was checked: its event header says nothing
         trusted = not isinstance(exc, PayloadTooLarge | InvalidSignature)
-        if metrics is not None:
-            event = headers.get("x-github-event", "") if trusted else ""
-            count_intake(metrics, event, code, started)
+        event = headers.get("x-github-event", "") if trusted else ""
+        count_intake(metrics, event, http_errors.code_of(exc), started)
         await http_errors.to_response(exc)(scope, receive, send)
         return
     answer = "queued" if created else "duplicate"
@@ -177,8 +173,7 @@ async def intake(app: FastAPI, scope: Scope, receive: Receive, send: Send) -> No
         }
     )
     await send({"type": "http.response.body", "body": body})
-    if metrics is not None:
-        count_intake(metrics, parsed.event, answer, started)
+    count_intake(metrics, parsed.event, answer, started)
 
 
 class _Answer:

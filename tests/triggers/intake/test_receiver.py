@@ -289,6 +289,7 @@ def test_without_the_pipe_redis_py_records_the_same(rt: Runtime) -> None:
     import asyncio
 
     from hookspawn.web.receiver import Recorder
+    from hookspawn.web.routes_metrics import web_metrics
     from triggers.intake import parse_delivery
 
     body = b'{"action": "opened", "installation": {"id": 9}}'
@@ -296,7 +297,7 @@ def test_without_the_pipe_redis_py_records_the_same(rt: Runtime) -> None:
     parsed = parse_delivery(lowered, body, [SECRET])
 
     async def twice() -> tuple[bool, bool]:
-        recorder = Recorder(rt, pipe=False)
+        recorder = Recorder(rt, metrics=web_metrics(create_app(rt)), pipe=False)
         try:
             assert recorder.pipe is None
             return await recorder.record(parsed), await recorder.record(parsed)

@@ -31,6 +31,8 @@ from typing import Any, cast
 import redis
 from redis.connection import SSLConnection, parse_url
 
+from workers.delivery.write_coalescing import CoalescingTransport
+
 __all__ = ["RecordPipe", "RecordPipeError", "encode_command", "supports"]
 
 Arg = str | bytes | float | int
@@ -98,17 +100,17 @@ class _Connection(asyncio.Protocol):
     def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
         self.loop = loop
         self.timeout = timeout
-        self.transport: asyncio.Transport | None = None
-        self.outgoing: list[bytes] = []
+        self.transport: CoalescingTransport | None = None
         self.waiting: deque[_Call] = deque()
         self.buffer = b""
         self.closed = False
-        self.flush_scheduled = False
         self.watchdog: asyncio.TimerHandle | None = None
 
     # asyncio.Protocol ----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        # every command of one pass of the event loop goes out in one write
+        # (uvloop's transport is no asyncio.Transport subclass: hence the cast)
+        self.transport = CoalescingTransport(cast(asyncio.Transport, transport), self.loop)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.fail(RecordPipeError(f"the delivery store connection was lost: {exc or 'closed'}"))
@@ -125,23 +127,14 @@ class _Connection(asyncio.Protocol):
         self, command: bytes, *, retry: Callable[[], bytes] | None = None
     ) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = self.loop.create_future()
-        if self.closed:
+        if self.closed or self.transport is None:
             future.set_exception(RecordPipeError("the delivery store connection is closed"))
             return future
-        self.outgoing.append(command)
+        self.transport.write(command)
         self.waiting.append(_Call(future, retry, self.loop.time()))
-        if not self.flush_scheduled:
-            self.flush_scheduled = True
-            self.loop.call_soon(self._flush)
         if self.watchdog is None:
             self.watchdog = self.loop.call_later(self.timeout, self._check_late)
         return future
-
-    def _flush(self) -> None:
-        self.flush_scheduled = False
-        if self.outgoing and self.transport is not None and not self.closed:
-            self.transport.write(b"".join(self.outgoing))
-        self.outgoing.clear()
 
     def _check_late(self) -> None:
         self.watchdog = None
@@ -164,9 +157,8 @@ class _Connection(asyncio.Protocol):
             call = self.waiting.popleft()
             if not call.future.done():
                 call.future.set_exception(error)
-        self.outgoing.clear()
         if self.transport is not None:
-            self.transport.close()
+            self.transport.abort()  # what was not sent yet is dropped with it
 
     # receiving -----------------------------------------------------------------------------
     def _read_replies(self) -> None:
@@ -252,7 +244,6 @@ class RecordPipe:
     ) -> None:
         if not supports(url):
             raise ValueError("TLS Redis URLs are not supported here; use redis-py")
-        self.url = url
         self.params = _params(url)
         self.script = script.encode()
         self.sha = hashlib.sha1(self.script, usedforsecurity=False).hexdigest().encode()
@@ -313,11 +304,13 @@ class RecordPipe:
         try:
             *_, loaded = await asyncio.gather(*handshake)
         except redis.ResponseError as exc:
-            connection.fail(RecordPipeError(f"the delivery store refused the connection: {exc}"))
-            raise RecordPipeError(f"the delivery store refused the connection: {exc}") from None
+            refused = RecordPipeError(f"the delivery store refused the connection: {exc}")
+            connection.fail(refused)
+            raise refused from None
         if loaded != self.sha:
-            connection.fail(RecordPipeError("the delivery store loaded another script"))
-            raise RecordPipeError(f"the delivery store loaded the script as {loaded!r}")
+            wrong = RecordPipeError(f"the delivery store loaded the script as {loaded!r}")
+            connection.fail(wrong)
+            raise wrong
         self._connection = connection
         return connection
 

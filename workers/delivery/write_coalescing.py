@@ -2,7 +2,9 @@
 
 uvicorn writes a response's status line and headers when the app sends its start, and the
 body when it sends the body: two system calls for every small answer (a webhook's 202, a
-health check), each costing about as much as the rest of the answer. Behind this wrapper,
+health check), each costing about as much as the rest of the answer; intake's Redis
+connection (record_pipe.py, beside this module) sends the record script of every request of a
+pass, one command each. Behind this wrapper,
 the writes made while one callback of the event loop runs are joined and written at the end
 of it; anything that ends or checks the stream (close, write_eof, abort, the buffer size)
 sends what is pending first, and a write that makes the pending bytes large goes out at once.

@@ -10,9 +10,10 @@ commands/item W`) and reports, per side, the median over passes of: the ratio, t
 per delivery of the worker's main process, of its pool processes and of redis-server,
 and the Redis commands per delivery.
 
-Commits before the payloads moved into the repository read them from a
-`shared/github-webhooks` directory beside their checkout: the worktree is made inside a
-temporary directory that has one, linked to this checkout's tests/webhooks.
+Both sides read their payloads from this checkout's tests/webhooks: commits from before
+those payloads were in the repository look for them in a directory beside their checkout
+(`shared/github-webhooks`), so the base's worktree is made inside a temporary directory
+where that name is a link to tests/webhooks. Nothing outside the repository is read.
 
 Run:    .venv/bin/python bench/ab_drain.py --base 4b2420f [--passes 4] [--n 2000] [--runs 2]
 """

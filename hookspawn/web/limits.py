@@ -104,7 +104,6 @@ class GuardedProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         #: the one deadline timer; what it enforces is the phase's deadline below
         self.deadline_timer: asyncio.TimerHandle | None = None
-        self.timer_at = 0.0
         self.header_deadline = 0.0
         self.body_deadline = 0.0
         self.linger_timer: asyncio.TimerHandle | None = None
@@ -209,10 +208,9 @@ class GuardedProtocol(HttpToolsProtocol):
         (it re-arms itself when it fires early), else armed anew."""
         timer = self.deadline_timer
         if timer is not None:
-            if self.timer_at <= deadline:
+            if timer.when() <= deadline:
                 return
             timer.cancel()
-        self.timer_at = deadline
         self.deadline_timer = self.loop.call_at(deadline, self._deadline_passed)
 
     def _deadline_passed(self) -> None:

@@ -18,6 +18,7 @@ however many workers run; a pass is idempotent anyway.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from typing import cast
 
 import redis
@@ -71,56 +72,56 @@ class IndexUpkeep:
         now = time.time() if now is None else now
         deliveries_before = now - self.retention_seconds
         sessions_before = now - self.session_retention_seconds
-        pipe = self.client.pipeline(transaction=False)
-        for index, before in (
-            (keys.DELIVERIES, deliveries_before),
-            (keys.DEAD, deliveries_before),
-            (keys.SESSIONS, sessions_before),
-        ):
-            pipe.zremrangebyscore(index, "-inf", before)
-            # an index written with a TTL (before the upkeep) must not expire whole
-            pipe.persist(index)
-        dropped = sum(cast(list[int], pipe.execute())[::2])
-        return dropped + self._agent_indexes(sessions_before) + self._sweep_counts()
+        dropped = self._trim(
+            [
+                (keys.DELIVERIES, deliveries_before),
+                (keys.DEAD, deliveries_before),
+                (keys.SESSIONS, sessions_before),
+            ]
+        )
 
-    def _cursor(self, key: str) -> int:
-        return int(cast(bytes | None, self.client.get(key)) or 0)
-
-    def _keep_cursor(self, key: str, cursor: int) -> None:
-        if cursor:
-            self.client.set(key, cursor)
-        else:  # the walk is done: the next one starts over, and no key is left behind
-            self.client.delete(key)
-
-    def _sweep_counts(self) -> int:
-        cursor, dropped = self._cursor(keys.UPKEEP_SWEPT_CURSOR), 0
-        for _ in range(self.scan_steps):
-            answer = cast(
-                list[bytes | int],
-                self._drop_swept(keys=[keys.SWEPT, keys.PENDING], args=[cursor, self.scan_count]),
-            )
-            cursor, dropped = int(answer[0]), dropped + int(answer[1])
-            if cursor == 0:
-                break
-        self._keep_cursor(keys.UPKEEP_SWEPT_CURSOR, cursor)
-        return dropped
-
-    def _agent_indexes(self, before: float) -> int:
-        cursor, dropped = self._cursor(keys.UPKEEP_CURSOR), 0
-        for _ in range(self.scan_steps):
+        def agent_indexes(cursor: int) -> tuple[int, int]:
             cursor, found = cast(
                 tuple[int, list[bytes]],
                 self.client.scan(
                     cursor, match=keys.AGENT_SESSIONS_PATTERN, count=self.scan_count, _type="zset"
                 ),
             )
-            if found:
-                pipe = self.client.pipeline(transaction=False)
-                for index in found:
-                    pipe.zremrangebyscore(index, "-inf", before)
-                    pipe.persist(index)
-                dropped += sum(cast(list[int], pipe.execute())[::2])
+            return cursor, self._trim([(index, sessions_before) for index in found])
+
+        def sweep_counts(cursor: int) -> tuple[int, int]:
+            answer = cast(
+                list[bytes | int],
+                self._drop_swept(keys=[keys.SWEPT, keys.PENDING], args=[cursor, self.scan_count]),
+            )
+            return int(answer[0]), int(answer[1])
+
+        dropped += self._walk(keys.UPKEEP_CURSOR, agent_indexes)
+        return dropped + self._walk(keys.UPKEEP_SWEPT_CURSOR, sweep_counts)
+
+    def _trim(self, indexes: Sequence[tuple[str | bytes, float]]) -> int:
+        """Drop the entries scored before each index's time, in one round trip."""
+        if not indexes:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        for index, before in indexes:
+            pipe.zremrangebyscore(index, "-inf", before)
+            # an index written with a TTL (before the upkeep) must not expire whole
+            pipe.persist(index)
+        return sum(cast(list[int], pipe.execute())[::2])
+
+    def _walk(self, cursor_key: str, step: Callable[[int], tuple[int, int]]) -> int:
+        """Up to `scan_steps` of `step(cursor) -> (next cursor, dropped)`, from the cursor
+        kept at `cursor_key` and keeping where it stopped there (none once a walk is done:
+        the next one starts over, and no key is left behind)."""
+        cursor, dropped = int(cast(bytes | None, self.client.get(cursor_key)) or 0), 0
+        for _ in range(self.scan_steps):
+            cursor, more = step(cursor)
+            dropped += more
             if cursor == 0:
                 break
-        self._keep_cursor(keys.UPKEEP_CURSOR, cursor)
+        if cursor:
+            self.client.set(cursor_key, cursor)
+        else:
+            self.client.delete(cursor_key)
         return dropped

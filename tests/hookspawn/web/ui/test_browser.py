@@ -40,8 +40,9 @@ class Chromium:
     def __init__(self, binary: str, profile: Path) -> None:
         self.binary, self.profile = binary, profile
 
-    def _run(self, *args: str) -> str:
-        command = [
+    def command(self, *args: str) -> list[str]:
+        """Chromium's argv: headless, this profile, every name but 127.0.0.1 unresolvable."""
+        return [
             self.binary,
             "--headless",
             "--no-sandbox",
@@ -57,7 +58,9 @@ class Chromium:
             f"--user-data-dir={self.profile}",
             *args,
         ]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=90)
+
+    def _run(self, *args: str) -> str:
+        done = subprocess.run(self.command(*args), capture_output=True, text=True, timeout=90)
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout
 

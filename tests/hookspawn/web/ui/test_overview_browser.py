@@ -29,25 +29,7 @@ class LoggingChromium(Chromium):
     """Chromium with its console written to stderr, which `console` returns with the DOM."""
 
     def console(self, url: str) -> tuple[str, str]:
-        command = [
-            self.binary,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-            "--disable-extensions",
-            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-            f"--user-data-dir={self.profile}",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-            url,
-        ]
+        command = self.command("--enable-logging=stderr", "--v=0", "--dump-dom", url)
         done = subprocess.run(command, capture_output=True, text=True, timeout=90)
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout, done.stderr

@@ -5,11 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import parse_qs
 
-import orjson
-
+from triggers.body_fields import read_fields
 from triggers.errors import (
     InvalidBody,
     InvalidHeader,
@@ -17,7 +15,6 @@ from triggers.errors import (
     PayloadTooLarge,
     UnsupportedContentType,
 )
-from triggers.json_codec import TooDeep, check_depth
 from triggers.signature import verify
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
@@ -83,42 +80,6 @@ def _json_document(raw: bytes, media_type: str) -> bytes:
     return values[0].encode("utf-8")
 
 
-def _parse_json(document: bytes) -> dict[str, Any]:
-    # orjson refuses invalid UTF-8 itself, so the separate UTF-8 check (a second pass over
-    # the body) only runs to name the problem once parsing has failed
-    try:
-        body = orjson.loads(document)
-    except orjson.JSONDecodeError as exc:
-        try:
-            document.decode("utf-8")
-        except UnicodeDecodeError as bad:
-            raise InvalidBody(f"body is not UTF-8: byte {bad.start} is invalid") from None
-        raise InvalidBody(f"body is not JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise InvalidBody(f"body is JSON {type(body).__name__}, not an object")
-    try:
-        check_depth(document, body)
-    except TooDeep as exc:
-        raise InvalidBody(f"body is {exc}", limit=exc.limit) from None
-    return body
-
-
-def _installation_id(body: Mapping[str, Any]) -> int | None:
-    installation = body.get("installation")
-    if isinstance(installation, dict):
-        value = installation.get("id")
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
-def _repository(body: Mapping[str, Any]) -> str | None:
-    repository = body.get("repository")
-    if isinstance(repository, dict) and isinstance(repository.get("full_name"), str):
-        return str(repository["full_name"])
-    return None
-
-
 def parse_delivery(
     headers: Mapping[str, str], raw: bytes, secrets: Sequence[str]
 ) -> ParsedDelivery:
@@ -153,15 +114,14 @@ def parse_delivery(
             header="X-GitHub-Delivery",
         )
     document = _json_document(raw, _media_type(headers.get("content-type")))
-    body = _parse_json(document)
-    action = body.get("action")
+    fields = read_fields(document)
     hook_id = headers.get("x-github-hook-id")
     return ParsedDelivery(
         delivery_id=delivery_id,
         event=event,
-        action=action if isinstance(action, str) else None,
-        repository=_repository(body),
-        installation_id=_installation_id(body),
+        action=fields.action,
+        repository=fields.repository,
+        installation_id=fields.installation_id,
         hook_id=hook_id.strip()[:64] if hook_id else None,
         json=document,
     )

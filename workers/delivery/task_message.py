@@ -16,6 +16,7 @@ import os
 import orjson
 
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+_EMBED_JSON = orjson.dumps(_EMBED)
 
 
 def _uuid4s() -> tuple[str, str]:
@@ -30,21 +31,48 @@ def _uuid4s() -> tuple[str, str]:
     return first, f"{x[32:40]}-{x[40:44]}-{x[44:48]}-{x[48:52]}-{x[52:64]}"
 
 
+#: what changes from one message to the next, and how often each is in a message
+_CHANGING = {"body": 1, "task_id": 3, "argsrepr": 1, "tag": 1}
+
+
 class TaskMessages:
-    """Builds the broker message of one task call, for one task name and queue."""
+    """Builds the broker message of one task call, for one task name and queue.
+
+    The message is written once, with stand-ins for the four things that change from one
+    call to the next, as a template they are filled into (a third of the time of writing
+    the whole document each time); `message` writes it whole, and a test keeps the two the
+    same byte for byte.
+    """
 
     def __init__(self, *, task: str, queue: str, origin: str, reply_to: str) -> None:
         self.task = task
         self.queue = queue
         self.origin = origin
         self.reply_to = reply_to
+        marks = {name: f"@@{name}@@" for name in _CHANGING}
+        template = self.message(**marks).replace(b"%", b"%%")
+        for name, mark in marks.items():
+            quoted = orjson.dumps(mark)
+            if template.count(quoted) != _CHANGING[name]:
+                raise ValueError(f"the task message's {name} cannot be templated: {mark} recurs")
+            template = template.replace(quoted, b"%%(%s)s" % name.encode())
+        self._template = template
 
     def __call__(self, delivery_id: str) -> bytes:
         task_id, tag = _uuid4s()
-        body = orjson.dumps([[delivery_id], {}, _EMBED])
+        body = b"[[%s],{},%s]" % (orjson.dumps(delivery_id), _EMBED_JSON)
+        return self._template % {
+            b"body": b'"%s"' % base64.b64encode(body),
+            b"task_id": orjson.dumps(task_id),
+            b"argsrepr": orjson.dumps(repr([delivery_id])),
+            b"tag": orjson.dumps(tag),
+        }
+
+    def message(self, *, body: str, task_id: str, argsrepr: str, tag: str) -> bytes:
+        """The whole message, written field by field: what the template is made from."""
         return orjson.dumps(
             {
-                "body": base64.b64encode(body).decode(),
+                "body": body,
                 "content-encoding": "utf-8",
                 "content-type": "application/json",
                 "headers": {
@@ -60,7 +88,7 @@ class TaskMessages:
                     "timelimit": [None, None],
                     "root_id": task_id,
                     "parent_id": None,
-                    "argsrepr": repr([delivery_id]),
+                    "argsrepr": argsrepr,
                     "kwargsrepr": "{}",
                     "origin": self.origin,
                     "ignore_result": None,

@@ -48,7 +48,8 @@ def test_the_fields_kept_and_their_types() -> None:
     ("document", "fields"),
     [
         (b'{"action": "opened", "action": "closed"}', ("closed", None, None)),
-        (b'{"repository": {"full_name": "a/b"}, "repository": {"full_name": "c/d"}}', (None, "c/d", None)),
+        (b'{"repository": {"full_name": "a/b"}, "repository": {"full_name": "c/d"}}',
+         (None, "c/d", None)),
         (b'{"repository": {"full_name": "a/b", "id": 1, "full_name": "c/d"}}', (None, "c/d", None)),
         (b'{"installation": {"id": 1, "id": 2}}', (None, None, 2)),
     ],

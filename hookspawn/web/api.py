@@ -59,6 +59,13 @@ class HookspawnApp(FastAPI):
             return
         await super().__call__(scope, receive, send)
 
+    def begin_intake(self, scope: Scope, body: bytes) -> receiver.Begun | None:
+        """`receiver.begin` for a request the connection answers itself (`direct_intake`),
+        after the same Host check; None when it must come through `__call__` instead."""
+        if self.hosts.refusal(_host(scope)) is not None:
+            return None
+        return receiver.begin(self, scope, body)
+
 
 def _host(scope: Scope) -> bytes | None:
     for name, value in scope["headers"]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import uvicorn
 
+from hookspawn.web.direct_intake import DirectIntakeProtocol
 from hookspawn.web.limits import Limits, protocol
 from workers.settings import Settings
 
@@ -62,7 +63,7 @@ def web_config(
         port=port,
         log_level="info",
         access_log=access_log,  # a line per webhook is for debugging, not for load
-        http=protocol(limits),
+        http=protocol(limits, DirectIntakeProtocol),
         ws="none",  # nothing here speaks WebSocket: an upgrade would leave these limits behind
         proxy_headers=bool(trusted),
         forwarded_allow_ips=trusted or None,

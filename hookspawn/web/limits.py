@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import http
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -254,7 +255,7 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self.reading_headers = False
-        declared = _content_length(self.headers)
+        declared = content_length(self.headers)
         # a body over intake's cap is refused unread (413): it never holds more than that
         size = min(declared or 0, MAX_BODY + 1)
         if not self.budget.take(size):
@@ -301,7 +302,7 @@ class GuardedProtocol(HttpToolsProtocol):
         super()._start_asgi_task(cycle, run)
 
 
-def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+def content_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
     for name, value in headers:
         if name == b"content-length":
             try:
@@ -311,10 +312,13 @@ def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
     return None
 
 
-def protocol(limits: Limits) -> type[GuardedProtocol]:
-    """The protocol class for uvicorn's `http=`: these limits, and one budget per process."""
+def protocol(
+    limits: Limits, base: type[GuardedProtocol] = GuardedProtocol
+) -> type[GuardedProtocol]:
+    """The protocol class for uvicorn's `http=`: `base` with these limits, and one budget per
+    process."""
     return type(
         "HookspawnProtocol",
-        (GuardedProtocol,),
+        (base,),
         {"limits": limits, "budget": BodyBudget(limits.body_budget)},
     )

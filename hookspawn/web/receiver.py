@@ -10,6 +10,7 @@ recorded, pending and queued.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -116,6 +117,19 @@ class Recorder:
         keys_, args = rt.store.record_call(new, queue=messages.queue, message=message)
         return bool(await self.pipe.call(keys_, args))
 
+    def submit(self, parsed: ParsedDelivery) -> asyncio.Future[Any] | None:
+        """`record` without a coroutine, through an open RecordPipe: the future of its answer
+        (true when new). None when there is none open (TLS Redis, or not connected yet)."""
+        if self.pipe is None:
+            return None
+        rt = self.rt
+        messages = rt.task_messages
+        message = messages(parsed.delivery_id)
+        keys_, args = rt.store.record_call(
+            NewDelivery.of(parsed), queue=messages.queue, message=message
+        )
+        return self.pipe.submit(keys_, args)
+
     async def aclose(self) -> None:
         if self.pipe is not None:
             self.pipe.close()
@@ -145,7 +159,6 @@ async def intake(app: FastAPI, scope: Scope, receive: Receive, send: Send) -> No
     started = time.perf_counter()
     headers = _headers(scope)
     recording = recorder(app)
-    metrics = recording.metrics
     try:
         raw = await _read_body(receive, headers.get("content-length"))
         parsed = parse_delivery(headers, raw, recording.secrets)
@@ -153,18 +166,9 @@ async def intake(app: FastAPI, scope: Scope, receive: Receive, send: Send) -> No
     except Disconnected:
         return  # nothing was recorded
     except Exception as exc:
-        status = http_errors.status_of(exc)
-        if status >= 500 and not isinstance(exc, redis.RedisError | WorkerError):
-            log.exception("intake failed")
-        # refused before the signature was checked: its event header says nothing
-        trusted = not isinstance(exc, PayloadTooLarge | InvalidSignature)
-        event = headers.get("x-github-event", "") if trusted else ""
-        count_intake(metrics, event, http_errors.code_of(exc), started)
-        await http_errors.to_response(exc)(scope, receive, send)
+        await _refuse(recording.metrics, headers, started, exc, scope, receive, send)
         return
-    answer = "queued" if created else "duplicate"
-    status = 202 if created and parsed.event != "ping" else 200
-    body = orjson.dumps({"deliveryId": parsed.delivery_id, "status": answer})
+    status, body, answer = _answer(parsed, created)
     await send(
         {
             "type": "http.response.start",
@@ -173,7 +177,82 @@ async def intake(app: FastAPI, scope: Scope, receive: Receive, send: Send) -> No
         }
     )
     await send({"type": "http.response.body", "body": body})
-    count_intake(metrics, parsed.event, answer, started)
+    count_intake(recording.metrics, parsed.event, answer, started)
+
+
+def _answer(parsed: ParsedDelivery, created: bool) -> tuple[int, bytes, str]:
+    """The status and body of the answer to a recorded delivery, and the answer's name."""
+    answer = "queued" if created else "duplicate"
+    status = 202 if created and parsed.event != "ping" else 200
+    return status, orjson.dumps({"deliveryId": parsed.delivery_id, "status": answer}), answer
+
+
+async def _refuse(
+    metrics: WebMetrics,
+    headers: dict[str, str],
+    started: float,
+    exc: Exception,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+) -> None:
+    """Answer, count and (for what no client caused) log a request intake did not record."""
+    status = http_errors.status_of(exc)
+    if status >= 500 and not isinstance(exc, redis.RedisError | WorkerError):
+        log.exception("intake failed", exc_info=exc)
+    # refused before the signature was checked: its event header says nothing
+    trusted = not isinstance(exc, PayloadTooLarge | InvalidSignature)
+    event = headers.get("x-github-event", "") if trusted else ""
+    count_intake(metrics, event, http_errors.code_of(exc), started)
+    await http_errors.to_response(exc)(scope, receive, send)
+
+
+class Begun:
+    """A delivery whose record was sent without an ASGI task (`begin`): the connection
+    answers it when `future` is done."""
+
+    __slots__ = ("future", "headers", "metrics", "parsed", "started")
+
+    def __init__(
+        self,
+        parsed: ParsedDelivery,
+        future: asyncio.Future[Any],
+        headers: dict[str, str],
+        metrics: WebMetrics,
+        started: float,
+    ) -> None:
+        self.parsed = parsed
+        self.future = future
+        self.headers = headers
+        self.metrics = metrics
+        self.started = started
+
+    def answer(self) -> tuple[int, bytes]:
+        """The status and JSON body of the answer, once the record succeeded; counted."""
+        status, body, answer = _answer(self.parsed, bool(self.future.result()))
+        count_intake(self.metrics, self.parsed.event, answer, self.started)
+        return status, body
+
+    async def refuse(self, exc: Exception, scope: Scope, receive: Receive, send: Send) -> None:
+        """The answer when the record failed, as an ASGI app: what intake answers then."""
+        await _refuse(self.metrics, self.headers, self.started, exc, scope, receive, send)
+
+
+def begin(app: FastAPI, scope: Scope, body: bytes) -> Begun | None:
+    """Intake of a request whose whole body is in hand, as far as sending its record, with
+    no ASGI task. None when the request must take the app's way instead: when it is refused
+    (the app says why, and counts it), or no connection to the store is open yet."""
+    started = time.perf_counter()
+    headers = _headers(scope)
+    recording = recorder(app)
+    try:
+        parsed = parse_delivery(headers, body, recording.secrets)
+    except Exception:
+        return None
+    future = recording.submit(parsed)
+    if future is None:
+        return None
+    return Begun(parsed, future, headers, recording.metrics, started)
 
 
 class _Answer:

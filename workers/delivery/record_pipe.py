@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+import hiredis
 import redis
 from redis.connection import SSLConnection, parse_url
 
@@ -46,6 +47,10 @@ class ReplyError(redis.ResponseError):
     """Redis answered a command with an error."""
 
 
+class _NotResp(ValueError):
+    """What Redis sent cannot be read as RESP."""
+
+
 def _params(url: str) -> dict[str, Any]:
     """What a Redis URL says: host, port, db, username, password, a Unix `path`, TLS."""
     params: dict[str, Any] = parse_url(url)  # type: ignore[no-untyped-call]
@@ -57,30 +62,10 @@ def supports(url: str) -> bool:
     return _params(url).get("connection_class") is not SSLConnection
 
 
-def _bulk(value: Arg) -> bytes:
-    return b"".join(_bulks((value,)))
-
-
-def _bulks(values: Sequence[Arg]) -> list[bytes]:
-    """RESP bulk strings of `values`, in pieces to join (a body is copied once, by the join)."""
-    out: list[bytes] = []
-    for value in values:
-        kind = type(value)
-        if kind is bytes:
-            data = cast(bytes, value)
-        elif kind is str:
-            data = cast(str, value).encode()
-        elif kind is float:
-            data = repr(value).encode()
-        else:
-            data = str(value).encode()
-        out += (b"$%d\r\n" % len(data), data, b"\r\n")
-    return out
-
-
 def encode_command(*parts: Arg) -> bytes:
-    """One command in RESP, as redis-py would send it."""
-    return b"".join([b"*%d\r\n" % len(parts), *_bulks(parts)])
+    """One command in RESP, as redis-py would send it (hiredis writes it, in C)."""
+    packed: bytes = hiredis.pack_command(cast(Any, parts))
+    return packed
 
 
 class _Call:
@@ -102,7 +87,7 @@ class _Connection(asyncio.Protocol):
         self.timeout = timeout
         self.transport: CoalescingTransport | None = None
         self.waiting: deque[_Call] = deque()
-        self.buffer = b""
+        self.replies = hiredis.Reader(replyError=ReplyError, protocolError=_NotResp)
         self.closed = False
         self.watchdog: asyncio.TimerHandle | None = None
 
@@ -116,11 +101,16 @@ class _Connection(asyncio.Protocol):
         self.fail(RecordPipeError(f"the delivery store connection was lost: {exc or 'closed'}"))
 
     def data_received(self, data: bytes) -> None:
-        self.buffer = self.buffer + data if self.buffer else data
-        try:
-            self._read_replies()
-        except ValueError as exc:
-            self.fail(RecordPipeError(f"the delivery store sent what is not RESP: {exc}"))
+        self.replies.feed(data)
+        while not self.closed:
+            try:
+                reply = self.replies.gets()
+            except _NotResp as exc:
+                self.fail(RecordPipeError(f"the delivery store sent what is not RESP: {exc}"))
+                return
+            if reply is False:  # the rest of it has not arrived yet
+                return
+            self._answer(reply)
 
     # sending -------------------------------------------------------------------------------
     def send(
@@ -161,18 +151,6 @@ class _Connection(asyncio.Protocol):
             self.transport.abort()  # what was not sent yet is dropped with it
 
     # receiving -----------------------------------------------------------------------------
-    def _read_replies(self) -> None:
-        buffer, at = self.buffer, 0
-        while at < len(buffer):
-            reply = _parse(buffer, at)
-            if reply is None:
-                break
-            value, at = reply
-            self._answer(value)
-            if self.closed:
-                return
-        self.buffer = buffer[at:]
-
     def _answer(self, value: Any) -> None:
         if not self.waiting:
             self.fail(RecordPipeError("the delivery store answered a command never sent"))
@@ -202,40 +180,6 @@ def _forward(done: asyncio.Future[Any], future: asyncio.Future[Any]) -> None:
         future.set_result(done.result())
 
 
-def _parse(buffer: bytes, at: int) -> tuple[Any, int] | None:
-    """One RESP2 reply from `buffer[at:]` and where the next starts; None when incomplete."""
-    end = buffer.find(b"\r\n", at)
-    if end < 0:
-        return None
-    kind, line = buffer[at : at + 1], buffer[at + 1 : end]
-    if kind == b":":
-        return int(line), end + 2
-    if kind == b"+":
-        return line, end + 2
-    if kind == b"-":
-        return ReplyError(line.decode("utf-8", "replace")), end + 2
-    if kind == b"$":
-        size = int(line)
-        if size < 0:
-            return None, end + 2
-        stop = end + 2 + size
-        if len(buffer) < stop + 2:
-            return None
-        return buffer[end + 2 : stop], stop + 2
-    if kind == b"*":
-        count = int(line)
-        items: list[Any] = []
-        at = end + 2
-        for _ in range(max(count, 0)):
-            item = _parse(buffer, at)
-            if item is None:
-                return None
-            items.append(item[0])
-            at = item[1]
-        return (items if count >= 0 else None), at
-    raise ValueError(f"unknown reply type {kind!r}")
-
-
 class RecordPipe:
     """Calls of one Lua script over one lazily (re)connected connection of this event loop."""
 
@@ -257,14 +201,25 @@ class RecordPipe:
         connection = self._connection
         if connection is None or connection.closed:
             connection = await self._connect()
-        tail = b"".join(_bulks((len(keys), *keys, *args)))
-        count = 3 + len(keys) + len(args)
-        evalsha = b"*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n%s" % (count, self.sha, tail)
+        return await self._send(connection, keys, args)
+
+    def submit(self, keys: Sequence[str], args: Sequence[Arg]) -> asyncio.Future[Any] | None:
+        """`call` without a coroutine, when the connection is open: the future of its answer.
+        None when it is not (a `call` then connects)."""
+        connection = self._connection
+        if connection is None or connection.closed:
+            return None
+        return self._send(connection, keys, args)
+
+    def _send(
+        self, connection: _Connection, keys: Sequence[str], args: Sequence[Arg]
+    ) -> asyncio.Future[Any]:
+        evalsha = encode_command("EVALSHA", self.sha, len(keys), *keys, *args)
 
         def as_eval() -> bytes:
-            return b"*%d\r\n$4\r\nEVAL\r\n%s%s" % (count, _bulk(self.script), tail)
+            return encode_command("EVAL", self.script, len(keys), *keys, *args)
 
-        return await connection.send(evalsha, retry=as_eval)
+        return connection.send(evalsha, retry=as_eval)
 
     async def _connect(self) -> _Connection:
         if self._connecting is None:

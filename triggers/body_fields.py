@@ -19,6 +19,7 @@ is read by a full orjson parse instead wherever the two could differ:
 
 from __future__ import annotations
 
+import threading
 from typing import Any, NamedTuple
 
 import orjson
@@ -30,6 +31,19 @@ from triggers.json_codec import MAX_DEPTH, TooDeep, check_depth
 _BOM = b"\xef\xbb\xbf"
 #: every byte but the two that open an array or an object (deleted, the rest are counted)
 _NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
+
+
+_local = threading.local()
+
+
+def _parser() -> simdjson.Parser:
+    """This thread's parser: its buffers, sized to the largest body so far, are kept (a new
+    one would allocate them again for every body). Nothing read from a body outlives
+    `_read_checked`, which a parser needs before it parses again."""
+    parser: simdjson.Parser | None = getattr(_local, "parser", None)
+    if parser is None:
+        parser = _local.parser = simdjson.Parser()
+    return parser
 
 
 class BodyFields(NamedTuple):
@@ -53,8 +67,7 @@ def _read_checked(document: bytes) -> BodyFields | None:
     """The fields as simdjson reads them; None where its reading could differ from orjson's."""
     if len(document.translate(None, _NOT_OPENING)) > MAX_DEPTH:
         return None
-    # a parser per body: its values must not outlive it, and it costs nothing to make
-    body = simdjson.Parser().parse(document)
+    body = _parser().parse(document)
     if not isinstance(body, simdjson.Object) or _repeats_a_key(body):
         return None
     action = body.get("action")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import parse_qs
 
 from triggers.body_fields import read_fields
@@ -24,8 +24,9 @@ JSON_TYPES = {"application/json"}
 FORM_TYPE = "application/x-www-form-urlencoded"
 
 
-@dataclass(frozen=True)
-class ParsedDelivery:
+class ParsedDelivery(NamedTuple):
+    """What intake keeps of a request it accepts (a tuple: made for every webhook)."""
+
     delivery_id: str
     event: str
     action: str | None

@@ -59,12 +59,12 @@ class HookspawnApp(FastAPI):
             return
         await super().__call__(scope, receive, send)
 
-    def begin_intake(self, scope: Scope, body: bytes) -> receiver.Begun | None:
+    def begin_intake(self, scope: Scope, body: bytes, recorded: receiver.Recorded) -> bool:
         """`receiver.begin` for a request the connection answers itself (`direct_intake`),
-        after the same Host check; None when it must come through `__call__` instead."""
+        after the same Host check; False when it must come through `__call__` instead."""
         if self.hosts.refusal(_host(scope)) is not None:
-            return None
-        return receiver.begin(self, scope, body)
+            return False
+        return receiver.begin(self, scope, body, recorded)
 
 
 def _host(scope: Scope) -> bytes | None:

@@ -19,7 +19,6 @@ ends the request cycle as uvicorn's own `send` would.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -30,8 +29,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, RequestResponseCy
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from hookspawn.web.limits import GuardedProtocol, content_length
-from hookspawn.web.receiver import PATH, Begun
-from workers.delivery.record_pipe import RecordPipeError
+from hookspawn.web.receiver import PATH, Begun, Recorded
 
 _JSON_HEADERS = b"content-type: application/json\r\ncontent-length: "
 _CLOSE = b"connection: close\r\n"
@@ -43,7 +41,7 @@ class DirectIntakeProtocol(GuardedProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # the app itself only: one uvicorn wrapped (in its proxy-header middleware) has none
-        self.begin: Callable[[Any, bytes], Begun | None] | None = getattr(
+        self.begin: Callable[[Any, bytes, Recorded], bool] | None = getattr(
             self.app, "begin_intake", None
         )
         #: the intake request whose body is still arriving, and the app it would go to
@@ -75,26 +73,24 @@ class DirectIntakeProtocol(GuardedProtocol):
         if cycle.disconnected:
             self.budget.give_back(self.held.pop(cycle, 0))
             return
+        recorded = functools.partial(self._recorded, cycle)
         try:
-            begun = self.begin(cycle.scope, bytes(cycle.body))
+            taken = self.begin(cycle.scope, bytes(cycle.body), recorded)
         except Exception:  # the app's way meets it again, and answers and logs it there
-            begun = None
-        if begun is None:
+            taken = False
+        if not taken:
             super()._start_asgi_task(cycle, app)
-            return
-        begun.future.add_done_callback(functools.partial(self._recorded, cycle, begun))
 
     def _recorded(
-        self, cycle: RequestResponseCycle, begun: Begun, future: asyncio.Future[Any]
+        self, cycle: RequestResponseCycle, begun: Begun, reply: Any, error: Exception | None
     ) -> None:
-        failure = _failure(future)
-        if failure is not None:
-            super()._start_asgi_task(cycle, functools.partial(begun.refuse, failure))
-            return
-        try:
-            status, body = begun.answer()
-        except Exception as exc:
-            super()._start_asgi_task(cycle, functools.partial(begun.refuse, exc))
+        if error is None:
+            try:
+                status, body = begun.answer(reply)
+            except Exception as exc:
+                error = exc
+        if error is not None:
+            super()._start_asgi_task(cycle, functools.partial(begun.refuse, error))
             return
         self.budget.give_back(self.held.pop(cycle, 0))
         if cycle.disconnected:
@@ -122,15 +118,6 @@ class DirectIntakeProtocol(GuardedProtocol):
         if not cycle.keep_alive:
             self.transport.close()
         cycle.on_response()
-
-
-def _failure(future: asyncio.Future[Any]) -> Exception | None:
-    if future.cancelled():
-        return RecordPipeError("the delivery's record was cancelled")
-    failure = future.exception()
-    if failure is None or isinstance(failure, Exception):
-        return failure
-    return RecordPipeError(f"the delivery's record failed: {failure!r}")
 
 
 def _plain_intake(cycle: RequestResponseCycle) -> bool:

@@ -10,9 +10,10 @@ recorded, pending and queued.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -29,7 +30,7 @@ from hookspawn.web.routes_metrics import WebMetrics, count_intake, web_metrics
 from triggers.errors import InvalidSignature, PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
 from workers.delivery.record import NewDelivery
-from workers.delivery.record_pipe import RecordPipe, supports
+from workers.delivery.record_pipe import Answer, RecordPipe, supports
 from workers.delivery.scripts import RECORD
 from workers.errors import WorkerError
 from workers.runtime import Runtime
@@ -117,18 +118,17 @@ class Recorder:
         keys_, args = rt.store.record_call(new, queue=messages.queue, message=message)
         return bool(await self.pipe.call(keys_, args))
 
-    def submit(self, parsed: ParsedDelivery) -> asyncio.Future[Any] | None:
-        """`record` without a coroutine, through an open RecordPipe: the future of its answer
-        (true when new). None when there is none open (TLS Redis, or not connected yet)."""
+    def submit(self, parsed: ParsedDelivery, answer: Answer) -> bool:
+        """`record` without a coroutine, through an open RecordPipe: its answer (true when
+        new) goes to `answer`. False, and nothing sent, when none is open (TLS Redis, or not
+        connected yet)."""
         if self.pipe is None:
-            return None
-        rt = self.rt
-        messages = rt.task_messages
+            return False
+        messages = self.rt.task_messages
         message = messages(parsed.delivery_id)
-        keys_, args = rt.store.record_call(
-            NewDelivery.of(parsed), queue=messages.queue, message=message
-        )
-        return self.pipe.submit(keys_, args)
+        new = NewDelivery.of(parsed)
+        keys_, args = self.rt.store.record_call(new, queue=messages.queue, message=message)
+        return self.pipe.submit(keys_, args, answer)
 
     async def aclose(self) -> None:
         if self.pipe is not None:
@@ -208,28 +208,22 @@ async def _refuse(
 
 
 class Begun:
-    """A delivery whose record was sent without an ASGI task (`begin`): the connection
-    answers it when `future` is done."""
+    """A delivery whose record was sent without an ASGI task (`begin`), waiting for its
+    answer: what the connection answers it with is made here."""
 
-    __slots__ = ("future", "headers", "metrics", "parsed", "started")
+    __slots__ = ("headers", "metrics", "parsed", "started")
 
     def __init__(
-        self,
-        parsed: ParsedDelivery,
-        future: asyncio.Future[Any],
-        headers: dict[str, str],
-        metrics: WebMetrics,
-        started: float,
+        self, parsed: ParsedDelivery, headers: dict[str, str], metrics: WebMetrics, started: float
     ) -> None:
         self.parsed = parsed
-        self.future = future
         self.headers = headers
         self.metrics = metrics
         self.started = started
 
-    def answer(self) -> tuple[int, bytes]:
-        """The status and JSON body of the answer, once the record succeeded; counted."""
-        status, body, answer = _answer(self.parsed, bool(self.future.result()))
+    def answer(self, reply: Any) -> tuple[int, bytes]:
+        """The status and JSON body for the record script's `reply`; counted."""
+        status, body, answer = _answer(self.parsed, bool(reply))
         count_intake(self.metrics, self.parsed.event, answer, self.started)
         return status, body
 
@@ -238,21 +232,25 @@ class Begun:
         await _refuse(self.metrics, self.headers, self.started, exc, scope, receive, send)
 
 
-def begin(app: FastAPI, scope: Scope, body: bytes) -> Begun | None:
+#: where `begin` hands a delivery's record answer: (the Begun, the reply, None) or
+#: (the Begun, None, the error)
+Recorded = Callable[[Begun, Any, Exception | None], None]
+
+
+def begin(app: FastAPI, scope: Scope, body: bytes, recorded: Recorded) -> bool:
     """Intake of a request whose whole body is in hand, as far as sending its record, with
-    no ASGI task. None when the request must take the app's way instead: when it is refused
-    (the app says why, and counts it), or no connection to the store is open yet."""
+    no ASGI task; the record's answer goes to `recorded`. False, and nothing done, when the
+    request must take the app's way instead: when it is refused (the app says why, and
+    counts it), or no connection to the store is open yet."""
     started = time.perf_counter()
     headers = _headers(scope)
     recording = recorder(app)
     try:
         parsed = parse_delivery(headers, body, recording.secrets)
     except Exception:
-        return None
-    future = recording.submit(parsed)
-    if future is None:
-        return None
-    return Begun(parsed, future, headers, recording.metrics, started)
+        return False
+    begun = Begun(parsed, headers, recording.metrics, started)
+    return recording.submit(parsed, functools.partial(recorded, begun))
 
 
 class _Answer:

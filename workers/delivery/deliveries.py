@@ -149,30 +149,33 @@ class DeliveryStore:
         self, new: NewDelivery, *, queue: str, message: bytes
     ) -> tuple[list[str], list[Arg]]:
         """RECORD's KEYS and ARGV for `new` (`message` pushed onto `queue`, when given)."""
-        fields: dict[str, str | bytes] = {
-            "event": new.event,
-            "status": QUEUED,
-            "receivedAt": repr(new.received_at),
-            "body": pack(new.body),
-            "runs": "0",
-        }
-        if new.action:
-            fields["action"] = new.action
-        if new.repository:
-            fields["repository"] = new.repository
-        if new.installation_id is not None:
-            fields["installationId"] = str(new.installation_id)
-        if new.hook_id:
-            fields["hookId"] = new.hook_id
+        received = new.received_at
         args: list[Arg] = [
             new.delivery_id,
             self.retention_seconds,
-            new.received_at,
-            new.received_at + self.lease,
+            received,
+            received + self.lease,
             message,
+            # the record's fields, name and value
+            "event",
+            new.event,
+            "status",
+            QUEUED,
+            "receivedAt",
+            repr(received),
+            "body",
+            pack(new.body),
+            "runs",
+            "0",
         ]
-        for name, value in fields.items():
-            args += [name, value]
+        if new.action:
+            args += ("action", new.action)
+        if new.repository:
+            args += ("repository", new.repository)
+        if new.installation_id is not None:
+            args += ("installationId", str(new.installation_id))
+        if new.hook_id:
+            args += ("hookId", new.hook_id)
         keys_ = [
             keys.delivery(new.delivery_id),
             keys.DELIVERIES,

@@ -23,7 +23,9 @@ still gets its own script's own answer, after Redis ran it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
+import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -34,7 +36,9 @@ from redis.connection import SSLConnection, parse_url
 
 from workers.delivery.write_coalescing import CoalescingTransport
 
-__all__ = ["RecordPipe", "RecordPipeError", "encode_command", "supports"]
+log = logging.getLogger(__name__)
+
+__all__ = ["Answer", "RecordPipe", "RecordPipeError", "encode_command", "supports"]
 
 Arg = str | bytes | float | int
 
@@ -68,15 +72,34 @@ def encode_command(*parts: Arg) -> bytes:
     return packed
 
 
-class _Call:
-    __slots__ = ("future", "retry", "sent")
+#: what a call's answer is handed to: (the reply, None), or (None, the error)
+Answer = Callable[[Any, Exception | None], None]
 
-    def __init__(
-        self, future: asyncio.Future[Any], retry: Callable[[], bytes] | None, sent: float
-    ) -> None:
-        self.future = future
+
+class _Call:
+    __slots__ = ("answer", "retry", "sent")
+
+    def __init__(self, answer: Answer, retry: Callable[[], bytes] | None, sent: float) -> None:
+        self.answer = answer
         self.retry = retry  # builds the same call as EVAL, sent on NOSCRIPT
         self.sent = sent
+
+
+def _settle(future: asyncio.Future[Any], reply: Any, error: Exception | None) -> None:
+    if future.done():
+        return  # its caller is gone (cancelled): the answer is dropped
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(reply)
+
+
+def _hand(answer: Answer, reply: Any, error: Exception | None) -> None:
+    """Hand a call its answer; a handler that fails is logged, the connection reads on."""
+    try:
+        answer(reply, error)
+    except Exception:
+        log.exception("a delivery store answer's handler failed")
 
 
 class _Connection(asyncio.Protocol):
@@ -116,15 +139,23 @@ class _Connection(asyncio.Protocol):
     def send(
         self, command: bytes, *, retry: Callable[[], bytes] | None = None
     ) -> asyncio.Future[Any]:
+        """Send `command`; the future of its reply."""
         future: asyncio.Future[Any] = self.loop.create_future()
+        self.send_to(command, functools.partial(_settle, future), retry=retry)
+        return future
+
+    def send_to(
+        self, command: bytes, answer: Answer, *, retry: Callable[[], bytes] | None = None
+    ) -> None:
+        """Send `command`; its reply (or the connection's failure) goes to `answer`, called
+        from the connection's own callbacks, without a future or a task."""
         if self.closed or self.transport is None:
-            future.set_exception(RecordPipeError("the delivery store connection is closed"))
-            return future
+            _hand(answer, None, RecordPipeError("the delivery store connection is closed"))
+            return
         self.transport.write(command)
-        self.waiting.append(_Call(future, retry, self.loop.time()))
+        self.waiting.append(_Call(answer, retry, self.loop.time()))
         if self.watchdog is None:
             self.watchdog = self.loop.call_later(self.timeout, self._check_late)
-        return future
 
     def _check_late(self) -> None:
         self.watchdog = None
@@ -144,9 +175,7 @@ class _Connection(asyncio.Protocol):
             self.watchdog.cancel()
             self.watchdog = None
         while self.waiting:
-            call = self.waiting.popleft()
-            if not call.future.done():
-                call.future.set_exception(error)
+            _hand(self.waiting.popleft().answer, None, error)
         if self.transport is not None:
             self.transport.abort()  # what was not sent yet is dropped with it
 
@@ -158,26 +187,11 @@ class _Connection(asyncio.Protocol):
         call = self.waiting.popleft()
         noscript = isinstance(value, ReplyError) and str(value).startswith("NOSCRIPT")
         if noscript and call.retry is not None:
-            retried = self.send(call.retry())
-            retried.add_done_callback(lambda done: _forward(done, call.future))
-            return
-        if call.future.done():
-            return  # its caller is gone (cancelled): the answer is dropped
-        if isinstance(value, ReplyError):
-            call.future.set_exception(value)
+            self.send_to(call.retry(), call.answer)
+        elif isinstance(value, ReplyError):
+            _hand(call.answer, None, value)
         else:
-            call.future.set_result(value)
-
-
-def _forward(done: asyncio.Future[Any], future: asyncio.Future[Any]) -> None:
-    if future.done():
-        return
-    if done.cancelled():
-        future.cancel()
-    elif (error := done.exception()) is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(done.result())
+            _hand(call.answer, value, None)
 
 
 class RecordPipe:
@@ -201,25 +215,29 @@ class RecordPipe:
         connection = self._connection
         if connection is None or connection.closed:
             connection = await self._connect()
-        return await self._send(connection, keys, args)
+        evalsha, as_eval = self._commands(keys, args)
+        return await connection.send(evalsha, retry=as_eval)
 
-    def submit(self, keys: Sequence[str], args: Sequence[Arg]) -> asyncio.Future[Any] | None:
-        """`call` without a coroutine, when the connection is open: the future of its answer.
-        None when it is not (a `call` then connects)."""
+    def submit(self, keys: Sequence[str], args: Sequence[Arg], answer: Answer) -> bool:
+        """`call` without a coroutine: the script's answer goes to `answer` (see
+        `_Connection.send_to`). False, and nothing sent, when no connection is open (a `call`
+        then connects)."""
         connection = self._connection
         if connection is None or connection.closed:
-            return None
-        return self._send(connection, keys, args)
+            return False
+        evalsha, as_eval = self._commands(keys, args)
+        connection.send_to(evalsha, answer, retry=as_eval)
+        return True
 
-    def _send(
-        self, connection: _Connection, keys: Sequence[str], args: Sequence[Arg]
-    ) -> asyncio.Future[Any]:
-        evalsha = encode_command("EVALSHA", self.sha, len(keys), *keys, *args)
+    def _commands(
+        self, keys: Sequence[str], args: Sequence[Arg]
+    ) -> tuple[bytes, Callable[[], bytes]]:
+        """The call as EVALSHA, and how to make it as EVAL (sent on NOSCRIPT)."""
 
         def as_eval() -> bytes:
             return encode_command("EVAL", self.script, len(keys), *keys, *args)
 
-        return connection.send(evalsha, retry=as_eval)
+        return encode_command("EVALSHA", self.sha, len(keys), *keys, *args), as_eval
 
     async def _connect(self) -> _Connection:
         if self._connecting is None:

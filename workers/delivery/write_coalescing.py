@@ -60,6 +60,9 @@ class CoalescingTransport:
         self.flush()
         self._transport.close()
 
+    def is_closing(self) -> bool:  # asked after every response: spared the __getattr__ hop
+        return self._transport.is_closing()
+
     def abort(self) -> None:
         self._pending.clear()
         self._size = 0

@@ -18,7 +18,7 @@ from hookspawn.redis_server import free_port
 from hookspawn.web.api import HookspawnApp, create_app
 from hookspawn.web.http_server import web_config
 from hookspawn.web.limits import BodyBudget, GuardedProtocol
-from hookspawn.web.receiver import Begun
+from hookspawn.web.receiver import Begun, Recorded
 from tests.conftest import SECRET, wait_for
 from triggers.signature import sign
 from workers import keys
@@ -56,11 +56,12 @@ def serving(settings: Settings) -> Iterator[Served]:
     direct: list[str] = []
     begin = app.begin_intake
 
-    def counted(scope: Any, body: bytes) -> Begun | None:
-        begun = begin(scope, body)
-        if begun is not None:
+    def counted(scope: Any, body: bytes, recorded: Recorded) -> bool:
+        def noted(begun: Begun, reply: Any, error: Exception | None) -> None:
             direct.append(begun.parsed.delivery_id)
-        return begun
+            recorded(begun, reply, error)
+
+        return begin(scope, body, noted)
 
     app.begin_intake = counted  # type: ignore[method-assign]
     port = free_port()

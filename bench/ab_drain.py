@@ -10,10 +10,8 @@ commands/item W`) and reports, per side, the median over passes of: the ratio, t
 per delivery of the worker's main process, of its pool processes and of redis-server,
 and the Redis commands per delivery.
 
-Both sides read their payloads from this checkout's tests/webhooks: commits from before
-those payloads were in the repository look for them in a directory beside their checkout
-(`shared/github-webhooks`), so the base's worktree is made inside a temporary directory
-where that name is a link to tests/webhooks. Nothing outside the repository is read.
+Both sides read their payloads from this checkout's tests/webhooks (see `ab_sides`).
+Nothing outside the repository is read.
 
 Run:    .venv/bin/python bench/ab_drain.py --base 4b2420f [--passes 4] [--n 2000] [--runs 2]
 """
@@ -21,17 +19,15 @@ Run:    .venv/bin/python bench/ab_drain.py --base 4b2420f [--passes 4] [--n 2000
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+# Run as a script (`python bench/ab_drain.py`): its neighbours import from here.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ab_sides import ROOT, alternate, base_checkout, median, revision, run_bench
 
 RATIO = re.compile(r"ratio best/best ([\d.]+); per run ([\d., ]+)")
 PER_RUN = re.compile(
@@ -73,23 +69,13 @@ class Side:
 
 def run_side(side: Side, args: argparse.Namespace) -> str:
     command = [
-        sys.executable,
         "bench/bench_pipeline.py",
         "--n", str(args.n),
         "--runs", str(args.runs),
         "--skip-latency",
         "--quiet-load", str(args.quiet_load),
     ]  # fmt: skip
-    done = subprocess.run(
-        command, cwd=side.root, capture_output=True, text=True, env=os.environ | {"PYTHONPATH": ""}
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{side.name} exited {done.returncode}:\n{done.stdout[-3000:]}")
-    return side.take(done.stdout + done.stderr)
-
-
-def median(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f}" if values else "-"
+    return side.take(run_bench(side.root, command))
 
 
 def main() -> None:
@@ -101,44 +87,13 @@ def main() -> None:
     parser.add_argument("--quiet-load", type=float, default=1.5)
     args = parser.parse_args()
 
-    base_rev = subprocess.run(
-        ["git", "rev-parse", "--short", args.base], cwd=ROOT, capture_output=True, text=True,
-        check=True,
-    ).stdout.strip()  # fmt: skip
-    head_rev = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-        check=True,
-    ).stdout.strip()  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="ab-drain-") as tmp:
-        shared = Path(tmp) / "shared"
-        shared.mkdir()
-        (shared / "github-webhooks").symlink_to(ROOT / "tests" / "webhooks")
-        worktree = Path(tmp) / "base"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(worktree), base_rev],
-            cwd=ROOT, check=True, capture_output=True,
-        )  # fmt: skip
-        try:
-            sides = [Side(f"base {base_rev}", worktree), Side(f"this {head_rev}", ROOT)]
-            print(
-                f"bench_pipeline.py --n {args.n} --runs {args.runs} --skip-latency, "
-                f"{args.passes} passes, alternating; load {os.getloadavg()[0]:.2f} at "
-                f"{time.strftime('%Y-%m-%d %H:%M:%S')}",
-                flush=True,
-            )
-            for n in range(args.passes):
-                order = sides if n % 2 == 0 else list(reversed(sides))
-                for side in order:
-                    line = run_side(side, args)
-                    print(
-                        f"  pass {n + 1} {side.name:<13} {line}; load {os.getloadavg()[0]:.2f}",
-                        flush=True,
-                    )
-        finally:
-            subprocess.run(
-                ["git", "worktree", "remove", "--force", str(worktree)],
-                cwd=ROOT, capture_output=True,
-            )  # fmt: skip
+    with base_checkout(args.base) as worktree:
+        sides = [
+            Side(f"base {revision(args.base)}", worktree),
+            Side(f"this {revision('HEAD')}", ROOT),
+        ]
+        print(f"bench_pipeline.py --n {args.n} --runs {args.runs} --skip-latency", end="; ")
+        alternate([s.name for s in sides], args.passes, lambda n: run_side(sides[n], args))
     print("\nmedians over the passes (per delivery; ratio: to Celery's no-op drain, same run):")
     print(
         f"  {'side':<13} {'best/best':>9} {'per run':>8} {'main ms':>8} {'pool ms':>8} "

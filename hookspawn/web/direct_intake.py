@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from uvicorn._types import ASGI3Application
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
@@ -30,6 +30,7 @@ from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from hookspawn.web.limits import GuardedProtocol, content_length
 from hookspawn.web.receiver import PATH, Begun, Recorded
+from workers.delivery.write_coalescing import CoalescingTransport
 
 _JSON_HEADERS = b"content-type: application/json\r\ncontent-length: "
 _CLOSE = b"connection: close\r\n"
@@ -112,7 +113,8 @@ class DirectIntakeProtocol(GuardedProtocol):
         if not cycle.keep_alive:
             head.append(_CLOSE)
         head += (b"\r\n", body)
-        self.transport.write(b"".join(head))
+        # the connection's writes go through a CoalescingTransport (GuardedProtocol's)
+        cast(CoalescingTransport, self.transport).write_whole(b"".join(head))
         cycle.response_started = cycle.response_complete = True
         cycle.message_event.set()
         if not cycle.keep_alive:

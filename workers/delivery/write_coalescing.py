@@ -38,6 +38,14 @@ class CoalescingTransport:
         if self._size >= FLUSH_AT:
             self.flush()
 
+    def write_whole(self, data: bytes) -> None:
+        """Write `data`, a whole message, at once: after what is pending, without waiting
+        for the end of the pass (nothing else of it is coming to join)."""
+        if self._pending:
+            self.flush()
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
     def writelines(self, lines: Any) -> None:
         for line in lines:
             self.write(line)

@@ -95,3 +95,19 @@ def test_a_large_write_goes_out_at_once_and_other_calls_pass_through() -> None:
         assert t.get_extra_info("peername") == "info peername"
 
     assert run(body) == [("write", b"a" * 10 + b"b" * FLUSH_AT)]
+
+
+def test_a_whole_message_goes_out_at_once_after_what_is_pending() -> None:
+    async def body(t: CoalescingTransport) -> None:
+        t.write(b"pending")
+        t.write_whole(b"whole")  # after "pending", without waiting for the pass to end
+        t.write_whole(b"alone")
+        t.close()
+        t.write_whole(b"too late")
+
+    assert run(body) == [
+        ("write", b"pending"),
+        ("write", b"whole"),
+        ("write", b"alone"),
+        ("close", None),
+    ]

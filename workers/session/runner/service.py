@@ -224,6 +224,7 @@ def run_runner(settings: Settings, concurrency: int) -> int:
     try:
         worker = service.worker(concurrency)
         worker.start()
+        service.runner.stop.said()
         return int(worker.exitcode or 0)
     finally:
         sweeper.stop()

@@ -35,6 +35,7 @@ class RunnerStop:
         self._stopped: set[str] = set()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
+        self._stopper: threading.Thread | None = None
 
     @contextlib.contextmanager
     def holding(self, session_id: str, beat: Heartbeat) -> Iterator[None]:
@@ -75,9 +76,17 @@ class RunnerStop:
         if self.stopping.is_set():
             return
         self.stopping.set()
-        threading.Thread(
+        self._stopper = threading.Thread(
             target=self._stop, args=(0.0 if cold else self.grace,), daemon=True, name="runner-stop"
-        ).start()
+        )
+        self._stopper.start()
+
+    def said(self, timeout: float = 5.0) -> None:
+        """Wait (up to `timeout`) for the stop to have said how it ended: called before the
+        process exits, which would otherwise end the stop's thread before its last line when
+        the sessions end just then."""
+        if self._stopper is not None:
+            self._stopper.join(timeout)
 
     def _say(self, text: str) -> None:
         log.warning("%s", text)

@@ -95,7 +95,8 @@ class GuardedProtocol(HttpToolsProtocol):
     Both deadlines are watched by one timer per connection that is moved only when it fires:
     a request sets its deadline (a number), and the timer, armed for an earlier deadline,
     finds it not yet due and re-arms itself for the one now in force; no timer is made or
-    cancelled per request.
+    cancelled per request. uvicorn's keep-alive timeout (an idle connection closed that long
+    after its last answer) is kept the same way, by a second timer.
     """
 
     limits: Limits
@@ -115,6 +116,9 @@ class GuardedProtocol(HttpToolsProtocol):
         self.body_bytes = 0
         #: body bytes taken from the budget, per request, until its app call returns
         self.held: dict[RequestResponseCycle, int] = {}
+        #: when the connection's last answer was written, while no request has come since
+        self.idle_since: float | None = None
+        self.idle_timer: asyncio.TimerHandle | None = None
 
     # connection ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -135,7 +139,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self.start_headers()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        for timer in (self.deadline_timer, self.linger_timer):
+        for timer in (self.deadline_timer, self.linger_timer, self.idle_timer):
             if timer is not None:
                 timer.cancel()
         for cycle, _ in self.pipeline:  # queued, never started: nothing else gives them back
@@ -196,6 +200,39 @@ class GuardedProtocol(HttpToolsProtocol):
             self.linger_timer = self.loop.call_later(LINGER_SECONDS, self.transport.close)
         else:
             self.transport.close()
+
+    # keep-alive ----------------------------------------------------------------------------
+    def on_response_complete(self) -> None:
+        """uvicorn's, with its keep-alive timeout kept by one timer a connection, moved only
+        when it fires (uvicorn makes a timer after every answer, which the next request
+        cancels): an idle connection still closes `timeout_keep_alive` after its last answer."""
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self.flow.resume_reading()
+        if self.pipeline:
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+            return
+        self.idle_since = self.loop.time()
+        if self.idle_timer is None:
+            due = self.idle_since + self.timeout_keep_alive
+            self.idle_timer = self.loop.call_at(due, self._idle_passed)
+
+    def _unset_keepalive_if_required(self) -> None:
+        # uvicorn calls this whenever the client sends: the connection is not idle
+        self.idle_since = None
+        super()._unset_keepalive_if_required()
+
+    def _idle_passed(self) -> None:
+        self.idle_timer = None
+        if self.idle_since is None or self.transport.is_closing():
+            return  # busy since: its next answer arms the timer again
+        due = self.idle_since + self.timeout_keep_alive
+        if self.loop.time() >= due:
+            self.timeout_keep_alive_handler()
+        else:
+            self.idle_timer = self.loop.call_at(due, self._idle_passed)
 
     # parser callbacks ----------------------------------------------------------------------
     def start_headers(self) -> None:

@@ -22,6 +22,7 @@ from hookspawn.web.http_server import web_config
 from tests.conftest import make_settings, wait_for
 
 HEADER_TIMEOUT, BODY_TIMEOUT = 0.8, 5.0
+KEEP_ALIVE = 1.0
 
 
 async def echo_length(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -46,6 +47,7 @@ def port() -> Iterator[int]:
     port = free_port()
     config = web_config(echo_length, settings, host="127.0.0.1", port=port, access_log=False)
     config.lifespan = "off"
+    config.timeout_keep_alive = KEEP_ALIVE
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -111,3 +113,20 @@ def test_a_body_slower_than_its_deadline_is_cut(port: int) -> None:
         answer = read_answer(sock)
     assert answer.startswith(b"HTTP/1.1 408"), answer
     assert b"body_timeout" in answer
+
+
+def test_keep_alive_counts_from_the_last_answer(port: int) -> None:
+    """One timer a connection keeps the keep-alive: a connection busy for longer than the
+    keep-alive, never idle that long, stays open; idle, it closes that long after its last
+    answer."""
+    request = b"POST /a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\nok"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        for n in range(4):  # 1.8 s in all, never idle for the keep-alive's 1 s
+            if n:
+                time.sleep(KEEP_ALIVE * 0.6)
+            sock.sendall(request)
+            assert read_answer(sock).startswith(b"HTTP/1.1 200"), f"answer {n + 1}"
+        answered = time.monotonic()
+        assert sock.recv(1) == b"", "the idle connection was not closed"
+        idle = time.monotonic() - answered
+    assert KEEP_ALIVE - 0.05 <= idle < KEEP_ALIVE + 1.5, f"closed {idle:.2f}s after the answer"

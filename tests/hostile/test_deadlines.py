@@ -22,7 +22,7 @@ from hookspawn.web.http_server import web_config
 from tests.conftest import make_settings, wait_for
 
 HEADER_TIMEOUT, BODY_TIMEOUT = 0.8, 5.0
-KEEP_ALIVE = 1.0
+KEEP_ALIVE = 1  # seconds (uvicorn takes a whole number)
 
 
 async def echo_length(scope: dict[str, Any], receive: Any, send: Any) -> None:

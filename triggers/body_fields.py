@@ -26,11 +26,9 @@ import orjson
 import simdjson
 
 from triggers.errors import InvalidBody
-from triggers.json_codec import MAX_DEPTH, TooDeep, check_depth
+from triggers.json_codec import MAX_DEPTH, TooDeep, check_depth, openings
 
 _BOM = b"\xef\xbb\xbf"
-#: every byte but the two that open an array or an object (deleted, the rest are counted)
-_NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
 
 
 _local = threading.local()
@@ -65,7 +63,7 @@ def read_fields(document: bytes) -> BodyFields:
 
 def _read_checked(document: bytes) -> BodyFields | None:
     """The fields as simdjson reads them; None where its reading could differ from orjson's."""
-    if len(document.translate(None, _NOT_OPENING)) > MAX_DEPTH:
+    if openings(document) > MAX_DEPTH:
         return None
     body = _parser().parse(document)
     if not isinstance(body, simdjson.Object) or _repeats_a_key(body):

@@ -44,13 +44,23 @@ class TooDeep(TriggersError, ValueError):
 _CONTAINERS = (dict, list)
 
 
+#: every byte but the two that open an array or an object (deleted, the rest are counted)
+_NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
+
+
+def openings(raw: bytes) -> int:
+    """How many `[` and `{` bytes `raw` holds (those inside strings too): a bound on how many
+    arrays and objects it opens, found in one pass at C speed."""
+    return len(raw.translate(None, _NOT_OPENING))
+
+
 def check_depth(raw: bytes, value: Any, limit: int = MAX_DEPTH) -> None:
     """Raise TooDeep when `value` (parsed from `raw`) nests more than `limit` arrays/objects.
 
     Iterative, never recursive. A body with at most `limit` brackets cannot nest deeper than
     that: counted at C speed, that settles every ordinary payload without a walk.
     """
-    if raw.count(b"{") + raw.count(b"[") <= limit:
+    if openings(raw) <= limit:
         return
     _walk_depth(value, limit)
 

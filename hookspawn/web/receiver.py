@@ -31,7 +31,7 @@ from triggers.errors import InvalidSignature, PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
 from workers.delivery.record import NewDelivery
 from workers.delivery.record_pipe import Answer, RecordPipe, supports
-from workers.delivery.scripts import RECORD
+from workers.delivery.scripts import RECORD, Arg
 from workers.errors import WorkerError
 from workers.runtime import Runtime
 
@@ -106,17 +106,14 @@ class Recorder:
 
     async def record(self, parsed: ParsedDelivery) -> bool:
         """True when new; False for a known delivery id (nothing written, nothing queued)."""
-        rt, new = self.rt, NewDelivery.of(parsed)
-        messages = rt.task_messages
-        message = messages(parsed.delivery_id)
-        if self.pipe is None:
-            if self.client is None:
-                self.client = aioredis.Redis.from_url(
-                    rt.redis_url, socket_timeout=5, socket_connect_timeout=2
-                )
-            return await rt.store.arecord(self.client, new, queue=messages.queue, message=message)
-        keys_, args = rt.store.record_call(new, queue=messages.queue, message=message)
-        return bool(await self.pipe.call(keys_, args))
+        keys_, args = self._call(parsed)
+        if self.pipe is not None:
+            return bool(await self.pipe.call(keys_, args))
+        if self.client is None:
+            self.client = aioredis.Redis.from_url(
+                self.rt.redis_url, socket_timeout=5, socket_connect_timeout=2
+            )
+        return await self.rt.store.arecord(self.client, keys_, args)
 
     def submit(self, parsed: ParsedDelivery, answer: Answer) -> bool:
         """`record` without a coroutine, through an open RecordPipe: its answer (true when
@@ -124,11 +121,13 @@ class Recorder:
         connected yet)."""
         if self.pipe is None:
             return False
+        return self.pipe.submit(*self._call(parsed), answer)
+
+    def _call(self, parsed: ParsedDelivery) -> tuple[list[str], list[Arg]]:
+        """The record script's KEYS and ARGV for `parsed`, its task message pushed with it."""
         messages = self.rt.task_messages
-        message = messages(parsed.delivery_id)
-        new = NewDelivery.of(parsed)
-        keys_, args = self.rt.store.record_call(new, queue=messages.queue, message=message)
-        return self.pipe.submit(keys_, args, answer)
+        new, message = NewDelivery.of(parsed), messages(parsed.delivery_id)
+        return self.rt.store.record_call(new, queue=messages.queue, message=message)
 
     async def aclose(self) -> None:
         if self.pipe is not None:

@@ -135,11 +135,9 @@ class DeliveryStore:
         keys_, args = self.record_call(new, queue=queue, message=message)
         return bool(self._record(keys=keys_, args=args))
 
-    async def arecord(
-        self, aclient: aioredis.Redis, new: NewDelivery, *, queue: str, message: bytes
-    ) -> bool:
-        """`record` on an asyncio client, for the intake's event loop."""
-        keys_, args = self.record_call(new, queue=queue, message=message)
+    async def arecord(self, aclient: aioredis.Redis, keys_: list[str], args: list[Arg]) -> bool:
+        """`record` on an asyncio client, for the intake's event loop, of a prepared
+        `record_call`."""
         script = self._arecord.get(id(aclient))
         if script is None:  # AsyncScript loads itself again after NOSCRIPT (a Redis restart)
             script = self._arecord[id(aclient)] = aclient.register_script(RECORD)

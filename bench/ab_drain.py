@@ -21,13 +21,12 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 # Run as a script (`python bench/ab_drain.py`): its neighbours import from here.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ab_sides import ROOT, alternate, base_checkout, median, revision, run_bench
+from ab_sides import Side, alternate, compared, run_bench, table
 
 RATIO = re.compile(r"ratio best/best ([\d.]+); per run ([\d., ]+)")
 PER_RUN = re.compile(
@@ -37,45 +36,22 @@ PER_RUN = re.compile(
 EXACTLY_ONCE = re.compile(r"exactly once over \d+ deliveries: .* -> (\w+)")
 
 
-@dataclass
-class Side:
-    name: str
-    root: Path
-    best: list[float] = field(default_factory=list)
-    runs: list[float] = field(default_factory=list)
-    main: list[float] = field(default_factory=list)
-    pool: list[float] = field(default_factory=list)
-    redis: list[float] = field(default_factory=list)
-    commands: list[float] = field(default_factory=list)
-
-    def take(self, output: str) -> str:
-        ratio = RATIO.search(output)
-        once = EXACTLY_ONCE.search(output)
-        if ratio is None or once is None:
-            raise RuntimeError(f"{self.name}: no summary in the output:\n{output[-3000:]}")
-        if once.group(1) != "OK":
-            raise RuntimeError(f"{self.name}: exactly once BROKEN:\n{output[-3000:]}")
-        self.best.append(float(ratio.group(1)))
-        self.runs += [float(x) for x in ratio.group(2).replace(",", " ").split()]
-        per_run = PER_RUN.findall(output)
-        for main, pool, redis, commands in per_run:
-            self.main.append(float(main))
-            self.pool.append(float(pool))
-            self.redis.append(float(redis))
-            self.commands.append(float(commands))
-        cpu = "; ".join(f"main {m} pool {p} redis {r} cmds {c}" for m, p, r, c in per_run)
-        return f"ratio best/best {ratio.group(1)} (runs {ratio.group(2).strip()}); {cpu}"
-
-
-def run_side(side: Side, args: argparse.Namespace) -> str:
-    command = [
-        "bench/bench_pipeline.py",
-        "--n", str(args.n),
-        "--runs", str(args.runs),
-        "--skip-latency",
-        "--quiet-load", str(args.quiet_load),
-    ]  # fmt: skip
-    return side.take(run_bench(side.root, command))
+def take(side: Side, output: str) -> str:
+    """The figures of one pass of bench_pipeline, added to `side`; its line."""
+    ratio = RATIO.search(output)
+    once = EXACTLY_ONCE.search(output)
+    if ratio is None or once is None:
+        raise RuntimeError(f"{side.name}: no summary in the output:\n{output[-3000:]}")
+    if once.group(1) != "OK":
+        raise RuntimeError(f"{side.name}: exactly once BROKEN:\n{output[-3000:]}")
+    side.add(best=float(ratio.group(1)))
+    for run in ratio.group(2).replace(",", " ").split():
+        side.add(runs=float(run))
+    per_run = PER_RUN.findall(output)
+    for main, pool, redis, commands in per_run:
+        side.add(main=float(main), pool=float(pool), redis=float(redis), commands=float(commands))
+    cpu = "; ".join(f"main {m} pool {p} redis {r} cmds {c}" for m, p, r, c in per_run)
+    return f"ratio best/best {ratio.group(1)} (runs {ratio.group(2).strip()}); {cpu}"
 
 
 def main() -> None:
@@ -86,25 +62,22 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--quiet-load", type=float, default=1.5)
     args = parser.parse_args()
-
-    with base_checkout(args.base) as worktree:
-        sides = [
-            Side(f"base {revision(args.base)}", worktree),
-            Side(f"this {revision('HEAD')}", ROOT),
-        ]
+    command = [
+        "bench/bench_pipeline.py",
+        "--n", str(args.n),
+        "--runs", str(args.runs),
+        "--skip-latency",
+        "--quiet-load", str(args.quiet_load),
+    ]  # fmt: skip
+    with compared(args.base) as sides:
         print(f"bench_pipeline.py --n {args.n} --runs {args.runs} --skip-latency", end="; ")
-        alternate([s.name for s in sides], args.passes, lambda n: run_side(sides[n], args))
+        alternate(sides, args.passes, lambda side: take(side, run_bench(side, command)))
     print("\nmedians over the passes (per delivery; ratio: to Celery's no-op drain, same run):")
-    print(
-        f"  {'side':<13} {'best/best':>9} {'per run':>8} {'main ms':>8} {'pool ms':>8} "
-        f"{'redis ms':>8} {'commands':>8}"
-    )
-    for side in sides:
-        print(
-            f"  {side.name:<13} {median(side.best):>9} {median(side.runs):>8} "
-            f"{median(side.main):>8} {median(side.pool):>8} {median(side.redis):>8} "
-            f"{median(side.commands):>8}"
-        )
+    table(
+        sides,
+        [("best/best", "best", 2), ("per run", "runs", 2), ("main ms", "main", 2),
+         ("pool ms", "pool", 2), ("redis ms", "redis", 2), ("commands", "commands", 2)],
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

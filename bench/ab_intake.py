@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 # Run as a script (`python bench/ab_intake.py`): its neighbours import from here.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ab_sides import ROOT, alternate, base_checkout, median, revision, run_bench
+from ab_sides import Side, alternate, compared, run_bench, table
 
 RUN = re.compile(
     r"(bare|hookspawn) run \d+: (\d+) req/s.*?CPU per request: server (\d+) us, redis (\d+) us"
@@ -31,37 +30,23 @@ RATIO = re.compile(r"/bare\s+= ([\d.]+)")
 CHECKED = re.compile(r"run \d+: accepted \(202\) \d+, recorded \d+, queued \d+, .* -> (\w+)")
 
 
-@dataclass
-class Side:
-    name: str
-    root: Path
-    ratio: list[float] = field(default_factory=list)
-    rps: list[float] = field(default_factory=list)
-    bare: list[float] = field(default_factory=list)
-    server_us: list[float] = field(default_factory=list)
-    redis_us: list[float] = field(default_factory=list)
-
-    def take(self, output: str) -> str:
-        ratio, checked = RATIO.search(output), CHECKED.search(output)
-        if ratio is None or checked is None:
-            raise RuntimeError(
-                f"{self.name}: no summary in bench_intake's output:\n{output[-3000:]}"
-            )
-        if checked.group(1) != "OK":
-            raise RuntimeError(f"{self.name}: a 202 was not recorded and queued:\n{output[-3000:]}")
-        self.ratio.append(float(ratio.group(1)))
-        for scenario, rps, server, redis in RUN.findall(output):
-            if scenario == "bare":
-                self.bare.append(float(rps))
-            else:
-                self.rps.append(float(rps))
-                self.server_us.append(float(server))
-                self.redis_us.append(float(redis))
-        return (
-            f"/bare {ratio.group(1)}; hookspawn {self.rps[-1]:.0f} req/s, server "
-            f"{self.server_us[-1]:.0f} us, redis {self.redis_us[-1]:.0f} us; "
-            f"bare {self.bare[-1]:.0f} req/s"
-        )
+def take(side: Side, output: str) -> str:
+    """The figures of one run of bench_intake, added to `side`; its line."""
+    ratio, checked = RATIO.search(output), CHECKED.search(output)
+    if ratio is None or checked is None:
+        raise RuntimeError(f"{side.name}: no summary in bench_intake's output:\n{output[-3000:]}")
+    if checked.group(1) != "OK":
+        raise RuntimeError(f"{side.name}: a 202 was not recorded and queued:\n{output[-3000:]}")
+    side.add(ratio=float(ratio.group(1)))
+    line = f"/bare {ratio.group(1)}"
+    for scenario, rps, server, redis in RUN.findall(output):
+        if scenario == "bare":
+            side.add(bare=float(rps))
+            line += f"; bare {rps} req/s"
+        else:
+            side.add(rps=float(rps), server_us=float(server), redis_us=float(redis))
+            line += f"; hookspawn {rps} req/s, server {server} us, redis {redis} us"
+    return line
 
 
 def main() -> None:
@@ -72,24 +57,15 @@ def main() -> None:
     args = parser.parse_args()
     command = ["bench/bench_intake.py", "--runs", "1", "--scenarios", "bare,hookspawn",
                "--seconds", str(args.seconds)]  # fmt: skip
-    with base_checkout(args.base) as worktree:
-        sides = [
-            Side(f"base {revision(args.base)}", worktree),
-            Side(f"this {revision('HEAD')}", ROOT),
-        ]
+    with compared(args.base) as sides:
         print(" ".join(command), end="; ")
-        alternate(
-            [side.name for side in sides],
-            args.passes,
-            lambda n: sides[n].take(run_bench(sides[n].root, command)),
-        )
+        alternate(sides, args.passes, lambda side: take(side, run_bench(side, command)))
     print("\nmedians over the passes (hookspawn web, one process; /bare: same run):")
-    header = ("side", "/bare", "req/s", "server us", "redis us", "bare req/s")
-    print("  {:<13} {:>6} {:>7} {:>10} {:>9} {:>10}".format(*header))
-    for side in sides:
-        ratio, rps, bare = median(side.ratio, 3), median(side.rps, 0), median(side.bare, 0)
-        server, redis = median(side.server_us, 0), median(side.redis_us, 0)
-        print(f"  {side.name:<13} {ratio:>6} {rps:>7} {server:>10} {redis:>9} {bare:>10}")
+    table(
+        sides,
+        [("/bare", "ratio", 3), ("req/s", "rps", 0), ("server us", "server_us", 0),
+         ("redis us", "redis_us", 0), ("bare req/s", "bare", 0)],
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -327,12 +327,29 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _parse(
+    parser: argparse.ArgumentParser,
+    verbs: dict[str, argparse.ArgumentParser],
+    argv: list[str],
+) -> argparse.Namespace:
+    """A verb's options go anywhere among its arguments (`sessions logs --follow ID` as well as
+    `sessions logs ID --follow`): the verb's own parser reads them intermixed. Anything that
+    does not start with a known verb (`--help`, a misspelt verb) is the top parser's to answer;
+    so is a help request, which shows the help of the action named before it
+    (`connections sync --help`)."""
+    if not argv or argv[0] not in verbs or {"-h", "--help"} & set(argv):
+        return parser.parse_args(argv)
+    args = verbs[argv[0]].parse_intermixed_args(argv[1:])
+    args.command = argv[0]
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. What goes wrong is one line on stderr and a non-zero exit, never a
     traceback; output cut short by its reader (`| head`) ends quietly."""
     parser = _parser()
-    args = parser.parse_args(argv)
     (verbs,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    args = _parse(parser, verbs.choices, list(sys.argv[1:] if argv is None else argv))
     check_options(verbs.choices[args.command], args)
     func: Callable[[argparse.Namespace], int] = args.func
     try:

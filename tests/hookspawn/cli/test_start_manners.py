@@ -164,3 +164,41 @@ def test_an_option_the_action_does_not_take_is_an_error(
     done = in_process(capsys, monkeypatch, *args)
     assert done.returncode == 2
     assert expected in one_line(done)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sessions", "logs", "--follow", "s1"],
+        ["sessions", "logs", "s1", "--follow"],
+        ["deliveries", "show", "--json", "d1"],
+        ["connections", "add", "--json", "you/app"],
+        ["connections", "add", "--installation", "7", "you/app"],
+    ],
+)
+def test_options_go_anywhere_among_a_verbs_arguments(
+    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The id after an option is the verb's id (not an unrecognized argument): the command
+    gets as far as the server, which is not there."""
+    done = in_process(capsys, monkeypatch, *args, "--url", f"http://127.0.0.1:{free_port()}")
+    assert done.returncode == 1
+    assert "cannot reach the server" in one_line(done)
+
+
+def test_an_option_before_a_missing_id_still_says_the_id_is_required(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = in_process(capsys, monkeypatch, "sessions", "logs", "--follow")
+    assert done.returncode == 2
+    assert "logs: a session ID is required" in one_line(done)
+
+
+def test_sandbox_check_takes_probe_before_or_after_the_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "missing.json"
+    for args in (["--probe", str(missing)], [str(missing), "--probe"]):
+        done = in_process(capsys, monkeypatch, "sandbox", "check", *args)
+        assert done.returncode == 1
+        assert f"{missing}: (file): cannot read it" in done.stdout

@@ -13,6 +13,9 @@ from agents.templates import compile_field
 from templating import Dialect, InvalidRefError, Template, TemplateError, check_ref
 
 __all__ = [
+    "NAME",
+    "OWNER",
+    "bare_repository",
     "compile_mount",
     "compile_mounts",
     "github_repository",
@@ -20,8 +23,11 @@ __all__ = [
     "resolve_working_directory",
 ]
 
-_OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
-_REPO = r"[A-Za-z0-9._-]{1,100}"
+#: a repository's owner and name as a mount may write them (a name is not `.` or `..`)
+OWNER = r"[A-Za-z0-9][A-Za-z0-9-]{0,38}"
+NAME = r"[A-Za-z0-9._-]{1,100}"
+_OWNER = OWNER
+_REPO = NAME
 BARE_RE = re.compile(rf"({_OWNER})/({_REPO})")
 HTTPS_GITHUB_RE = re.compile(rf"https://github\.com/({_OWNER})/({_REPO}?)(?:\.git)?/?", re.I)
 SSH_GITHUB_RE = re.compile(rf"git@github\.com:({_OWNER})/({_REPO}?)(?:\.git)?", re.I)
@@ -32,6 +38,12 @@ INSTALLATION_RE = re.compile(r"[0-9]{1,20}")
 
 _MOUNT_KEYS = ("kind", "name", "repository", "mountPath", "ref", "depth", "auth")
 _CAPABILITY_KEYS = {key: attr for attr, key, _ in CAPABILITY_FIELDS}
+
+
+def bare_repository(value: str) -> bool:
+    """Whether `value` is a plain OWNER/NAME the compiler accepts as a mount's repository."""
+    match = BARE_RE.fullmatch(value)
+    return match is not None and match.group(2) not in (".", "..")
 
 
 def github_repository(repository: str) -> str | None:

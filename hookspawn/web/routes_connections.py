@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from hookspawn.web.api_models import ConnectionList, SyncReportView
@@ -51,12 +51,21 @@ def _not_a_boolean(value: object) -> object:
     return value
 
 
+def _not_dot_names(value: str) -> str:
+    """A name of `.` or `..` is a path, not a repository (the pattern cannot say so)."""
+    if value.partition("/")[2] in (".", ".."):
+        raise ValueError(f"{value!r}: a repository name is not '.' or '..'")
+    return value
+
+
 class ManualConnectionBody(BaseModel):
     """A repository to cover without a GitHub App installation (for trying agents out)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    repository: str = Field(pattern=REPOSITORY_PATTERN, description="OWNER/NAME")
+    repository: Annotated[str, AfterValidator(_not_dot_names)] = Field(
+        pattern=REPOSITORY_PATTERN, description="OWNER/NAME (the name is not `.` or `..`)"
+    )
     installation_id: Annotated[int | None, BeforeValidator(_not_a_boolean)] = Field(
         default=None,
         alias="installationId",

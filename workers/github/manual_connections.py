@@ -9,9 +9,9 @@ hash of the name, far above GitHub's), since nothing told hookspawn their real o
 
 from __future__ import annotations
 
-import re
 import zlib
 
+from agents.mounts import NAME, OWNER, bare_repository
 from workers.errors import WorkerError
 from workers.github.installation import Change, Installation, State
 
@@ -29,11 +29,11 @@ __all__ = [
 
 #: the installation id of manual connections added without `--installation`
 MANUAL_INSTALLATION_ID = 0
-#: OWNER/NAME as GitHub allows them (a name is not `.` or `..`)
-OWNER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}$"
-NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$"
-REPOSITORY_PATTERN = OWNER_PATTERN[:-1] + "/" + NAME_PATTERN[1:]
-_NAME = re.compile(REPOSITORY_PATTERN)
+#: OWNER/NAME as the agent compiler reads a mount's repository (`acme/.github` included);
+#: `repository_name` also refuses a name that is `.` or `..`, as the compiler does
+OWNER_PATTERN = rf"^{OWNER}$"
+NAME_PATTERN = rf"^{NAME}$"
+REPOSITORY_PATTERN = rf"^{OWNER}/{NAME}$"
 
 
 class ConnectionConflict(WorkerError):
@@ -50,7 +50,7 @@ class ConnectionNotFound(WorkerError):
 
 def repository_name(value: object) -> str:
     """`value` when it is an OWNER/NAME GitHub could have; WorkerError invalid_repository."""
-    if isinstance(value, str) and _NAME.match(value):
+    if isinstance(value, str) and bare_repository(value):
         return value
     raise WorkerError(
         f"repository: {value!r} is not OWNER/NAME (e.g. octocat/hello-world)",

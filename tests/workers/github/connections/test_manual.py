@@ -130,6 +130,7 @@ def test_bad_input_changes_nothing(web: httpx.Client, redis_client: Any) -> None
         ({"repository": "no-slash"}, 422, "invalid_request"),
         ({"repository": "a/b/c"}, 422, "invalid_request"),
         ({"repository": "acme/.."}, 422, "invalid_request"),
+        ({"repository": "acme/."}, 422, "invalid_request"),
         ({"repository": "acme/y", "installationId": 7}, 409, "installation_exists"),
         ({"repository": "acme/y", "installationId": -3}, 422, "invalid_request"),
     ):
@@ -203,3 +204,13 @@ def test_with_an_app_a_manual_connection_still_mints_nothing(
         assert gh.count("access_tokens") == 0
     (manual,) = ConnectionStore(redis_client).all()
     assert manual.manual and manual.active
+
+
+def test_every_repository_name_the_compiler_accepts_can_be_added(web: httpx.Client) -> None:
+    """`acme/.github` (an organisation's profile repository) is a name agents mount."""
+    for name in ("acme/.github", "acme/_x", "acme/-x", "acme/..."):
+        added = web.post("/connections", json={"repository": name}, headers=AUTH)
+        assert added.status_code == 201, (name, added.text)
+        covered = [r["fullName"] for i in added.json()["items"] for r in i["repositories"]]
+        assert name in covered
+        assert web.delete(f"/connections/{name}", headers=AUTH).status_code == 200

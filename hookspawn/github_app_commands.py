@@ -33,9 +33,10 @@ def _agents(settings: Settings, given: str | None) -> list[CompiledAgent]:
     directory = Path(given) if given else settings.agents_dir
     result = compile_dir(directory, secret_names=settings.secret_names)
     if not result.ok:
-        first = result.errors[0]
+        first, count = result.errors[0], len(result.errors)
         raise CommandError(
-            f"{directory}: the agents do not compile ({len(result.errors)} error(s), first: "
+            f"{directory}: the agents do not compile ({count} error{'' if count == 1 else 's'}, "
+            "first: "
             f"{first}); run `hookspawn check {directory}`",
             exit_code=1,
         )

@@ -190,11 +190,14 @@ class AgentsSource:
         )
         if result.errors:
             log.error(
-                "agent files in %s have %d errors: what they name is left out, %d agent(s) "
-                "that compile are loaded (generation %s):\n%s",
+                "agent files in %s have %d error%s: what they name is left out, %d agent%s "
+                "that compile %s loaded (generation %s):\n%s",
                 self.directory,
                 len(result.errors),
+                "" if len(result.errors) == 1 else "s",
                 len(result.agents),
+                "" if len(result.agents) == 1 else "s",
+                "is" if len(result.agents) == 1 else "are",
                 loaded.generation,
                 "\n".join(self.last_errors[:20]),
             )

@@ -155,7 +155,8 @@ def _notes(event: str, given: bool, minting: bool, agent_errors: Sequence[str]) 
         notes.append(_NO_APP)
     if agent_errors:
         notes.append(
-            f"some agent files do not compile ({len(agent_errors)} errors): what they name is "
+            f"some agent files do not compile ({len(agent_errors)} "
+            f"error{'' if len(agent_errors) == 1 else 's'}): what they name is "
             "left out, the agents that compile are explained"
         )
     return notes

@@ -22,10 +22,11 @@ every problem as `FILE:LINE: field.path: message`.
 Editors validate a file against its JSON Schema: `hookspawn schema` (agent files) or
 `hookspawn schema fragment` prints it, and the package ships both as
 `hookspawn/schemas/agent.schema.json` and `hookspawn/schemas/fragment.schema.json`. `hookspawn
-init` starts each file with a `# yaml-language-server: $schema=file:///…` line pointing at the
-installed copy; for a file of your own, save the schema beside your `.auto` directory
-(`hookspawn schema > agent.schema.json`) and write `# yaml-language-server:
-$schema=../../agent.schema.json` at its top (relative to the file). The schema describes one
+init` writes both into the `.auto` tree (`.auto/.schema/agent.json` and
+`.auto/.schema/fragment.json`) and starts each file with a relative line, `#
+yaml-language-server: $schema=../.schema/agent.json`, so the files can be committed and opened
+anywhere; `hookspawn schema --write .auto` refreshes those two files after an upgrade. A file of
+your own takes the same line, relative to where it is. The schema describes one
 file as written: imports may supply `harness` and `environment`, and mounts, auth and inline
 environments merge key by key, so only an agent file's `name` is required there; `check` judges
 the merged agent.

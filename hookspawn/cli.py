@@ -173,6 +173,13 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument(
         "kind", nargs="?", default="agent", choices=["agent", "fragment"], help="default agent"
     )
+    schema.add_argument(
+        "--write",
+        default=None,
+        metavar="DIR",
+        help="instead of printing one: refresh both schemas in the .auto tree DIR "
+        "(DIR/.schema/, where `init` puts them and its files' $schema lines point)",
+    )
 
     send = add("send", client_commands.send, "sign and post a webhook payload to a running server")
     send.add_argument("file", nargs="?", default=None, help="the webhook body (JSON)")

@@ -6,9 +6,19 @@ import os
 from pathlib import Path
 
 from hookspawn.errors import HookspawnError
-from hookspawn.schemas import schema_url
+from hookspawn.schemas import KINDS, schema_text
 
-__all__ = ["STARTER_FILES", "AlreadyThere", "modeline", "write_starter"]
+__all__ = [
+    "SCHEMA_DIR",
+    "STARTER_FILES",
+    "AlreadyThere",
+    "modeline",
+    "schema_files",
+    "write_starter",
+]
+
+#: where in a `.auto` tree its files' JSON Schemas are kept (`init`, `schema --write`)
+SCHEMA_DIR = ".schema"
 
 #: the repository the starter agents work on until the user names theirs
 PLACEHOLDER_REPOSITORY = "your-org/your-repo"
@@ -105,9 +115,16 @@ STARTER_FILES = {
 
 def modeline(relative: Path) -> str:
     """The first line of a starter file: where editors (yaml-language-server) find its schema,
-    the agent schema for agents/, the fragment schema for the rest."""
+    the agent schema for agents/, the fragment schema for the rest, as a path relative to the
+    file into the `.auto` tree's own copy (SCHEMA_DIR), so it holds wherever the tree goes."""
     kind = "agent" if relative.parts[0] == "agents" else "fragment"
-    return f"# yaml-language-server: $schema={schema_url(kind)}\n"
+    target = os.path.relpath(Path(SCHEMA_DIR, f"{kind}.json"), relative.parent)
+    return f"# yaml-language-server: $schema={Path(target).as_posix()}\n"
+
+
+def schema_files(directory: Path) -> dict[Path, str]:
+    """The `.auto` tree's copies of the schemas: path → text."""
+    return {directory / SCHEMA_DIR / f"{kind}.json": schema_text(kind) for kind in KINDS}
 
 
 class AlreadyThere(HookspawnError, FileExistsError):
@@ -118,7 +135,10 @@ def write_starter(directory: Path, *, repository: str = PLACEHOLDER_REPOSITORY) 
     """Write the starter files under `directory` (created as needed); the paths written.
 
     Refuses (AlreadyThere, before writing anything) when any of them exists."""
-    targets = {directory / name: text for name, text in STARTER_FILES.items()}
+    targets = {
+        directory / name: modeline(Path(name)) + text.format(repository=repository)
+        for name, text in STARTER_FILES.items()
+    } | schema_files(directory)
     for path in targets:
         if path.exists() or path.is_symlink():
             raise AlreadyThere(f"{path} already exists; init writes only new files")
@@ -126,6 +146,5 @@ def write_starter(directory: Path, *, repository: str = PLACEHOLDER_REPOSITORY) 
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with os.fdopen(fd, "w") as handle:
-            handle.write(modeline(path.relative_to(directory)))
-            handle.write(text.format(repository=repository))
+            handle.write(text)
     return list(targets)

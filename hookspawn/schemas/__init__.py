@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agents.file_schema import KINDS, file_schema
 
-__all__ = ["KINDS", "schema_path", "schema_text", "schema_url"]
+__all__ = ["KINDS", "schema_path", "schema_text"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -19,11 +19,6 @@ _HERE = Path(__file__).resolve().parent
 def schema_path(kind: str) -> Path:
     """The shipped schema file of `kind` (agent or fragment)."""
     return _HERE / f"{kind}.schema.json"
-
-
-def schema_url(kind: str) -> str:
-    """A file:// URL of the shipped schema, for a `yaml-language-server: $schema=` line."""
-    return schema_path(kind).as_uri()
 
 
 def schema_text(kind: str) -> str:

@@ -8,7 +8,6 @@ import json
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import pytest
 import yaml
@@ -16,6 +15,7 @@ from jsonschema import Draft202012Validator
 
 from agents import compile_dir
 from agents.environments import PRESETS
+from agents.file_schema import file_schema
 from agents.model import Capabilities
 from hookspawn import cli
 from hookspawn.schemas import schema_path, schema_text
@@ -167,21 +167,38 @@ def test_init_points_each_starter_file_at_its_schema(
     for name in [n for n in os.environ if n.startswith("HOOKSPAWN_")]:
         monkeypatch.delenv(name)
     assert cli.main(["init", "--repository", "acme/widgets"]) == 0
-    starters = sorted((tmp_path / ".auto").rglob("*.yaml"))
+    # the tree moves (committed, cloned elsewhere): its schema lines still hold
+    moved = tmp_path / "elsewhere" / ".auto"
+    moved.parent.mkdir()
+    (tmp_path / ".auto").rename(moved)
+    starters = sorted(moved.rglob("*.yaml"))
     assert len(starters) == 3
     for path in starters:
         first = path.read_text().splitlines()[0]
         prefix = "# yaml-language-server: $schema="
         assert first.startswith(prefix), first
-        url = urlparse(first[len(prefix) :])
-        assert url.scheme == "file"
+        written = first[len(prefix) :]
+        assert not written.startswith("/") and ":" not in written, written
         kind = "agent" if path.parent.name == "agents" else "fragment"
-        target = Path(unquote(url.path))
-        assert target.is_file() and json.loads(target.read_text())["title"] == (
-            f"hookspawn {kind} file"
-        )
-    assert compile_dir(tmp_path / ".auto").ok
-    assert_schema_accepts(tmp_path / ".auto")
+        target = (path.parent / written).resolve()
+        assert target == moved / ".schema" / f"{kind}.json"
+        assert json.loads(target.read_text())["title"] == f"hookspawn {kind} file"
+    assert compile_dir(moved).ok
+    assert_schema_accepts(moved)
+
+
+def test_schema_write_refreshes_the_trees_copies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = tmp_path / ".auto"
+    (tree / ".schema").mkdir(parents=True)
+    (tree / ".schema" / "agent.json").write_text("{}")
+    assert cli.main(["schema", "--write", str(tree)]) == 0
+    for kind in ("agent", "fragment"):
+        written = json.loads((tree / ".schema" / f"{kind}.json").read_text())
+        assert written == file_schema(kind)
+    assert f"wrote {tree / '.schema' / 'agent.json'}" in capsys.readouterr().out
+    assert cli.main(["schema", "--write", str(tmp_path / "missing")]) == 2
 
 
 def test_docs_agents_md_is_current_and_covers_every_field() -> None:

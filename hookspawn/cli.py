@@ -232,10 +232,16 @@ def _parser() -> argparse.ArgumentParser:
     explain = add(
         "explain",
         client_commands.explain,
-        "dry run: what a webhook payload would trigger on a running server (changes nothing)",
+        "dry run: what a webhook payload, or a recorded delivery, would trigger on a running "
+        "server (changes nothing)",
     )
-    explain.add_argument("file", help="the webhook body (JSON), as GitHub sends it")
-    explain.add_argument("--event", required=True, help="the X-GitHub-Event name")
+    explain.add_argument(
+        "file",
+        metavar="FILE|DELIVERY_ID",
+        help="the webhook body (JSON) as GitHub sends it, with --event; or the id of a "
+        "recorded delivery (its event and stored body)",
+    )
+    explain.add_argument("--event", default=None, help="with FILE: the X-GitHub-Event name")
     explain.add_argument("--delivery", default=None, help="compute spawn ids for this delivery id")
     as_json(explain)
     server_url(explain)

@@ -268,18 +268,36 @@ def recover(args: argparse.Namespace) -> int:
 
 
 def explain(args: argparse.Namespace) -> int:
-    """`explain FILE --event NAME`: POST /explain on the running server and print its answer."""
-    from workers.delivery.explain import format_explain
+    """`explain FILE --event NAME` or `explain DELIVERY_ID`: POST /explain on the running
+    server and print its answer. An argument that is no file but a delivery id's shape is a
+    recorded delivery, explained from its stored event and body."""
+    from workers.delivery.explain import DELIVERY_RE, format_explain
 
-    try:
-        payload = json.loads(Path(args.file).read_bytes())
-    except OSError as exc:
-        raise CommandError(f"cannot read {args.file}: {exc.strerror}", exit_code=2) from None
-    except ValueError as exc:
-        raise CommandError(f"{args.file} is not JSON: {exc}", exit_code=2) from None
-    body: dict[str, Any] = {"event": args.event, "payload": payload}
-    if args.delivery:
-        body["deliveryId"] = args.delivery
+    body: dict[str, Any]
+    if not Path(args.file).exists() and DELIVERY_RE.fullmatch(args.file):
+        if args.event or args.delivery:
+            raise CommandError(
+                f"explain {args.file}: a recorded delivery brings its own event and id "
+                "(--event and --delivery go with a FILE)",
+                exit_code=2,
+            )
+        body = {"deliveryId": args.file}
+    else:
+        if not args.event:
+            raise CommandError(
+                f"explain {args.file}: --event NAME is required with a payload file "
+                "(or give a recorded delivery's id)",
+                exit_code=2,
+            )
+        try:
+            payload = json.loads(Path(args.file).read_bytes())
+        except OSError as exc:
+            raise CommandError(f"cannot read {args.file}: {exc.strerror}", exit_code=2) from None
+        except ValueError as exc:
+            raise CommandError(f"{args.file} is not JSON: {exc}", exit_code=2) from None
+        body = {"event": args.event, "payload": payload}
+        if args.delivery:
+            body["deliveryId"] = args.delivery
     answer = server_of(args).json("POST", "/explain", body=body)
     if args.json:
         _print_json(answer)

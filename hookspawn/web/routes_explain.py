@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 
 from hookspawn.web.api_models import ExplainAnswer
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
+from triggers.json_codec import load_body
+from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.explain import DELIVERY_RE, EVENT_RE, explain
 from workers.delivery.pipeline import SpawnPipeline
 
@@ -19,25 +21,60 @@ router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN
 
 
 class ExplainRequest(BaseModel):
-    """`{"event": NAME, "payload": <the raw webhook body>}`, optionally the delivery id."""
+    """`{"event": NAME, "payload": <the raw webhook body>}`, optionally the delivery id; or
+    `{"deliveryId": ID}` alone: the recorded delivery, its event and stored body."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     # the patterns are documented, not enforced here: explain answers 400 invalid_request for
     # a name or id that does not match them (a 422 would change what the route answers)
-    event: str = Field(
+    event: str | None = Field(
+        default=None,
         min_length=1,
         max_length=64,
-        description="the X-GitHub-Event name",
+        description="the X-GitHub-Event name (with payload; absent: the recorded delivery's)",
         json_schema_extra={"pattern": f"^{EVENT_RE.pattern}$"},
     )
-    payload: dict[str, Any] = Field(description="the webhook body as GitHub sends it")
+    payload: dict[str, Any] | None = Field(
+        default=None,
+        description="the webhook body as GitHub sends it (absent: the recorded delivery's, "
+        "from deliveryId)",
+    )
     delivery_id: str | None = Field(
         default=None,
         alias="deliveryId",
         description="compute spawn ids for this delivery and look up earlier dispatches",
         json_schema_extra={"pattern": f"^{DELIVERY_RE.pattern}$"},
     )
+
+    @model_validator(mode="after")
+    def _given_whole(self) -> ExplainRequest:
+        """Event and payload together, or a recorded delivery's id alone."""
+        if (self.event is None) != (self.payload is None):
+            given, missing = ("event", "payload") if self.payload is None else ("payload", "event")
+            raise ValueError(
+                f"{given} needs {missing} too (or give deliveryId alone to explain a recorded "
+                "delivery)"
+            )
+        if self.event is None and self.delivery_id is None:
+            raise ValueError("give event and payload, or the deliveryId of a recorded delivery")
+        return self
+
+
+def _event_and_payload(store: DeliveryStore, body: ExplainRequest) -> tuple[str, Any]:
+    """What to explain: the request's event and payload, or the recorded delivery's."""
+    if body.event is not None and body.payload is not None:
+        return body.event, body.payload
+    assert body.delivery_id is not None  # ExplainRequest._given_whole
+    found = store.get(body.delivery_id)
+    raw = store.body(body.delivery_id) if found is not None else None
+    if found is None or raw is None:
+        raise ApiError(
+            "delivery_not_found",
+            f"no delivery {body.delivery_id!r} is recorded"
+            + (" with its body (kept for the retention only)" if found is not None else ""),
+        )
+    return found.event, load_body(raw)
 
 
 @router.post(
@@ -47,7 +84,9 @@ class ExplainRequest(BaseModel):
     responses=errors(
         {
             400: "invalid_request: the body could not be parsed, or event / deliveryId is not "
-            "a GitHub event name / delivery id",
+            "a GitHub event name / delivery id, or only one of event and payload is given",
+            404: "delivery_not_found: deliveryId alone names no recorded delivery (or its "
+            "body is past the retention)",
             501: "explain_unavailable: this server's pipeline cannot be explained",
         },
     ),
@@ -59,9 +98,10 @@ async def explain_event(request: Request, body: ExplainRequest) -> dict[str, Any
         pipeline = rt.pipeline
         if not isinstance(pipeline, SpawnPipeline):
             raise ApiError("explain_unavailable", "this server's pipeline cannot be explained")
+        event, payload = _event_and_payload(rt.store, body)
         return explain(
-            body.event,
-            body.payload,
+            event,
+            payload,
             agents=pipeline.agents.current(),
             coverage=pipeline.connections.snapshot(),
             dispatched=pipeline.spawns.dispatched,

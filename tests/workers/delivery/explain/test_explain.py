@@ -172,6 +172,38 @@ def test_delivery_id_looks_up_earlier_dispatch(connected: Hookspawn) -> None:
     assert "alreadyDispatched" not in fresh["plan"]
 
 
+def test_a_recorded_delivery_is_explained_from_its_stored_event_and_body(
+    connected: Hookspawn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hs = connected
+    view = hs.processed(hs.send("pull_request", hs.pr(), delivery="pr-recorded"))
+    session = hs.outcome(view, "pr-review")["sessionId"]
+    answer = hs.client.post("/explain", json={"deliveryId": "pr-recorded"})
+    assert answer.status_code == 200, answer.text
+    recorded = answer.json()
+    assert recorded == explain(hs, "pull_request", hs.pr(), deliveryId="pr-recorded")
+    assert item(recorded, "pr-review")["plan"]["alreadyDispatched"] == session
+
+    missing = hs.client.post("/explain", json={"deliveryId": "never-sent"})
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "delivery_not_found"
+    assert "never-sent" in missing.json()["error"]["message"]
+
+    monkeypatch.delenv("HOOKSPAWN_ADMIN_TOKEN", raising=False)
+    url = str(hs.client.base_url)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["explain", "pr-recorded", "--url", url])
+    assert code == 0, out.getvalue()
+    assert out.getvalue().startswith(f"pull_request opened on {REPO}: ")
+    assert "pr-review trigger 0: fires → dispatched" in out.getvalue()
+    err = io.StringIO()
+    with redirect_stderr(err):
+        code = main(["explain", "pr-recorded", "--event", "push", "--url", url])
+    assert code == 2
+    assert "--event and --delivery go with a FILE" in err.getvalue()
+
+
 def test_real_delivery_keeps_its_decisions(connected: Hookspawn) -> None:
     hs = connected
     view = hs.processed(hs.send("pull_request", hs.pr()))
@@ -219,6 +251,8 @@ def test_explain_plans_what_the_pipeline_then_does(
     [
         ({"payload": {}}, 422),
         ({"event": "push"}, 422),
+        ({}, 422),
+        ({"event": "push", "deliveryId": "d1"}, 422),
         ({"event": "push", "payload": [1, 2]}, 422),
         ({"event": "push", "payload": {}, "extra": 1}, 422),
         ({"event": "Not An Event", "payload": {}}, 400),

@@ -192,7 +192,31 @@ def connections_text(answer: Mapping[str, Any]) -> str:
             covers += f" (pruned: {', '.join(pruned)})"
         status = str(inst.get("status")) + (" manual" if inst.get("manual") else "")
         rows.append([str(inst.get("id")), str(inst.get("account")), status, covers])
-    return _table(rows)
+    return _table(rows) + "".join(line + "\n" for line in _shadowed(items))
+
+
+def _shadowed(items: list[Mapping[str, Any]]) -> list[str]:
+    """A repository both an App installation and a manual connection cover: which decides."""
+    names: dict[str, str] = {}
+    covering: dict[str, list[Mapping[str, Any]]] = {}
+    for inst in items:
+        if inst.get("status") != "active":
+            continue
+        for repository in inst.get("repositories") or []:
+            key = str(repository["fullName"]).lower()
+            names.setdefault(key, str(repository["fullName"]))
+            covering.setdefault(key, []).append(inst)
+    lines = []
+    for key, found in covering.items():
+        apps = sorted(int(i["id"]) for i in found if not i.get("manual"))
+        manual = ", ".join(str(i["id"]) for i in found if i.get("manual"))
+        if apps and manual:
+            lines.append(
+                f"{names[key]}: covered by installation {apps[0]} and by manual connection "
+                f"{manual}; installation {apps[0]} decides (an App installation wins over a "
+                "manual connection)"
+            )
+    return lines
 
 
 def sync_text(answer: Mapping[str, Any]) -> str:

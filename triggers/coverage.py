@@ -43,9 +43,11 @@ class Coverage(Generic[C]):
     connections: Mapping[int, C]
 
     def covering(self, full_name: str) -> list[tuple[C, int]]:
-        """Active installations that cover `full_name` (case-insensitive), with its repo id."""
+        """Active installations that cover `full_name` (case-insensitive), with its repo id:
+        GitHub App installations first, then manual connections (which apply only where no
+        installation covers the repository), each by id."""
         found = []
-        for _, inst in sorted(self.connections.items()):
+        for _, inst in sorted(self.connections.items(), key=_precedence):
             repo_id = inst.covers(full_name)
             if repo_id is not None:
                 found.append((inst, repo_id))
@@ -59,7 +61,8 @@ class Coverage(Generic[C]):
         A pinned `auth.installationId` is used only when it is a known active installation
         covering the repository; otherwise there is none (never another installation, never an
         id the project has no connection for). Unpinned: the delivery's installation when it is
-        an active connection covering the repository, else the lowest-id one covering it.
+        an active connection covering the repository, else the first one `covering` lists: an
+        App installation before any manual connection, whatever their ids.
         """
         if pinned is not None:
             return self._covered_by(pinned, full_name)
@@ -104,6 +107,11 @@ class Coverage(Generic[C]):
         inst = self.connections.get(installation_id)
         repo_id = inst.covers(full_name) if inst is not None else None
         return (inst, repo_id) if inst is not None and repo_id is not None else None
+
+
+def _precedence(item: tuple[int, Connection]) -> tuple[bool, int]:
+    installation_id, connection = item
+    return connection.manual, installation_id
 
 
 def repository_of(mount: Mount) -> str:

@@ -127,6 +127,31 @@ def test_a_pinned_installation_is_the_only_one_used(tree: Tree, envelope: dict[s
     assert "no connection for installation 8" in only_other.coverage[0].why_not
 
 
+def test_an_app_installation_wins_over_a_manual_connection_whatever_the_ids(
+    tree: Tree, envelope: dict[str, Any]
+) -> None:
+    agent = tree.agent(PLAIN)
+    manual = Installation(id=0, account="Codertocat", repositories={9: REPO}, manual=True)
+    start = DirectStart("s-1", Origin(kind="manual"))
+    for app_id in (42, 7):
+        both = connected(manual, covering(app_id))
+        plan = plan_spawn(agent, start, both, created_at=NOW)
+        assert isinstance(plan, Planned) and plan.mints[0].grant == Grant(app_id, 70)
+        assert plan.spec.mounts[0].installation_id == app_id
+    # a manual connection applies where nothing else covers
+    alone = plan_spawn(agent, start, connected(manual), created_at=NOW)
+    assert isinstance(alone, Planned) and alone.mints == ()
+    assert alone.spec.mounts[0].installation_id == 0
+    suspended = connected(manual, covering(42, status="suspended"))
+    fallback = plan_spawn(agent, start, suspended, created_at=NOW)
+    assert isinstance(fallback, Planned) and fallback.mints == ()
+    assert fallback.spec.mounts[0].installation_id == 0
+    # a manual connection under a real id (`connections add --installation 5`) is manual too
+    numbered = Installation(id=5, account="Codertocat", repositories={9: REPO}, manual=True)
+    later = plan_spawn(agent, start, connected(numbered, covering(42)), created_at=NOW)
+    assert isinstance(later, Planned) and later.mints[0].grant == Grant(42, 70)
+
+
 def test_a_ref_refusal_comes_before_any_mint(tree: Tree, envelope: dict[str, Any]) -> None:
     agent = tree.agent(AGENT.replace("pullRequest.number", "pullRequest.nothing"))
     plan = plan_spawn(agent, fired(agent, envelope), connected(covering()), created_at=NOW)

@@ -214,3 +214,29 @@ def test_every_repository_name_the_compiler_accepts_can_be_added(web: httpx.Clie
         covered = [r["fullName"] for i in added.json()["items"] for r in i["repositories"]]
         assert name in covered
         assert web.delete(f"/connections/{name}", headers=AUTH).status_code == 200
+
+
+def test_an_installation_covering_the_repository_wins_over_a_manual_connection(
+    web: httpx.Client,
+    redis_client: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An App installation (42, as an `installation created` delivery records it) and then a
+    manual connection (0) for the same repository: a manual start uses the installation."""
+    store = ConnectionStore(redis_client)
+    store.replace_installation(
+        42, Installation(id=42, account="acme", repositories={101: "acme/widgets"})
+    )
+    assert web.post("/connections", json={"repository": "acme/widgets"}, headers=AUTH).is_success
+    started = web.post("/agents/nightly-deps/sessions", json={}, headers=AUTH)
+    assert started.status_code == 201, started.text
+    assert [m["installationId"] for m in started.json()["mounts"]] == [42]
+
+    monkeypatch.setenv("HOOKSPAWN_ADMIN_TOKEN", ADMIN)
+    assert main(["connections", "list", "--url", str(web.base_url)]) == 0
+    listed = capsys.readouterr().out
+    assert (
+        "acme/widgets: covered by installation 42 and by manual connection 0; "
+        "installation 42 decides"
+    ) in listed

@@ -70,4 +70,9 @@ def runner_dispatcher(
     def enqueue(session_id: str) -> None:
         celery.send_task(RUN_SESSION, args=[session_id], queue=keys.SESSIONS_QUEUE)
 
-    return RunnerDispatcher(sessions, SessionRuns(client), workspaces_root(settings), enqueue)
+    return RunnerDispatcher(
+        sessions,
+        SessionRuns(client, credential_ttl=settings.session_credential_ttl),
+        workspaces_root(settings),
+        enqueue,
+    )

@@ -8,8 +8,9 @@ try it took and answers 409 to later ones). So each try carries a fresh credenti
 is added before the POST; a 2xx keeps only that one (the target took this try), a 409 drops
 it (the target kept an earlier one, which stays valid), a failed try keeps it (the target may
 have taken it). Once the session is recorded, no spawn path dispatches it again, so no further
-credential is made. `POST /sessions/{id}/end` deletes them all, and so does the runner as a
-run ends.
+credential is made. `POST /sessions/{id}/end` deletes them all, and so does every script that
+writes a session's final status (workers/session/runs.py, through END_CREDENTIALS_LUA), in the
+same script. The credentials' key never outlives the session record.
 
 A session kept in hookspawn's own store (no dispatch URL) is handed to nobody at dispatch:
 whatever starts it (a runner) calls `issue` and passes the credential into the sandbox.

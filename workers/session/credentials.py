@@ -187,6 +187,16 @@ class SessionCredentials:
         """The dispatch target refused the try carrying `credential` (409): nobody holds it."""
         self.client.hdel(keys.session_credentials(session_id), credential_hash(credential))
 
+    def withdraw_all(self, session_id: str) -> int:
+        """Every try's credential goes (its dispatch failed for good), the session not marked
+        ended: a later dispatch of it may issue a fresh one. How many there were."""
+        key = keys.session_credentials(session_id)
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.hlen(key)
+            pipe.delete(key)
+            count, _ = pipe.execute()
+        return int(count)
+
     def verify(self, session_id: str, credential: str) -> bool:
         """Whether `credential` is a valid, unexpired, unrevoked credential of the session."""
         if not credential:

@@ -55,6 +55,9 @@ class RunnerDispatcher:
             self.enqueue(spec.id)
         return created
 
+    def abandon(self, session_id: str) -> None:
+        """Nothing is handed out at dispatch: the runner issues a credential when it starts."""
+
     def close(self) -> None:
         """Nothing held: the queue's connections belong to its Celery app."""
 

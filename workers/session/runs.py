@@ -35,14 +35,14 @@ _FAILED = lua_literal(SessionStatus.FAILED)
 # written. When live credentials were found there (nobody ended the session at its broker,
 # which would have revoked its GitHub tokens too), the session is put on the list of sessions
 # whose tokens the web still has to revoke (keys.SESSIONS_UNREVOKED, kept an hour: no token
-# lives longer). `_ENDED` below does both; its keys follow the run's own in each script.
+# lives longer). `_ENDED` below does both; its keys (`_ended_keys`) follow the run's own in
+# each script, bound to locals of the same names.
 _ENDED = (
     END_CREDENTIALS_LUA
     + """
-local function ended(id, epoch, k, lifetime)
-  local count = end_credentials(KEYS[k], KEYS[k + 1], KEYS[k + 2], lifetime)
+local function ended(credentials, mark, record, unrevoked, id, epoch, lifetime)
+  local count = end_credentials(credentials, mark, record, lifetime)
   if count > 0 then
-    local unrevoked = KEYS[k + 3]
     redis.call('ZADD', unrevoked, epoch, id)
     redis.call('ZREMRANGEBYSCORE', unrevoked, '-inf', tonumber(epoch) - 3600)
   end
@@ -92,6 +92,7 @@ _ADVANCE = (
 local run, leases = KEYS[1], KEYS[2]
 local owner, status, now, failure, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local epoch, lifetime = ARGV[6], tonumber(ARGV[7])
+local credentials, mark, record, unrevoked = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local current = redis.call('HGET', run, 'status')
 if redis.call('HGET', run, 'owner') ~= owner then return 0 end
 if {lua_is("current", TERMINAL)} then return 0 end
@@ -102,7 +103,7 @@ if {lua_is("status", TERMINAL)} then
   redis.call('ZREM', leases, id)
   local ttl = redis.call('HGET', run, 'ttl')
   if ttl then redis.call('EXPIRE', run, ttl) end
-  ended(id, epoch, 3, lifetime)
+  ended(credentials, mark, record, unrevoked, id, epoch, lifetime)
 end
 return 1
 """
@@ -143,12 +144,13 @@ _CANCEL = (
     + f"""
 local run, queued, now, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 local epoch, lifetime = ARGV[3], tonumber(ARGV[4])
+local credentials, mark, record, unrevoked = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local current = redis.call('HGET', run, 'status')
 if not current then return '' end
 if current == {_QUEUED} then
   redis.call('HSET', run, 'status', {_CANCELLED}, 'cancelledAt', now, 'endedAt', now)
   redis.call('ZREM', queued, id)
-  ended(id, epoch, 3, lifetime)
+  ended(credentials, mark, record, unrevoked, id, epoch, lifetime)
   return {_CANCELLED}
 end
 if {lua_is("current", ACTIVE)} then
@@ -166,6 +168,7 @@ _LOST = (
     + f"""
 local run, leases, id, epoch, now, failure = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local lifetime = tonumber(ARGV[5])
+local credentials, mark, record, unrevoked = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local deadline = redis.call('ZSCORE', leases, id)
 if not deadline or tonumber(deadline) > tonumber(epoch) then return 0 end
 redis.call('ZREM', leases, id)
@@ -174,7 +177,7 @@ if not {lua_is("current", ACTIVE)} then return 0 end
 redis.call('HSET', run, 'status', {_FAILED}, 'failedAt', now, 'endedAt', now, 'failure', failure)
 local ttl = redis.call('HGET', run, 'ttl')
 if ttl then redis.call('EXPIRE', run, ttl) end
-ended(id, epoch, 3, lifetime)
+ended(credentials, mark, record, unrevoked, id, epoch, lifetime)
 return 1
 """
 )

@@ -129,16 +129,24 @@ CELERY_QUEUE = "hookspawn"
 
 # The session broker --------------------------------------------------------
 #: hash sha256(credential) hex → expiry (epoch seconds): the session credentials (the sandbox's
-#: key to the broker) a session may present; never the credential itself. Deleted on /end.
+#: key to the broker) a session may present; never the credential itself. Deleted when the
+#: session ends, however it ends; expires no later than the session record.
 def session_credentials(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}:credentials"
 
 
-#: string: set by `POST /sessions/{id}/end` (and by the runner as a run ends), so no new
-#: credential is issued for an ended session (a runner that takes it later gets none); expires
-#: with the session record (never before the credential lifetime)
+#: string: set by `POST /sessions/{id}/end` and by every script that writes a run's terminal
+#: status (workers/session/runs.py), so no new credential is issued for an ended session (a
+#: runner that takes it later gets none); expires with the session record (never before the
+#: credential lifetime)
 def session_ended(session_id: str) -> str:
     return f"{PREFIX}:session:{session_id}:ended"
+
+
+#: zset session id → when it ended (epoch seconds): sessions ended with live credentials, by
+#: a status written without their broker (a lost runner's sweep, say), whose GitHub tokens the
+#: web still revokes at GitHub; entries older than an hour (no token lives longer) are dropped
+SESSIONS_UNREVOKED = f"{PREFIX}:sessions:unrevoked"
 
 
 #: list of JSON audit entries, newest first and bounded: every credential and tool decision

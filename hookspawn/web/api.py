@@ -29,6 +29,7 @@ from hookspawn.web import (
     routes_metrics,
     routes_runner,
     routes_sessions,
+    token_revocation,
     ui,
 )
 from workers.runtime import Runtime
@@ -80,7 +81,11 @@ def create_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> HookspawnApp:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            async with routes_metrics.flushing(app), mcp_endpoint():
+            async with (
+                routes_metrics.flushing(app),
+                token_revocation.revoking(app),
+                mcp_endpoint(),
+            ):
                 yield
         finally:
             await receiver.close_recorder(app)

@@ -14,7 +14,6 @@ from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallab
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from hookspawn.web.http_errors import API_CODES, ApiError, error_body
-from triggers.intake import MAX_BODY
 from workers.delivery.write_coalescing import CoalescingTransport
 from workers.settings import Settings
 
@@ -89,8 +88,10 @@ class GuardedProtocol(HttpToolsProtocol):
     - the request line and headers must arrive within `header_timeout` (408) and stay
       within `max_header_bytes` (431): httptools itself would buffer a header line of any size;
     - the body must arrive within `body_timeout` of the headers (408);
-    - bodies count against one `BodyBudget` until their request is answered: a request whose
-      declared (or received) size does not fit is answered 503 with `Retry-After`.
+    - body bytes count against one `BodyBudget` from when they arrive until their request is
+      answered (never a length only declared, so idle connections holding declared-but-unsent
+      bodies take nothing from it): a request whose arriving bytes do not fit is answered 503
+      with `Retry-After`, and what it held is given back at once.
 
     Both deadlines are watched by one timer per connection that is moved only when it fires:
     a request sets its deadline (a number), and the timer, armed for an earlier deadline,
@@ -113,7 +114,6 @@ class GuardedProtocol(HttpToolsProtocol):
         self.reading_body = False
         self.header_bytes = 0
         self.refused = False
-        self.body_bytes = 0
         #: body bytes taken from the budget, per request, until its app call returns
         self.held: dict[RequestResponseCycle, int] = {}
         #: when the connection's last answer was written, while no request has come since
@@ -182,6 +182,8 @@ class GuardedProtocol(HttpToolsProtocol):
         self.refused = True
         cycle = self.cycle
         started = False
+        if cycle is not None:  # its bytes are dropped from now on: given back at once
+            self.budget.give_back(self.held.pop(cycle, 0))
         if cycle is not None and not cycle.response_complete:
             started = cycle.response_started
             cycle.disconnected = True  # the app's receive() sees a disconnect; its send is dropped
@@ -292,14 +294,10 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self.reading_headers = False
-        declared = content_length(self.headers)
-        # a body over intake's cap is refused unread (413): it never holds more than that
-        size = min(declared or 0, MAX_BODY + 1)
-        if not self.budget.take(size):
-            raise self.over_budget()
+        # nothing is taken for what the headers declare: a body holds the budget only with
+        # the bytes that have arrived, so declared-but-unsent bodies starve nobody
         super().on_headers_complete()
-        self.held[self.cycle] = size
-        self.body_bytes = 0
+        self.held[self.cycle] = 0
         self.reading_body = True
         self.body_deadline = self.loop.time() + self.limits.body_timeout
         self._watch(self.body_deadline)
@@ -316,13 +314,10 @@ class GuardedProtocol(HttpToolsProtocol):
     def on_body(self, body: bytes) -> None:
         cycle = self.cycle
         if not (cycle.response_complete or cycle.disconnected):
-            self.body_bytes += len(body)
-            # bytes past what the headers declared (chunked bodies) are taken as they come
-            extra = self.body_bytes - self.held.get(cycle, 0)
-            if extra > 0:
-                if not self.budget.take(extra):
-                    raise self.over_budget()
-                self.held[cycle] = self.body_bytes
+            # taken as the bytes arrive, declared length or not (chunked)
+            if not self.budget.take(len(body)):
+                raise self.over_budget()
+            self.held[cycle] = self.held.get(cycle, 0) + len(body)
         super().on_body(body)
 
     def on_message_complete(self) -> None:

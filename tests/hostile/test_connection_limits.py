@@ -16,6 +16,7 @@ import socket
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,11 +28,11 @@ import pytest
 from pydantic import ValidationError
 
 from hookspawn.redis_server import RedisServer
-from tests.conftest import WEBHOOKS, wait_for
+from tests.conftest import WEBHOOKS, wait_for, webhook_headers
 from tests.hookspawn.test_serve import (
     served as served,  # `hookspawn serve`: embedded Redis, web, worker
 )
-from tests.hostile.conftest import signed_delivery, web_process
+from tests.hostile.conftest import ADMIN_TOKEN, signed_delivery, web_process
 from tests.procs import Proc, status_kb
 from workers.settings import Settings
 
@@ -287,28 +288,29 @@ def test_30_held_25mb_bodies_stay_within_the_budget(web: Web) -> None:
                     pass
                 except OSError:
                     reader.poll(0.1)
-        refused = [i for i in range(len(socks)) if reader.answered(i)]
-        admitted = [i for i in range(len(socks)) if i not in refused]
         rss = web.rss_kb()
         delivery_during(web, "30 held 25 MB bodies")
-        # the admitted bodies are cut at their deadline, which gives their budget back
+        # the bodies held are cut at their deadline, which gives their budget back
         deadline = time.monotonic() + BODY_TIMEOUT + 20
         while reader.open and time.monotonic() < deadline:
             reader.poll(0.5)
         assert reader.open == set(), f"{len(reader.open)} held bodies still open"
     finally:
         reader.close()
-    assert len(admitted) == BUDGET // size, f"admitted {len(admitted)}, refused {len(refused)}"
+    # the budget is taken as bytes arrive: a body is refused when its next bytes do not fit
+    # (what it held given back), so the bodies still held fit the budget together
+    statuses = {i: status_of(answer) for i, answer in reader.answers.items()}
+    refused = [i for i, status in statuses.items() if status == 503]
+    admitted = [i for i, status in statuses.items() if status == 408]
+    assert sorted(refused + admitted) == list(range(len(socks))), statuses
+    assert refused and admitted, statuses
     for i in refused:
-        assert status_of(reader.answers[i]) == 503
         assert b"retry-after: " in reader.answers[i].lower()
         assert b'"code":"body_budget_exceeded"' in reader.answers[i]
     for i in admitted:
-        assert sent[i] == size - held_back
-        assert status_of(reader.answers[i]) == 408
         assert b'"code":"body_timeout"' in reader.answers[i]
     web.figures.append(
-        f"30 held 25 MB bodies: {len(admitted)} admitted (HOOKSPAWN_BODY_BUDGET {BUDGET >> 20} MiB)"
+        f"30 held 25 MB bodies: {len(admitted)} held (HOOKSPAWN_BODY_BUDGET {BUDGET >> 20} MiB)"
         f" and cut 408 at HOOKSPAWN_BODY_TIMEOUT={BODY_TIMEOUT}s, {len(refused)} answered 503 "
         f"with Retry-After; VmRSS {rss / 1024:.0f} MB while held, "
         f"peak {web.peak_kb() / 1024:.0f} MB"
@@ -317,6 +319,46 @@ def test_30_held_25mb_bodies_stay_within_the_budget(web: Web) -> None:
     assert web.peak_kb() < RSS_BOUND_KB
     assert signed_delivery(web.url, DELIVERY)[0] == 202  # the budget is free again
     assert_clean_log(web)
+
+
+def test_idle_declared_bodies_take_no_budget_from_a_signed_delivery(web: Web) -> None:
+    """Body budget is taken as bytes arrive: 11 connections declaring 25 MiB each (275 MiB,
+    past the 256 MiB budget) and sending one byte hold 11 bytes of it, not the budget."""
+    size = 25 * 1024 * 1024
+    heads = [
+        b"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"X-GitHub-Event: issues\r\nX-GitHub-Delivery: idle-%d\r\nContent-Length: %d\r\n\r\n{"
+        % (i, size)
+        for i in range(11)
+    ]
+    assert len(heads) * size > BUDGET
+    socks = [connect(web, head) for head in heads]
+    reader = Reader(socks)
+    try:
+        reader.poll(0.5)
+        assert not any(reader.answered(i) for i in range(len(socks)))  # all still held open
+        delivery = f"beside-idle-{uuid.uuid4().hex[:12]}"
+        with httpx.Client(base_url=web.url, timeout=30) as client:
+            answer = client.post(
+                "/webhooks/github",
+                content=DELIVERY,
+                headers=webhook_headers(DELIVERY, "issues", delivery),
+            )
+            recorded = client.get(
+                f"/deliveries/{delivery}", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+            )
+        held = [i for i in range(len(socks)) if not reader.answered(i)]
+        web.figures.append(
+            f"11 idle 25 MiB declarations: signed delivery {answer.status_code}, "
+            f"{len(held)} still held"
+        )
+    finally:
+        reader.close()
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["deliveryId"] == delivery
+    assert recorded.status_code == 200, recorded.text
+    assert recorded.json()["deliveryId"] == delivery
+    assert held == list(range(len(socks)))  # refused nobody to make room
 
 
 def test_300mb_login_upload_is_refused_unread(web: Web) -> None:

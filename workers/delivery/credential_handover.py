@@ -2,7 +2,8 @@
 
 Wraps the HTTP dispatcher. Each dispatch of a spec with `broker` carries a fresh credential
 (workers/session/credentials.py says why): kept alone when the target took it (created),
-withdrawn when the target already had the session (409), kept when the try failed.
+withdrawn when the target already had the session (409), kept when the try failed, until
+the delivery gives up on the spawn (`abandon`): then every one of them is withdrawn.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ class CredentialHandover:
         else:
             self.credentials.withdraw(spec.id, issued.value)
         return created
+
+    def abandon(self, session_id: str) -> None:
+        """The spawn's dispatch failed for good: every credential a try carried is withdrawn
+        (the session is not marked ended: a replay dispatches it afresh, with a new one)."""
+        self.credentials.withdraw_all(session_id)
+        self.inner.abandon(session_id)
 
     def close(self) -> None:
         self.inner.close()

@@ -36,6 +36,10 @@ class Dispatcher(Protocol):
         Raises DispatchUnavailable when the target could not take it (retried later).
         """
 
+    def abandon(self, session_id: str) -> None:
+        """The session's dispatch failed for good (the delivery gave up on it): whatever was
+        handed out for it alone is withdrawn."""
+
     def close(self) -> None:
         """Release the connections it holds (at process shutdown)."""
 
@@ -50,6 +54,9 @@ class EmbeddedDispatcher:
 
     def dispatch(self, spec: SessionSpec) -> bool:
         return self.sessions.create(spec)
+
+    def abandon(self, session_id: str) -> None:
+        """Nothing is handed out with a session kept here."""
 
     def close(self) -> None:
         """Nothing of its own to release: the store's Redis client belongs to the process."""
@@ -108,6 +115,9 @@ class HttpDispatcher:
         raise DispatchUnavailable(
             f"dispatch target {self.url} did not take session {spec.id}: {last}", sessionId=spec.id
         )
+
+    def abandon(self, session_id: str) -> None:
+        """Nothing of the session's is held here (CredentialHandover withdraws its credential)."""
 
     def close(self) -> None:
         self._client.close()

@@ -31,7 +31,7 @@ from workers.agents_source import AgentsSource
 from workers.delivery.dispatch import Dispatcher
 from workers.delivery.processing import RunResult
 from workers.delivery.record import Delivery
-from workers.errors import ConfigurationError, Transient
+from workers.errors import ConfigurationError, DispatchUnavailable, Transient
 from workers.github.client import GitHubApp
 from workers.github.connections import ConnectionStore, resync_installation
 from workers.github.lifecycle import LIFECYCLE_EVENTS
@@ -116,6 +116,9 @@ class SpawnPipeline:
                     if pending is None or (exc.retry_after or 0) > (pending.retry_after or 0):
                         pending = exc
                     continue
+                abandoned = exc.details.get("sessionId")
+                if isinstance(exc, DispatchUnavailable) and isinstance(abandoned, str):
+                    self.dispatcher.abandon(abandoned)  # what it handed out goes with it
                 outcome = Outcome(
                     agent=candidate.agent.name,
                     trigger=candidate.trigger.index,

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from templating.errors import Error
 from triggers.session_access import (
@@ -231,6 +231,33 @@ class Broker:
             message += f", {tokens.failed} could not be revoked (GitHub unreachable)"
         self.audit.record(session_id, "session", "denied", code="session_ended", message=message)
         return revoked, tokens
+
+    def revoke_unrevoked(self, batch: int = 20) -> list[str]:
+        """Revoke at GitHub the tokens of sessions whose end was written without their broker
+        (a lost runner's sweep, say: keys.SESSIONS_UNREVOKED, listed by the script that ended
+        them and their credentials); the sessions taken off that list. A process that cannot
+        revoke (no GitHub App) leaves the list alone."""
+        if self.tokens is None:
+            return []
+        popped = cast(
+            list[tuple[bytes, float]],
+            self.sessions.client.zpopmin(keys.SESSIONS_UNREVOKED, batch),
+        )
+        done = []
+        for raw, _ in popped:
+            session_id = raw.decode()
+            tokens = self.tokens.revoke(session_id)
+            message = (
+                "session ended without its broker: "
+                f"{tokens.revoked + tokens.already} GitHub token(s) revoked"
+            )
+            if tokens.failed:
+                message += f", {tokens.failed} could not be revoked"
+            self.audit.record(
+                session_id, "session", "denied", code="session_ended", message=message
+            )
+            done.append(session_id)
+        return done
 
     # minting --------------------------------------------------------------------------
     def _mint(

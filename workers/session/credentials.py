@@ -8,8 +8,9 @@ try it took and answers 409 to later ones). So each try carries a fresh credenti
 is added before the POST; a 2xx keeps only that one (the target took this try), a 409 drops
 it (the target kept an earlier one, which stays valid), a failed try keeps it (the target may
 have taken it). Once the session is recorded, no spawn path dispatches it again, so no further
-credential is made. `POST /sessions/{id}/end` deletes them all, and so does the runner as a
-run ends.
+credential is made. `POST /sessions/{id}/end` deletes them all, and so does every script that
+writes a session's final status (workers/session/runs.py, through END_CREDENTIALS_LUA), in the
+same script. The credentials' key never outlives the session record.
 
 A session kept in hookspawn's own store (no dispatch URL) is handed to nobody at dispatch:
 whatever starts it (a runner) calls `issue` and passes the credential into the sandbox.
@@ -31,47 +32,93 @@ from workers import keys
 from workers.errors import SessionEnded
 from workers.session.audit import SessionAudit
 
-__all__ = ["IssuedCredential", "SessionCredentials", "credential_hash"]
+__all__ = [
+    "CREDENTIAL_TTL",
+    "END_CREDENTIALS_LUA",
+    "IssuedCredential",
+    "SessionCredentials",
+    "credential_hash",
+    "end_keys",
+    "lifetime_ms",
+]
 
-# Add one hash and keep the key alive as long as its longest-lived hash.
-# KEYS: credentials; ARGV: hash, expiry (epoch seconds), ttl (seconds)
+# Add one hash and keep the key alive as long as its longest-lived hash, never past the
+# session record (a credential never outlives its session). KEYS: credentials, session record;
+# ARGV: hash, expiry (epoch seconds), ttl (seconds), now (epoch seconds). Answers the expiry.
 _ADD = """
-local key, digest, expiry, ttl = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3])
-redis.call('HSET', key, digest, expiry)
-if redis.call('TTL', key) < ttl then redis.call('EXPIRE', key, ttl) end
-return 1
+local key, record = KEYS[1], KEYS[2]
+local digest, expiry, ttl, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]) * 1000, ARGV[4]
+local kept = redis.call('PTTL', record)
+if kept >= 0 and kept < ttl then
+  ttl = math.max(kept, 1)
+  expiry = math.min(expiry, tonumber(now) + ttl / 1000)
+end
+redis.call('HSET', key, digest, tostring(expiry))
+if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+return tostring(expiry)
 """
 
-# Keep only one hash (the try the dispatch target took), when it is still there.
-# KEYS: credentials; ARGV: hash
+# Keep only one hash (the try the dispatch target took), when it is still there; the key
+# expires no later than the session record. KEYS: credentials, session record; ARGV: hash
 _KEEP_ONLY = """
-local key, digest = KEYS[1], ARGV[1]
+local key, record, digest = KEYS[1], KEYS[2], ARGV[1]
 local expiry = redis.call('HGET', key, digest)
 if not expiry then return 0 end
 local ttl = redis.call('PTTL', key)
+local kept = redis.call('PTTL', record)
+if kept >= 0 and (ttl < 0 or kept < ttl) then ttl = math.max(kept, 1) end
 redis.call('DEL', key)
 redis.call('HSET', key, digest, expiry)
 if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
 return 1
 """
 
+#: Lua, for every script that ends a session (`POST /end`'s, and each that writes a run's
+#: terminal status, workers/session/runs.py): revoke every credential of the session and mark it
+#: ended for as long as its record is kept (never shorter than the credential lifetime, so a
+#: record gone early still ends what it issued), in the same script as the ending itself.
+#: Answers how many credentials there were.
+END_CREDENTIALS_LUA = """
+local function end_credentials(credentials, ended, record, lifetime)
+  local count = redis.call('HLEN', credentials)
+  redis.call('DEL', credentials)
+  local kept = redis.call('PTTL', record)
+  if kept == -1 then
+    redis.call('SET', ended, '1')
+  else
+    redis.call('SET', ended, '1', 'PX', math.max(kept, lifetime))
+  end
+  return count
+end
+"""
 
-# Revoke every credential and mark the session ended for as long as its record is kept (never
-# shorter than the credential lifetime, so a record gone early still ends what it issued).
 # KEYS: credentials, ended mark, session record; ARGV: the credential lifetime (ms)
-_END = """
+_END = (
+    END_CREDENTIALS_LUA
+    + """
 local credentials, ended, record = KEYS[1], KEYS[2], KEYS[3]
 local lifetime = tonumber(ARGV[1])
-local count = redis.call('HLEN', credentials)
-redis.call('DEL', credentials)
-local kept = redis.call('PTTL', record)
-if kept == -1 then
-  redis.call('SET', ended, '1')
-else
-  redis.call('SET', ended, '1', 'PX', math.max(kept, lifetime))
-end
-return count
+return end_credentials(credentials, ended, record, lifetime)
 """
+)
+
+
+def end_keys(session_id: str) -> list[str]:
+    """The keys END_CREDENTIALS_LUA's `end_credentials` takes, in its order."""
+    return [
+        keys.session_credentials(session_id),
+        keys.session_ended(session_id),
+        keys.session(session_id),
+    ]
+
+
+def lifetime_ms(ttl: timedelta) -> int:
+    """END_CREDENTIALS_LUA's `lifetime`: the credential lifetime in ms (at least a second)."""
+    return max(int(ttl.total_seconds() * 1000), 1000)
+
+
+#: HOOKSPAWN_SESSION_CREDENTIAL_TTL's default
+CREDENTIAL_TTL = timedelta(hours=24)
 
 
 def credential_hash(credential: str) -> str:
@@ -96,7 +143,7 @@ class SessionCredentials:
         self,
         client: redis.Redis,
         *,
-        ttl: timedelta = timedelta(hours=24),
+        ttl: timedelta = CREDENTIAL_TTL,
         clock: Callable[[], float] = time.time,
         audit: SessionAudit | None = None,
     ) -> None:
@@ -114,19 +161,20 @@ class SessionCredentials:
         if self.client.exists(keys.session_ended(session_id)):
             raise SessionEnded(f"session {session_id} was ended: it gets no new credential")
         value = secrets.token_urlsafe(32)
-        expiry = self._clock() + self.ttl.total_seconds()
+        now = self._clock()
         ttl = max(int(self.ttl.total_seconds()), 1)
-        self._add(
-            keys=[keys.session_credentials(session_id)],
-            args=[credential_hash(value), repr(expiry), ttl],
+        expiry = self._add(
+            keys=[keys.session_credentials(session_id), keys.session(session_id)],
+            args=[credential_hash(value), repr(now + ttl), ttl, repr(now)],
         )
-        return IssuedCredential(value, datetime.fromtimestamp(expiry, UTC))
+        return IssuedCredential(value, datetime.fromtimestamp(float(expiry), UTC))
 
     def keep_only(self, session_id: str, credential: str) -> bool:
         """The dispatch target took the try carrying `credential`: the others go."""
         kept = bool(
             self._keep_only(
-                keys=[keys.session_credentials(session_id)], args=[credential_hash(credential)]
+                keys=[keys.session_credentials(session_id), keys.session(session_id)],
+                args=[credential_hash(credential)],
             )
         )
         if kept and self.audit is not None:
@@ -138,6 +186,16 @@ class SessionCredentials:
     def withdraw(self, session_id: str, credential: str) -> None:
         """The dispatch target refused the try carrying `credential` (409): nobody holds it."""
         self.client.hdel(keys.session_credentials(session_id), credential_hash(credential))
+
+    def withdraw_all(self, session_id: str) -> int:
+        """Every try's credential goes (its dispatch failed for good), the session not marked
+        ended: a later dispatch of it may issue a fresh one. How many there were."""
+        key = keys.session_credentials(session_id)
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.hlen(key)
+            pipe.delete(key)
+            count, _ = pipe.execute()
+        return int(count)
 
     def verify(self, session_id: str, credential: str) -> bool:
         """Whether `credential` is a valid, unexpired, unrevoked credential of the session."""
@@ -156,14 +214,4 @@ class SessionCredentials:
     def revoke(self, session_id: str) -> int:
         """Revoke every credential of the session, and issue none for it from now on (as long
         as the session record is kept); returns how many there were."""
-        lifetime = max(int(self.ttl.total_seconds() * 1000), 1000)
-        return int(
-            self._end(
-                keys=[
-                    keys.session_credentials(session_id),
-                    keys.session_ended(session_id),
-                    keys.session(session_id),
-                ],
-                args=[lifetime],
-            )
-        )
+        return int(self._end(keys=end_keys(session_id), args=[lifetime_ms(self.ttl)]))

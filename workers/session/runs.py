@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import timedelta
 from typing import Any, cast
 
 import redis
@@ -11,6 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from triggers.session_spec import SessionSpec
 from workers import keys
+from workers.session.credentials import (
+    CREDENTIAL_TTL,
+    END_CREDENTIALS_LUA,
+    end_keys,
+    lifetime_ms,
+)
 from workers.session.status import ACTIVE, TERMINAL, SessionStatus, lua_is, lua_literal
 from workers.timestamps import now_iso
 
@@ -21,6 +28,28 @@ _QUEUED = lua_literal(SessionStatus.QUEUED)
 _STAGING = lua_literal(SessionStatus.STAGING)
 _CANCELLED = lua_literal(SessionStatus.CANCELLED)
 _FAILED = lua_literal(SessionStatus.FAILED)
+
+# Every script that writes a terminal status (advance, cancel of a queued session, the lost
+# runner's sweep) ends the session's credentials in the same script (`end_credentials`,
+# workers/session/credentials.py): the broker refuses them from the moment the status is
+# written. When live credentials were found there (nobody ended the session at its broker,
+# which would have revoked its GitHub tokens too), the session is put on the list of sessions
+# whose tokens the web still has to revoke (keys.SESSIONS_UNREVOKED, kept an hour: no token
+# lives longer). `_ENDED` below does both; its keys (`_ended_keys`) follow the run's own in
+# each script, bound to locals of the same names.
+_ENDED = (
+    END_CREDENTIALS_LUA
+    + """
+local function ended(credentials, mark, record, unrevoked, id, epoch, lifetime)
+  local count = end_credentials(credentials, mark, record, lifetime)
+  if count > 0 then
+    redis.call('ZADD', unrevoked, epoch, id)
+    redis.call('ZREMRANGEBYSCORE', unrevoked, '-inf', tonumber(epoch) - 3600)
+  end
+  return count
+end
+"""
+)
 
 # A run record is kept as long as its session (`ttl`, HOOKSPAWN_SESSION_RETENTION): it
 # expires `ttl` after it was queued, or after it ended when a runner took it (a held session
@@ -53,12 +82,17 @@ redis.call('ZREM', queued, id)
 return 1
 """
 
-# The holder moves its session on. KEYS: run, leases; ARGV: owner, status, now, failure JSON
-# (''), session id. Answers 1 when moved, 0 when the session is no longer the owner's to move
-# (ended by the sweep or by a cancel).
-_ADVANCE = f"""
+# The holder moves its session on. KEYS: run, leases, then `_ENDED`'s; ARGV: owner, status,
+# now, failure JSON (''), session id, now (epoch), the credential lifetime (ms). Answers 1 when
+# moved, 0 when the session is no longer the owner's to move (ended by the sweep or by a
+# cancel, which ended its credentials then).
+_ADVANCE = (
+    _ENDED
+    + f"""
 local run, leases = KEYS[1], KEYS[2]
 local owner, status, now, failure, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local epoch, lifetime = ARGV[6], tonumber(ARGV[7])
+local credentials, mark, record, unrevoked = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local current = redis.call('HGET', run, 'status')
 if redis.call('HGET', run, 'owner') ~= owner then return 0 end
 if {lua_is("current", TERMINAL)} then return 0 end
@@ -69,9 +103,11 @@ if {lua_is("status", TERMINAL)} then
   redis.call('ZREM', leases, id)
   local ttl = redis.call('HGET', run, 'ttl')
   if ttl then redis.call('EXPIRE', run, ttl) end
+  ended(credentials, mark, record, unrevoked, id, epoch, lifetime)
 end
 return 1
 """
+)
 
 # The holder renews its lease. KEYS: run, leases; ARGV: owner, deadline, session id.
 # Answers the cancel flag ('1' or '0'), or -1 when the session is no longer the owner's.
@@ -99,16 +135,22 @@ return 1
 #: the run record's setup snapshot fields, as the API shows them
 SNAPSHOT_FIELDS = ("snapshotKey", "snapshotScope", "snapshot")
 
-# Cancel. KEYS: run, queued index; ARGV: now, session id. A queued session ends `cancelled`
-# at once; an active one is flagged for its runner, which kills what runs and ends it.
+# Cancel. KEYS: run, queued index, then `_ENDED`'s; ARGV: now, session id, now (epoch), the
+# credential lifetime (ms). A queued session ends `cancelled` at once (its credentials with it);
+# an active one is flagged for its runner, which kills what runs and ends it.
 # Answers the status it has now ('' when the session has no run record).
-_CANCEL = f"""
+_CANCEL = (
+    _ENDED
+    + f"""
 local run, queued, now, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+local epoch, lifetime = ARGV[3], tonumber(ARGV[4])
+local credentials, mark, record, unrevoked = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local current = redis.call('HGET', run, 'status')
 if not current then return '' end
 if current == {_QUEUED} then
   redis.call('HSET', run, 'status', {_CANCELLED}, 'cancelledAt', now, 'endedAt', now)
   redis.call('ZREM', queued, id)
+  ended(credentials, mark, record, unrevoked, id, epoch, lifetime)
   return {_CANCELLED}
 end
 if {lua_is("current", ACTIVE)} then
@@ -116,11 +158,17 @@ if {lua_is("current", ACTIVE)} then
 end
 return current
 """
+)
 
-# Fail one session whose lease ran out. KEYS: run, leases; ARGV: session id, now (epoch,
-# for the deadline check), now (ISO), failure JSON. Answers 1 when failed now.
-_LOST = f"""
+# Fail one session whose lease ran out. KEYS: run, leases, then `_ENDED`'s; ARGV: session id,
+# now (epoch, for the deadline check), now (ISO), failure JSON, the credential lifetime (ms).
+# Answers 1 when failed now.
+_LOST = (
+    _ENDED
+    + f"""
 local run, leases, id, epoch, now, failure = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local lifetime = tonumber(ARGV[5])
+local credentials, mark, record, unrevoked = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local deadline = redis.call('ZSCORE', leases, id)
 if not deadline or tonumber(deadline) > tonumber(epoch) then return 0 end
 redis.call('ZREM', leases, id)
@@ -129,8 +177,10 @@ if not {lua_is("current", ACTIVE)} then return 0 end
 redis.call('HSET', run, 'status', {_FAILED}, 'failedAt', now, 'endedAt', now, 'failure', failure)
 local ttl = redis.call('HGET', run, 'ttl')
 if ttl then redis.call('EXPIRE', run, ttl) end
+ended(credentials, mark, record, unrevoked, id, epoch, lifetime)
 return 1
 """
+)
 
 
 class Failure(BaseModel):
@@ -175,11 +225,18 @@ def _now() -> str:
     return now_iso("milliseconds")
 
 
+def _ended_keys(session_id: str) -> list[str]:
+    return [*end_keys(session_id), keys.SESSIONS_UNREVOKED]
+
+
 class SessionRuns:
     """Run records by session id; transitions are checked inside Redis (one script each)."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, *, credential_ttl: timedelta = CREDENTIAL_TTL) -> None:
+        """`credential_ttl`: HOOKSPAWN_SESSION_CREDENTIAL_TTL (how long an ended session's mark
+        is kept at least, as `SessionCredentials.revoke` keeps it)."""
         self.client = client
+        self._lifetime = lifetime_ms(credential_ttl)
         self._queue = client.register_script(_QUEUE)
         self._claim = client.register_script(_CLAIM)
         self._advance = client.register_script(_ADVANCE)
@@ -210,8 +267,16 @@ class SessionRuns:
     ) -> bool:
         return bool(
             self._advance(
-                keys=[keys.session_run(session_id), keys.RUNNER_LEASES],
-                args=[owner, status, _now(), json.dumps(failure) if failure else "", session_id],
+                keys=[keys.session_run(session_id), keys.RUNNER_LEASES, *_ended_keys(session_id)],
+                args=[
+                    owner,
+                    status,
+                    _now(),
+                    json.dumps(failure) if failure else "",
+                    session_id,
+                    time.time(),
+                    self._lifetime,
+                ],
             )
         )
 
@@ -239,7 +304,8 @@ class SessionRuns:
         answer = cast(
             bytes,
             self._cancel(
-                keys=[keys.session_run(session_id), keys.RUNNER_QUEUED], args=[_now(), session_id]
+                keys=[keys.session_run(session_id), keys.RUNNER_QUEUED, *_ended_keys(session_id)],
+                args=[_now(), session_id, time.time(), self._lifetime],
             ),
         )
         return answer.decode() or None
@@ -278,8 +344,8 @@ class SessionRuns:
         runner to sweep.)"""
         return bool(
             self._lost(
-                keys=[keys.session_run(session_id), keys.RUNNER_LEASES],
-                args=[session_id, time.time(), _now(), _LOST_FAILURE],
+                keys=[keys.session_run(session_id), keys.RUNNER_LEASES, *_ended_keys(session_id)],
+                args=[session_id, time.time(), _now(), _LOST_FAILURE, self._lifetime],
             )
         )
 

@@ -23,7 +23,7 @@ class SessionStores:
         self.credentials = SessionCredentials(
             client, ttl=settings.session_credential_ttl, audit=self.audit
         )
-        self.runs = SessionRuns(client)
+        self.runs = SessionRuns(client, credential_ttl=settings.session_credential_ttl)
 
     def close(self) -> None:
         self.client.close()

@@ -55,6 +55,9 @@ class RunnerDispatcher:
             self.enqueue(spec.id)
         return created
 
+    def abandon(self, session_id: str) -> None:
+        """Nothing is handed out at dispatch: the runner issues a credential when it starts."""
+
     def close(self) -> None:
         """Nothing held: the queue's connections belong to its Celery app."""
 
@@ -70,4 +73,9 @@ def runner_dispatcher(
     def enqueue(session_id: str) -> None:
         celery.send_task(RUN_SESSION, args=[session_id], queue=keys.SESSIONS_QUEUE)
 
-    return RunnerDispatcher(sessions, SessionRuns(client), workspaces_root(settings), enqueue)
+    return RunnerDispatcher(
+        sessions,
+        SessionRuns(client, credential_ttl=settings.session_credential_ttl),
+        workspaces_root(settings),
+        enqueue,
+    )

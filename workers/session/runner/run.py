@@ -192,18 +192,22 @@ class SessionRunner:
         *,
         sandbox: SandboxConfig | SandboxUnavailable,
         issue_credential: Callable[[str], str | None] | None = None,
+        end_credential: Callable[[str], None] | None = None,
     ) -> None:
         """`sandbox`: what confines setup and harness commands, as opened at the runner's
         start, or why it could not be opened (every session is then refused).
         `issue_credential(session_id)`: a fresh session credential for the broker (the
         broker's SessionCredentials.issue), None for a session ended before it ran; without
-        one a githubApp mount whose spec carries no credential fails its auth preflight."""
+        one a githubApp mount whose spec carries no credential fails its auth preflight.
+        `end_credential(session_id)`: ends the session at its broker as the run ends, before
+        its terminal status is written (which revokes its credentials anyway)."""
         self.settings = settings
         self.sandbox = sandbox
         self.issue_credential = issue_credential
+        self.end_credential = end_credential
         self.owner = owner
         self.sessions = SessionStore(client)
-        self.runs = SessionRuns(client)
+        self.runs = SessionRuns(client, credential_ttl=settings.session_credential_ttl)
         self.account = account_of(settings.runner_user)
         self.workspaces = workspaces_root(settings)
         self.scratch = scratch_parent(self.account, self.workspaces)
@@ -264,6 +268,8 @@ class SessionRunner:
         self, session_id: str, status: SessionStatus, code: str | None = None, message: str = ""
     ) -> str:
         failure = {"code": code, "message": message} if code else None
+        if self.end_credential is not None:
+            self.end_credential(session_id)
         if self.runs.advance(session_id, self.owner, status, failure):
             metrics.inc(metrics.SESSIONS_ENDED, status, code or "")
             self._flush_metrics()

@@ -1,9 +1,11 @@
 """The runner's session credentials: one issued as a run starts, given up as it ends.
 
-As each run ends (whatever its outcome) the runner ends the session at the broker with the
-session's own credential (`POST {broker url}/end`), which revokes the session's credentials and
-its GitHub tokens at GitHub; then it revokes the credentials in Redis itself, so a broker the
-runner cannot reach still leaves the session ended (its tokens then die at their expiry).
+As each run ends (whatever its outcome), before its final status is written, the runner ends
+the session at the broker with the session's own credential (`POST {broker url}/end`), which
+revokes the session's credentials and its GitHub tokens at GitHub; then it revokes the
+credentials in Redis itself, so a broker the runner cannot reach still leaves the session
+ended (its tokens then die at their expiry). The script writing the final status revokes them
+too (workers/session/runs.py), which is all a runner killed outright leaves to its sweep.
 """
 
 from __future__ import annotations

@@ -158,6 +158,7 @@ class RunnerService:
             owner,
             sandbox=open_runner_sandbox(settings),
             issue_credential=held.issue,
+            end_credential=held.end,  # before the run's terminal status is written
         )
         self.celery: Celery = make_celery(settings.redis_url)
         # a session runs as long as its harness does: no task time limit on this queue. No
@@ -174,7 +175,7 @@ class RunnerService:
         )
         def run_session(session_id: str) -> str:
             outcome = runner.run(session_id)
-            if outcome != "not queued":  # this runner ran it: its credentials end with the run
+            if outcome != "not queued":  # ended with its run already; also when the run broke
                 held.end(session_id)
             return outcome
 

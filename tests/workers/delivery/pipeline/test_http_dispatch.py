@@ -7,10 +7,12 @@ from pathlib import Path
 from tests.conftest import make_settings
 from tests.dispatch_target import DispatchTarget
 from tests.workers.delivery.pipeline.conftest import Hookspawn, connect
+from workers import keys
 from workers.delivery.credential_handover import CredentialHandover
 from workers.delivery.dispatch import HttpDispatcher
 from workers.delivery.pipeline import SpawnPipeline
 from workers.runtime import build_runtime
+from workers.session.credentials import SessionCredentials
 
 
 def test_500_500_201_makes_one_session_under_one_key(
@@ -42,11 +44,25 @@ def test_target_down_fails_then_replay_completes_once(
     assert outcome["outcome"] == "failed"
     assert outcome["code"] == "dispatch_failed"
     assert view["status"] == "processed"
+    # every try carried a credential; the spawn failed for good, so none of them is valid
+    carried = {
+        (r.body["id"], r.body["broker"]["credential"])
+        for r in target.received
+        if r.body["agent"] == "pr-review"
+    }
+    assert carried
+    credentials = SessionCredentials(hs_http.rt.client)
+    assert not any(credentials.verify(session, c) for session, c in carried)
+    for session, _ in carried:
+        assert hs_http.rt.client.exists(keys.session_credentials(session)) == 0
     target.script = []
     assert hs_http.client.post(f"/deliveries/{delivery}/replay").status_code == 202
     view = hs_http.processed(delivery, runs=2)
     assert hs_http.outcome(view, "pr-review")["outcome"] == "dispatched"
     assert len([s for s in target.sessions.values() if s["agent"] == "pr-review"]) == 1
+    session_id = hs_http.outcome(view, "pr-review")["sessionId"]
+    taken = target.sessions[session_id]["broker"]["credential"]
+    assert (session_id, taken) not in carried and credentials.verify(session_id, taken)
 
 
 def _http_dispatcher(pipeline: SpawnPipeline) -> HttpDispatcher:

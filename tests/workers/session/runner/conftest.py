@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -323,14 +323,24 @@ def settings_env(settings: Settings) -> dict[str, str]:
 
 @contextmanager
 def runner_process(
-    settings: Settings, log: Path, *, concurrency: int = 2, grace: str = "5s"
+    settings: Settings,
+    log: Path,
+    *,
+    concurrency: int = 2,
+    grace: str = "5s",
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Proc]:
     """`hookspawn runner` as its own process (group), as `serve` starts it; `grace`: its
-    HOOKSPAWN_RUNNER_STOP_GRACE (short, so a test's stop never waits long)."""
+    HOOKSPAWN_RUNNER_STOP_GRACE (short, so a test's stop never waits long); `env`: more of its
+    environment."""
     with log.open("wb") as out:
         popen = subprocess.Popen(
             [str(HOOKSPAWN), "runner", "--concurrency", str(concurrency)],
-            env={**settings_env(settings), "HOOKSPAWN_RUNNER_STOP_GRACE": grace},
+            env={
+                **settings_env(settings),
+                "HOOKSPAWN_RUNNER_STOP_GRACE": grace,
+                **(env or {}),
+            },
             stdout=out,
             stderr=subprocess.STDOUT,
             process_group=0,

@@ -124,10 +124,9 @@ def test_a_setup_filling_its_tmpdir_past_the_disk_limit_fails(
         'sleep 45; touch "$HOME/after"'
     )
     write_agent(settings.agents_dir, "tmp-filler", setup=[{"name": "fill", "commands": [fill]}])
-    with hookspawn_web(settings) as hs:
-        with running_runner(settings):
-            session = _ended(hs, hs.start("tmp-filler"))
-        # the runner has stopped: what it does after recording the end is done too
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session = _ended(hs, hs.start("tmp-filler"))
+    # checked once the runner has stopped: what it does after recording the end is done too
     assert _failure(session) == ("failed", "disk_limit_exceeded"), session
     workspace = Path(session["workspace"])
     # the commands' TMPDIR is in the session root, beside the home, and goes with the session

@@ -17,6 +17,7 @@ from tests.workers.session.runner.conftest import (
     running_runner,
     write_agent,
 )
+from workers.session.runner.snapshots import slot_of
 
 MIB = 1024 * 1024
 
@@ -53,6 +54,14 @@ def _cached(commands: list[str]) -> list[dict[str, Any]]:
 LINKS = (
     'mkdir -p "$HOME/.cache/deps"; head -c 10485760 /dev/urandom > "$HOME/.cache/deps/blob"; '
     'for i in $(seq 20); do ln "$HOME/.cache/deps/blob" "$HOME/.cache/deps/link$i"; done'
+)
+
+
+#: says whether it found its cache restored (`restored`) or filled it (`filled`)
+FILL = (
+    'if [ -f "$HOME/.cache/deps/marker" ]; then echo restored > "$HOME/outcome"; '
+    'else mkdir -p "$HOME/.cache/deps" && echo filled > "$HOME/.cache/deps/marker" '
+    '&& echo filled > "$HOME/outcome"; fi'
 )
 
 
@@ -113,6 +122,34 @@ def test_a_snapshot_past_the_snapshot_limit_is_not_saved_and_the_session_goes_on
     assert f"snapshot {session['snapshotKey']}: not saved: {why}" in session["logTail"]
     snapshots = settings.data_dir / "snapshots"
     assert not snapshots.exists() or list(snapshots.iterdir()) == []
+
+
+def test_a_snapshot_holding_more_than_the_disk_limit_is_not_restored(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin, session_disk_limit="20M")
+    write_agent(settings.agents_dir, "cached", setup=_cached([FILL]))
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        first = _ended(hs, hs.start("cached"))
+        assert first["snapshot"] == "saved", first
+        scope = first["snapshotScope"]
+        saved = settings.data_dir / "snapshots" / slot_of(scope, first["snapshotKey"])
+        # as an older hookspawn (or a larger HOOKSPAWN_SNAPSHOT_LIMIT) could have saved it
+        with (saved / "home" / ".cache" / "deps" / "sparse").open("wb") as sparse:
+            sparse.truncate(1024 * MIB)
+        second = _ended(hs, hs.start("cached"))
+    assert second["status"] == "succeeded", second
+    key = second["snapshotKey"]
+    assert key == first["snapshotKey"]
+    assert (
+        f"snapshot {key} in {scope}: not restored, it holds more than "
+        "HOOKSPAWN_SESSION_DISK_LIMIT (20 MiB)"
+    ) in second["logTail"]
+    assert (_home(second) / "outcome").read_text() == "filled\n"
+    assert not (_home(second) / ".cache" / "deps" / "sparse").exists()
+    # saved afresh in its place
+    assert second["snapshot"] == "saved"
+    assert not (saved / "home" / ".cache" / "deps" / "sparse").exists()
 
 
 def test_a_setup_filling_its_tmpdir_past_the_disk_limit_fails(

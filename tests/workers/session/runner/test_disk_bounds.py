@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import wait_for
 from tests.workers.session.runner.conftest import (
     Hookspawn,
     Origin,
@@ -163,12 +164,12 @@ def test_a_setup_filling_its_tmpdir_past_the_disk_limit_fails(
     write_agent(settings.agents_dir, "tmp-filler", setup=[{"name": "fill", "commands": [fill]}])
     with hookspawn_web(settings) as hs, running_runner(settings):
         session = _ended(hs, hs.start("tmp-filler"))
-    # checked once the runner has stopped: what it does after recording the end is done too
-    assert _failure(session) == ("failed", "disk_limit_exceeded"), session
-    workspace = Path(session["workspace"])
-    # the commands' TMPDIR is in the session root, beside the home, and goes with the session
-    assert (_home(session) / "tmpdir").read_text() == f"{workspace / '.tmp'}\n"
-    assert not (workspace / ".tmp").exists()
+        assert _failure(session) == ("failed", "disk_limit_exceeded"), session
+        workspace = Path(session["workspace"])
+        # the commands' TMPDIR is in the session root, beside the home, and goes with the
+        # session (removed as the run is closed, just after its end is recorded)
+        assert (_home(session) / "tmpdir").read_text() == f"{workspace / '.tmp'}\n"
+        wait_for(lambda: not (workspace / ".tmp").exists(), what="the session's TMPDIR removed")
     assert not (_home(session) / "after").exists()  # stopped while it ran
 
 

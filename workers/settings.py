@@ -113,6 +113,10 @@ Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
 #: a path, or unset; an empty value is unset too (compose passes `${VAR:-}`)
 OptionalPath = Annotated[Path | None, BeforeValidator(lambda v: v or None)]
+#: a size, or unset; an empty value is unset too
+OptionalSize = Annotated[
+    int | None, BeforeValidator(lambda v: None if v in (None, "") else parse_size(v))
+]
 OptionalDuration = Annotated[
     timedelta | None, BeforeValidator(lambda v: None if v in (None, "") else parse_duration(v))
 ]
@@ -205,8 +209,12 @@ class Settings(BaseSettings):
     #: tasks (processes and threads) one session's setup and harness may have at once (srt
     #: alone takes about twenty)
     session_max_processes: int = Field(default=512, ge=32)
-    #: bytes one session root may hold while setup runs and when its snapshot is saved
+    #: bytes one session root may hold (a sparse file at its length, a file linked several
+    #: times once) while setup and the harness run and when its snapshot is saved
     session_disk_limit: Size = Field(default=10 * 1024**3, ge=1024 * 1024)
+    #: bytes a setup snapshot may hold, counted alike; a larger one is not saved. Unset: the
+    #: session disk limit
+    snapshot_limit: OptionalSize = Field(default=None, ge=1024 * 1024)
 
     @classmethod
     def settings_customise_sources(
@@ -225,6 +233,11 @@ class Settings(BaseSettings):
     def sessions_kept(self) -> timedelta:
         """HOOKSPAWN_SESSION_RETENTION, or HOOKSPAWN_RETENTION when that is not set."""
         return self.session_retention or self.retention
+
+    @property
+    def snapshot_bytes(self) -> int:
+        """HOOKSPAWN_SNAPSHOT_LIMIT, or HOOKSPAWN_SESSION_DISK_LIMIT when that is not set."""
+        return self.session_disk_limit if self.snapshot_limit is None else self.snapshot_limit
 
     @property
     def broker_base_url(self) -> str:

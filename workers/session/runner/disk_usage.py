@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["DiskWatch", "disk_usage", "format_size"]
+__all__ = ["DiskWatch", "disk_usage", "footprint", "format_size"]
 
 #: the least time between two walks of a session root, in seconds
 POLL = 1.0
@@ -25,18 +25,25 @@ def format_size(size: int) -> str:
     return f"{size} bytes"
 
 
+def footprint(info: os.stat_result) -> int:
+    """What one file counts for: its length (a sparse file at its full length, as a copy that
+    fills its holes would take), or the blocks allocated to it when those are more (space
+    reserved past its end, a directory)."""
+    return max(info.st_size, info.st_blocks * 512)
+
+
 def disk_usage(root: Path) -> int:
-    """The bytes allocated to everything under `root` (st_blocks * 512, so a sparse file counts
-    what it really holds), `root` included: symbolic links are not followed, no other file
-    system is entered, a file linked several times counts once. What vanishes or cannot be
-    read during the walk is left out."""
+    """The bytes everything under `root` counts for (`footprint`: a sparse file at its
+    length), `root` included: symbolic links are not followed, no other file system is
+    entered, a file linked several times counts once. What vanishes or cannot be read during
+    the walk is left out."""
     try:
         top = os.lstat(root)
     except OSError:
         return 0
     if not stat.S_ISDIR(top.st_mode):
-        return top.st_blocks * 512
-    total = top.st_blocks * 512
+        return footprint(top)
+    total = footprint(top)
     linked: set[int] = set()
     pending = [os.fspath(root)]
     while pending:
@@ -56,7 +63,7 @@ def disk_usage(root: Path) -> int:
                     if info.st_ino in linked:
                         continue
                     linked.add(info.st_ino)
-                total += info.st_blocks * 512
+                total += footprint(info)
                 if stat.S_ISDIR(info.st_mode):
                     pending.append(entry.path)
     return total

@@ -1,6 +1,7 @@
 """A session's resource limits as the runner applies them: a cgroup per session (the
 environment's `resources`, HOOKSPAWN_SESSION_MAX_PROCESSES) around setup and the harness, and
-HOOKSPAWN_SESSION_DISK_LIMIT on the session root while setup runs and before a snapshot."""
+HOOKSPAWN_SESSION_DISK_LIMIT on the session root from setup on (its commands, the harness's,
+any confined command) and before a snapshot."""
 
 from __future__ import annotations
 
@@ -70,8 +71,9 @@ class RunnerLimits:
 
 class SessionLimits:
     """One session's: its cgroup, made with the setup phase (or the first confined command)
-    and removed at its end; the disk watch on its root while setup runs. `stop`: whether the
-    session was asked to stop; `note`: a line in the session's log."""
+    and removed at its end; the disk watch on its root from the setup phase (or the first
+    confined command) to its end, so every setup entry and the harness are measured while they
+    run. `stop`: whether the session was asked to stop; `note`: a line in the session's log."""
 
     def __init__(
         self,
@@ -87,6 +89,7 @@ class SessionLimits:
         self.cgroup: SessionCgroup | None = None
         self._opened = False
         self._watching = False
+        self._status = ""
         self._oom_kills = 0
 
     @property
@@ -113,22 +116,26 @@ class SessionLimits:
 
     def phase(self, status: str) -> None:
         """The session entered `status`: setup makes the cgroup and starts the disk watch,
-        which stops once setup is over."""
+        which runs until the session ends (the harness included)."""
+        self._status = status
         if status == SessionStatus.SETUP:
             self._open()
+            self._watch()
+
+    def _watch(self) -> None:
+        if not self._watching:
             self._watching = True
             self.disk.start()
-        elif self._watching:
-            self._watching = False
-            self.disk.stop()
 
     def preexec(self, confined: bool) -> Callable[[], None] | None:
-        """What a command's child runs before it execs: a confined one enters the cgroup.
-        None starts past the disk limit."""
+        """What a command's child runs before it execs: a confined one enters the cgroup,
+        and the disk watch runs from then on whatever the phase. None starts past the disk
+        limit."""
         self._raise_past_disk_limit()
         if not confined:
             return None
         self._open()
+        self._watch()
         return None if self.cgroup is None else self.cgroup.enter
 
     def cancel(self) -> bool:
@@ -137,7 +144,7 @@ class SessionLimits:
 
     def ended(self) -> None:
         """After every command: a kill for want of memory is noted; the disk limit passed
-        (while setup runs, the root is measured once more) fails the session."""
+        (once the watch runs, the root is measured once more) fails the session."""
         if self.cgroup is not None:
             kills = self.cgroup.oom_kills()
             if kills > self._oom_kills:
@@ -159,9 +166,10 @@ class SessionLimits:
         used = self.disk.exceeded
         if used is not None:
             limit = self.runner.settings.session_disk_limit
+            during = "; no snapshot was saved" if self._status == SessionStatus.SETUP else ""
             raise SessionFailed(
                 f"the session root held {format_size(used)}, past "
-                f"HOOKSPAWN_SESSION_DISK_LIMIT ({format_size(limit)}); no snapshot was saved",
+                f"HOOKSPAWN_SESSION_DISK_LIMIT ({format_size(limit)}){during}",
                 code="disk_limit_exceeded",
             )
 

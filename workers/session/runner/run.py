@@ -34,7 +34,12 @@ from workers.session.runner.log_writer import SessionLog
 from workers.session.runner.logs import log_path
 from workers.session.runner.mcp_config import mcp_env, remove_mcp_config
 from workers.session.runner.roots import scratch_parent, workspaces_root
-from workers.session.runner.sandbox import SandboxUnavailable, confine, srt_scratch
+from workers.session.runner.sandbox import (
+    SandboxUnavailable,
+    confine,
+    session_tmp,
+    srt_scratch,
+)
 from workers.session.runner.secret_store import load_secrets
 from workers.session.runner.session_git import (
     helper_problem,
@@ -125,6 +130,7 @@ class _Run:
         if confined:
             if self.scratch is None:
                 self.scratch = srt_scratch(self.runner.account, within=self.runner.scratch)
+                make_dirs(self.workspace, session_tmp(self.workspace), self.runner.account)
             wrapped, full_env = self.runner.confine(
                 argv, self.workspace, full_env, scratch=self.scratch, **self.reach
             )
@@ -156,11 +162,13 @@ class _Run:
             self.limits.ended()  # a session past its disk limit fails here
 
     def close(self) -> None:
-        """Remove srt's temporary directory (srt leaves its sockets when it is killed)."""
+        """Remove srt's temporary directory (srt leaves its sockets when it is killed) and the
+        commands' TMPDIR."""
         self.limits.close()
         remove_mcp_config(self.workspace)
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+            shutil.rmtree(session_tmp(self.workspace), ignore_errors=True)
 
     def git(self, args: Sequence[str], cwd: Path, env: Mapping[str, str]) -> int:
         argv = ["git"]
@@ -212,7 +220,11 @@ class SessionRunner:
         self.workspaces = workspaces_root(settings)
         self.scratch = scratch_parent(self.account, self.workspaces)
         self.rewrites = parse_rewrites(settings.git_url_rewrite)
-        self.snapshots = SnapshotCache(settings.data_dir / "snapshots")
+        self.snapshots = SnapshotCache(
+            settings.data_dir / "snapshots",
+            save_limit=settings.snapshot_bytes,
+            restore_limit=settings.session_disk_limit,
+        )
         self.limits = RunnerLimits(settings)
         #: a credential helper to configure instead of the standalone one each session gets
         #: beside its root (`place_helper`); None: that one

@@ -146,15 +146,15 @@ def srt_settings(
     session root writable, each mount readable (and writable when `writable`); the network
     only through srt's proxy, to the `allowed_domains` (HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS,
     patterns checked when the settings are read): none, no network. `scratch`: srt's own
-    temporary directory (see `confine`), readable inside so the proxy's sockets are, with the
-    command's own TMPDIR in it, writable. srt's default TMPDIR, /tmp/claude, is shown whenever
-    it exists on the host, to every sandbox alike: it is kept unwritable. `read`: more host
-    directories the command may read (the session's own tools, beside its root)."""
+    temporary directory (see `confine`), readable inside so the proxy's sockets are, never
+    writable (the command's own TMPDIR is in the session root, `session_tmp`). srt's default
+    TMPDIR, /tmp/claude, is shown whenever it exists on the host, to every sandbox alike: it
+    is kept unwritable. `read`: more host directories the command may read (the session's own
+    tools, beside its root)."""
     root = os.path.abspath(workspace)
     sources = [m.source for m in config.mounts]
     writable = [m.source for m in config.mounts if m.mode == "writable"]
     own = [] if scratch is None else [os.path.abspath(scratch)]
-    own_tmp = [] if scratch is None else [str(command_tmp(scratch))]
     return {
         "network": {"allowedDomains": list(allowed_domains), "deniedDomains": []},
         "filesystem": {
@@ -162,14 +162,13 @@ def srt_settings(
             # shared (allowRead wins over denyRead in srt). Each writable mount is hidden and
             # bound back on its own as well: srt binds a path back after the paths beneath it
             # within one hidden directory, so a readonly mount would otherwise cover the
-            # writable one nested in it; a deeper hidden directory is bound back later. The
-            # command's TMPDIR, inside srt's readable scratch directory, likewise.
-            "denyRead": ["/", *writable, *own_tmp],
+            # writable one nested in it; a deeper hidden directory is bound back later.
+            "denyRead": ["/", *writable],
             "allowRead": [
                 *(p for p in SYSTEM_READ if os.path.exists(p)),
                 *(root, *sources, *own, *read),
             ],
-            "allowWrite": [root, *writable, *own_tmp],
+            "allowWrite": [root, *writable],
             "denyWrite": [SRT_SHARED_TMP],
         },
         **(
@@ -193,22 +192,21 @@ def _write_settings(settings: dict[str, Any], path: Path) -> None:
     os.replace(tmp, path)
 
 
-def command_tmp(scratch: Path) -> Path:
-    """The confined command's own TMPDIR, inside `scratch`: one per session."""
-    return Path(os.path.abspath(scratch)) / "tmp"
+def session_tmp(workspace: Path) -> Path:
+    """A session command's own TMPDIR: `.tmp` in its session root, so what it writes there
+    counts towards the session's disk limit, beside the home (never saved in a snapshot). The
+    runner makes it for the session's account, and removes it when the session ends."""
+    return Path(os.path.abspath(workspace)) / ".tmp"
 
 
 def srt_scratch(account: Account | None, *, within: Path | None = None) -> Path:
     """A new directory for srt's own temporary files (the sockets leading to its proxy), for
     `confine`: in the system's temporary directory (or `within`), as a socket's path must stay
-    short (a data directory may be deep), and private to `account`, the one srt runs as; the
-    command's own TMPDIR (`command_tmp`) is made in it. The caller removes it when the session
-    ends."""
+    short (a data directory may be deep), and private to `account`, the one srt runs as.
+    Commands may read it, never write in it. The caller removes it when the session ends."""
     path = Path(tempfile.mkdtemp(prefix="hookspawn-srt-", dir=within))
-    command_tmp(path).mkdir(mode=0o700)
     if account is not None:
-        for made in (path, command_tmp(path)):
-            os.chown(made, account.uid, account.gid)
+        os.chown(path, account.uid, account.gid)
     return path
 
 
@@ -233,7 +231,8 @@ def confine(
     `scratch` (`srt_scratch`) becomes srt's own TMPDIR: srt puts the sockets that lead to its
     proxy there and binds them into the sandbox before it hides the host, /tmp included, so
     in /tmp they would be gone inside and the proxy out of reach. `scratch` is readable inside;
-    the command's own TMPDIR is `command_tmp(scratch)`, private to the session.
+    the command's own TMPDIR is `session_tmp(workspace)`, in its session root (the sandbox's
+    /tmp is a memory file system of srt's, private to the command).
 
     `destinations`: what this session alone may reach besides (`host:port`: its broker, its
     githubApp mounts' git hosts), through srt's proxy even on loopback; `read`: more host
@@ -241,7 +240,7 @@ def confine(
     merged = {**config.env, **env}
     if config.backend == "none":
         log.warning("%s: %s", _UNCONFINED, " ".join(argv[:2]))
-        return list(argv), merged
+        return list(argv), {**merged, "TMPDIR": str(session_tmp(workspace))}
     if config.backend != "srt":
         raise SandboxUnavailable(_backend_reason(config))
     tools = _tools(srt)
@@ -269,7 +268,7 @@ def confine(
         **merged,
         "TMPDIR": str(scratch),
         # the TMPDIR srt hands the command (instead of the shared /tmp/claude)
-        "CLAUDE_CODE_TMPDIR": str(command_tmp(scratch)),
+        "CLAUDE_CODE_TMPDIR": str(session_tmp(workspace)),
     }
 
 

@@ -11,9 +11,12 @@ from typing import Any
 from agents.session.snapshot import cache_files, files_digest, snapshot_key, ttl_seconds
 from agents.session.snapshot_scope import Candidate, ScopePlan, may_restore, plan_scopes
 from triggers.session_spec import SessionSpec
+from workers.errors import SessionFailed
 from workers.session.runner.command import Account
+from workers.session.runner.disk_usage import format_size
 from workers.session.runner.snapshots import SnapshotCache, slot_of
 from workers.session.runner.staging import host_path, inside
+from workers.session.runner.tree_copy import CopyBudgetExceeded
 from workers.session.runs import SessionRuns
 
 __all__ = ["SetupSnapshot"]
@@ -87,9 +90,23 @@ class SetupSnapshot:
             if not may_restore(plan, candidate, record):
                 self.note(f"snapshot {key} in {candidate.scope}: not for this session, left")
                 continue
-            if self.cache.restore(
-                slot, self.home, self.workspace, account=self.account, skip=self.skip
-            ):
+            try:
+                restored = self.cache.restore(
+                    slot, self.home, self.workspace, account=self.account, skip=self.skip
+                )
+            except CopyBudgetExceeded as exc:
+                limit = f"HOOKSPAWN_SESSION_DISK_LIMIT ({format_size(exc.budget)})"
+                if exc.copied:  # part of it is in the home already
+                    raise SessionFailed(
+                        f"restoring snapshot {key} from {candidate.scope} would take the home "
+                        f"past {limit}",
+                        code="disk_limit_exceeded",
+                    ) from None
+                self.note(
+                    f"snapshot {key} in {candidate.scope}: not restored, it holds more than {limit}"
+                )
+                continue
+            if restored:
                 self.restored = candidate
                 self.note(f"snapshot {key}: restored from {candidate.scope}")
                 self._record(
@@ -114,9 +131,16 @@ class SetupSnapshot:
             "sessionId": self.session.id,
         }
         slot = slot_of(self.plan.save, self.key)
-        if self.cache.save(
-            slot, self.home, self.workspace, ttl=self.ttl, record=record, skip=self.skip
-        ):
+        try:
+            saved = self.cache.save(
+                slot, self.home, self.workspace, ttl=self.ttl, record=record, skip=self.skip
+            )
+        except CopyBudgetExceeded as exc:
+            why = f"the home holds more than HOOKSPAWN_SNAPSHOT_LIMIT ({format_size(exc.budget)})"
+            self.note(f"snapshot {self.key}: not saved: {why}")
+            self._record(snapshotScope=self.plan.save, snapshot=f"not saved: {why}")
+            return
+        if saved:
             self.note(f"snapshot {self.key}: saved into {self.plan.save}")
             self._record(snapshotScope=self.plan.save, snapshot="saved")
         else:

@@ -6,19 +6,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
-import shutil
-import stat
 import time
 import uuid
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 from agents.session.snapshot import DEFAULT_TTL_SECONDS
 from workers.session.runner.command import Account
+from workers.session.runner.disk_usage import disk_usage
 from workers.session.runner.staging import inside
+from workers.session.runner.tree_copy import CopyBudgetExceeded, TreeCopy
 from workers.session.runner.tree_removal import remove_tree
 
 __all__ = ["SnapshotCache", "slot_of"]
@@ -40,37 +39,18 @@ def slot_of(scope: str, key: str) -> str:
     return hashlib.sha256(f"{scope}\0{key}".encode()).hexdigest()[:32]
 
 
-def _chown_tree(root: Path, account: Account) -> None:
-    os.chown(root, account.uid, account.gid, follow_symlinks=False)
-    if root.is_symlink() or not root.is_dir():
-        return
-    for parent, dirs, files in os.walk(root):
-        for name in (*dirs, *files):
-            os.chown(Path(parent) / name, account.uid, account.gid, follow_symlinks=False)
-
-
-def _left_out(skip: Collection[Path]) -> Callable[[str, list[str]], set[str]]:
-    """copytree's `ignore`: the skipped paths (checkouts, staged afresh each session) and
-    anything but directories, regular files and links (a FIFO would block the copy)."""
-
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        out = set()
-        for name in names:
-            path = Path(directory) / name
-            mode = path.lstat().st_mode
-            if path in skip or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-                out.add(name)
-        return out
-
-    return ignore
-
-
 class SnapshotCache:
     """`<root>/<slot>/` holds `snapshot.json` (saved time, expiry, the saver's record: scope,
-    key, whether it ran pull-request code) and `home/`, the session's home as setup left it."""
+    key, whether it ran pull-request code) and `home/`, the session's home as setup left it.
+    Both ways a copy keeps sparse files sparse and hard links linked, and is bounded: a save
+    by `save_limit` bytes, a restore by `restore_limit` (None: unbounded), counted as the
+    disk limit counts them (`disk_usage`)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(
+        self, root: Path, *, save_limit: int | None = None, restore_limit: int | None = None
+    ) -> None:
         self.root = root
+        self.save_limit, self.restore_limit = save_limit, restore_limit
 
     def record(self, slot: str, *, ttl: float) -> dict[str, Any] | None:
         """The record of a fresh snapshot in `slot`; None when there is none, or it was saved
@@ -93,30 +73,31 @@ class SnapshotCache:
         skip: Collection[Path],
     ) -> bool:
         """Copy the snapshot's home into the session's `home` (never into a `skip`ped path, nor
-        through a link); False when it holds none."""
+        through a link); False when it holds none. Raises CopyBudgetExceeded when the snapshot
+        holds more than `restore_limit` (`copied` 0: checked before anything was written)."""
         source = self.root / slot / "home"
         if not source.is_dir() or home.is_symlink() or not inside(workspace, home):
             return False
-        self._merge(source, home, account, set(skip))
+        if self.restore_limit is not None:
+            held = disk_usage(source)
+            if held > self.restore_limit:
+                raise CopyBudgetExceeded(source, self.restore_limit, 0)
+        copier = TreeCopy(self.restore_limit, owner=account)
+        self._merge(source, home, copier, set(skip))
         return True
 
-    def _merge(self, source: Path, target: Path, account: Account | None, skip: set[Path]) -> None:
+    def _merge(self, source: Path, target: Path, copier: TreeCopy, skip: set[Path]) -> None:
         for entry in sorted(source.iterdir()):
             dest = target / entry.name
             if dest in skip:
                 continue
             if dest.is_dir() and not dest.is_symlink():
                 if entry.is_dir() and not entry.is_symlink():
-                    self._merge(entry, dest, account, skip)  # a directory staging made
+                    self._merge(entry, dest, copier, skip)  # a directory staging made
                 continue
             if dest.is_symlink() or dest.exists():
                 dest.unlink()
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.copytree(entry, dest, symlinks=True, ignore=_left_out(skip))
-            else:
-                shutil.copy2(entry, dest, follow_symlinks=False)
-            if account:
-                _chown_tree(dest, account)
+            copier.copy(entry, dest)
 
     def save(
         self,
@@ -130,12 +111,21 @@ class SnapshotCache:
     ) -> bool:
         """Save `home` (but the `skip`ped paths) into `slot` with `record`, replacing an older
         save, to be pruned `ttl` seconds on; False when the home is not there to save (or is
-        a link out of the session root)."""
+        a link out of the session root). Raises CopyBudgetExceeded, the older save kept and
+        nothing of this one left, when the home holds more than `save_limit`."""
         if home.is_symlink() or not home.is_dir() or not inside(workspace, home):
             return False
         staging = self.root / f".{slot}.{uuid.uuid4().hex}"
         self.root.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(home, staging / "home", symlinks=True, ignore=_left_out(set(skip)))
+        staging.mkdir(0o700)
+        try:
+            TreeCopy(self.save_limit, skip=skip).copy(home, staging / "home")
+        except BaseException:
+            try:
+                remove_tree(staging)
+            except OSError as exc:  # the sweep removes it past TRANSIENT_GRACE
+                log.warning("could not remove the unfinished setup snapshot %s: %s", staging, exc)
+            raise
         now = time.time()
         meta = {**record, "savedAt": now, "expiresAt": now + ttl}
         (staging / _META).write_text(json.dumps(meta))

@@ -1,9 +1,11 @@
-"""Measuring a session root: allocated blocks, links not followed, hard links counted once;
-and where a runner's session cgroups go, read from /proc."""
+"""Measuring a session root: a file at its length (a sparse one too) or its blocks when
+more, links not followed, hard links counted once; and where a runner's session cgroups go,
+read from /proc."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,21 +16,39 @@ from workers.session.runner.disk_usage import DiskWatch, disk_usage, format_size
 MIB = 1024 * 1024
 
 
-def test_usage_counts_allocated_blocks_once_and_never_through_a_link(tmp_path: Path) -> None:
+def test_usage_counts_apparent_size_each_inode_once_and_never_through_a_link(
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "root"
     (root / "dir").mkdir(parents=True)
     empty = disk_usage(root)
     (root / "dir" / "data").write_bytes(os.urandom(2 * MIB))
-    with (root / "sparse").open("wb") as sparse:
-        sparse.truncate(512 * MIB)  # holds nothing
-    os.link(root / "dir" / "data", root / "again")
+    for n in range(20):  # twenty more names of one file: still one file
+        os.link(root / "dir" / "data", root / f"again{n}")
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "big").write_bytes(os.urandom(4 * MIB))
     (root / "out").symlink_to(outside)
     (root / "big").symlink_to(outside / "big")
-    used = disk_usage(root) - empty
-    assert 2 * MIB <= used < 3 * MIB
+    linked = disk_usage(root) - empty
+    assert 2 * MIB <= linked < 2 * MIB + 64 * 1024
+    with (root / "sparse").open("wb") as sparse:
+        sparse.truncate(512 * MIB)  # holds no block, and counts its whole length
+    assert os.stat(root / "sparse").st_blocks == 0
+    assert disk_usage(root) - empty - linked == 512 * MIB
+
+
+def test_a_file_reserving_blocks_past_its_length_counts_its_blocks(tmp_path: Path) -> None:
+    empty = disk_usage(tmp_path)
+    reserved = tmp_path / "reserved"
+    reserved.touch()
+    # blocks kept past the end of an empty file (fallocate's FALLOC_FL_KEEP_SIZE)
+    done = subprocess.run(["fallocate", "--keep-size", "-l", "1M", str(reserved)], check=False)
+    if done.returncode != 0:
+        pytest.skip("fallocate --keep-size is not supported on this file system")
+    info = os.stat(reserved)
+    assert (info.st_size, info.st_blocks * 512) == (0, 1 * MIB)
+    assert disk_usage(tmp_path) - empty == 1 * MIB
 
 
 def test_the_watch_keeps_what_it_saw_past_the_limit(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from workers.session.runner.sandbox import (
     host_paths_for,
     open_sandbox,
     sandbox_available,
+    session_tmp,
     srt_scratch,
 )
 
@@ -43,6 +44,7 @@ def host(tmp_path: Path) -> Iterator[Host]:
     workspace = data / "workspaces" / "s1"
     (workspace / "workspace" / "w").mkdir(parents=True)
     (workspace / "home" / "user").mkdir(parents=True)
+    session_tmp(workspace).mkdir()  # the runner makes it before the first confined command
     other = data / "workspaces" / "s0"
     other.mkdir()
     (other / "secret").write_text("another session's file")
@@ -181,10 +183,9 @@ def test_the_srt_settings_are_written_beside_the_session_root_out_of_its_reach(
     settings = host.workspace.parent / "s1.srt.json"
     assert argv == [shutil.which("srt"), "--settings", str(settings), "--", "true"]
     written = json.loads(settings.read_text())
-    own_tmp = str(host.scratch / "tmp")
-    assert written["filesystem"]["allowWrite"] == [str(host.workspace), own_tmp]
+    assert written["filesystem"]["allowWrite"] == [str(host.workspace)]
     assert written["filesystem"]["denyWrite"] == ["/tmp/claude"]
-    assert written["filesystem"]["denyRead"] == ["/", own_tmp]
+    assert written["filesystem"]["denyRead"] == ["/"]
     assert written["bwrapPath"] == shutil.which("bwrap")
     before = settings.read_text()
     done = run(host, srt(), f"test ! -e {settings} && echo '{{}}' > {settings} && echo wrote")
@@ -194,11 +195,12 @@ def test_the_srt_settings_are_written_beside_the_session_root_out_of_its_reach(
     assert settings.read_text() == before
 
 
-def test_temporary_files_stay_in_the_session_and_srt_s_shared_tmp_is_unwritable(
+def test_temporary_files_stay_in_the_session_root_and_srt_s_shared_tmp_is_unwritable(
     host: Host,
 ) -> None:
     # srt hands commands TMPDIR=/tmp/claude and binds the host's /tmp/claude into every
-    # sandbox when it exists: each session gets its own TMPDIR instead, and cannot write there
+    # sandbox when it exists: each session gets its own TMPDIR in its session root instead
+    # (counted with it), and cannot write there, nor in srt's own scratch directory
     # it is made and left in place: removing it while another test's srt starts (the suite
     # runs in parallel) fails that srt, which saw it and then cannot bind it
     shared = Path("/tmp/claude")
@@ -207,11 +209,16 @@ def test_temporary_files_stay_in_the_session_and_srt_s_shared_tmp_is_unwritable(
         host,
         srt(),
         'echo "$TMPDIR"; f=$(mktemp); echo data > "$f"; cat "$f"; '
-        "echo x > /tmp/claude/from-a-session 2>/dev/null || echo refused",
+        "echo x > /tmp/claude/from-a-session 2>/dev/null || echo refused; "
+        f"echo x > {host.scratch}/from-a-session 2>/dev/null || echo refused",
     )
     assert not (shared / "from-a-session").exists()
+    assert not (host.scratch / "from-a-session").exists()
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [str(host.scratch / "tmp"), "data", "refused"]
+    tmp = host.workspace / ".tmp"
+    assert done.stdout.splitlines() == [str(tmp), "data", "refused", "refused"]
+    (written,) = tmp.iterdir()
+    assert written.read_text() == "data\n"
 
 
 def test_the_exit_status_and_arguments_pass_through(host: Host) -> None:
@@ -295,7 +302,9 @@ def test_backend_none_runs_the_command_as_given_and_says_so_each_time(
             ["true"], workspace=host.workspace, config=config, env={"B": "2"}, scratch=host.scratch
         )
         assert sandbox_available(config) is None
-    assert (argv, env) == (["true"], {"A": "1", "B": "2"})
+    # unconfined, its temporary files still go to the session root
+    tmp = str(host.workspace / ".tmp")
+    assert (argv, env) == (["true"], {"A": "1", "B": "2", "TMPDIR": tmp})
     assert len(caplog.records) == 2
     assert all("UNCONFINED" in r.getMessage() for r in caplog.records)
 

@@ -289,6 +289,8 @@ class AnthropicStandin(_ModelStandin):
             return _Answer(200, {"input_tokens": _token_estimate(body)})
         if request.method == "GET" and path.startswith("/v1/models"):
             return _Answer(200, self._models(path))
+        if path == "/api/hello":  # Claude Code's reachability check (unless told to stay quiet)
+            return _Answer(200, {})
         if request.method != "POST" or path != "/v1/messages":
             return _not_found(self.provider, request)
         if not isinstance(body, dict):

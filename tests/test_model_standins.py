@@ -119,6 +119,11 @@ def test_anthropic_side_calls_take_no_turn_and_a_finished_script_says_so() -> No
         assert counted.status_code == 200 and counted.json()["input_tokens"] >= 1
         listed = httpx.get(f"{model.url}/v1/models", headers={"x-api-key": KEY})
         assert [m["id"] for m in listed.json()["data"]] == ["standin-model"]
+        hello = httpx.head(f"{model.url}/api/hello", headers={"x-api-key": KEY})
+        assert hello.status_code == 200
+        unknown = httpx.get(f"{model.url}/v1/files", headers={"x-api-key": KEY})
+        assert unknown.status_code == 404
+        assert unknown.json()["error"]["message"] == "the Anthropic stand-in has no GET /v1/files"
         assert model.turns_taken == 0
 
         # not streaming: one whole message
@@ -131,10 +136,12 @@ def test_anthropic_side_calls_take_no_turn_and_a_finished_script_says_so() -> No
             "/v1/messages",
             "/v1/messages/count_tokens",
             "/v1/models",
+            "/api/hello",
+            "/v1/files",
             "/v1/messages",
             "/v1/messages",
         ]
-        assert [r.turn for r in model.requests] == [None, None, None, 0, 1]
+        assert [r.turn for r in model.requests] == [None, None, None, None, None, 0, 1]
 
 
 def test_anthropic_refuses_a_wrong_key_as_the_api_does() -> None:

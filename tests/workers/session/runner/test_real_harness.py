@@ -179,6 +179,7 @@ def test_claude_code_reads_pushes_and_comments_and_the_session_ends_with_its_ans
             session = ended(stack, session_id)
         scan(stack, session, {"the model key": model.api_key, **stack.secrets})
         comments = stack.github.repos.comments("acme/widgets")
+        transcript = stack.http.get(f"/sessions/{session_id}/transcript")
     log = session["logTail"]
     assert session["status"] == "succeeded", (session["failure"], log)
     assert session["result"] == ANSWER
@@ -209,6 +210,24 @@ def test_claude_code_reads_pushes_and_comments_and_the_session_ends_with_its_ans
     assert f"tool: Bash git checkout -q -b {BRANCH} && echo bumped" in log
     assert "tool: mcp__github__add_issue_comment" in log
     assert f"answer: {ANSWER}" in log
+    # the raw events kept beside the log: Claude Code's own, from its start to its result
+    assert transcript.status_code == 200
+    assert transcript.headers["x-harness"] == "claude-code"
+    events = [json.loads(line) for line in transcript.text.splitlines()]
+    assert (events[0]["type"], events[0]["subtype"]) == ("system", "init")
+    assert (events[-1]["type"], events[-1]["result"]) == ("result", ANSWER)
+    called = [
+        block["name"]
+        for event in events
+        if event["type"] == "assistant"
+        for block in event["message"]["content"]
+        if block["type"] == "tool_use"
+    ]
+    assert called == [
+        "mcp__github__get_file_contents",
+        "Bash",
+        "mcp__github__add_issue_comment",
+    ]
 
 
 @pytest.mark.needs("codex")

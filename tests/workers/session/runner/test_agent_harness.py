@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,11 +20,13 @@ from typing import Any
 
 from tests.secret_scan import file_haystacks, leaks, redis_haystacks
 from tests.workers.session.runner.conftest import (
+    HOOKSPAWN,
     Origin,
     hookspawn_web,
     runner_settings,
     running_runner,
     sandbox_file,
+    settings_env,
 )
 from workers.session.runner.logs import log_path, transcript_path
 
@@ -173,6 +176,19 @@ def test_the_named_harness_runs_in_the_sandbox_with_its_key_alone(
                 for name, sid in ids.items()
             }
             transcript = hs.http.get(f"/sessions/{ids['reviewer']}/transcript")
+            url, env = str(hs.http.base_url), settings_env(settings)
+
+            def cli(action: str, *flags: str) -> subprocess.CompletedProcess[str]:
+                return subprocess.run(
+                    [str(HOOKSPAWN), "sessions", action, ids["reviewer"], *flags, "--url", url],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+
+            timeline, raw, shown = cli("transcript"), cli("transcript", "--raw"), cli("show")
+            page = hs.http.get(f"/ui/sessions/{ids['reviewer']}").text
             no_transcript = hs.http.get(f"/sessions/{ids['missing']}/transcript")
             listed = hs.http.get("/sessions").text
             secrets = {"anthropic key": ANTHROPIC_KEY, "openai key": OPENAI_KEY}
@@ -219,6 +235,16 @@ def test_the_named_harness_runs_in_the_sandbox_with_its_key_alone(
         json.loads(line)["type"]
         for line in (SAMPLES / "claude-success.jsonl").read_text().splitlines()
     ]
+    assert timeline.returncode == 0, timeline.stderr
+    assert "tool       mcp__github__get_file_contents\n" in timeline.stdout
+    assert "answer     All done: read and ran.\n" in timeline.stdout
+    assert raw.returncode == 0 and raw.stdout == transcript.text
+    assert shown.returncode == 0, shown.stderr
+    assert "harness: claude-code 2.1.332\n" in shown.stdout
+    assert "usage: 70371 tokens in, 35 out, 3 turn(s), $0.2822\n" in shown.stdout
+    assert "result:\n  All done: read and ran.\n" in shown.stdout
+    assert 'id="transcript"' in page and "echo hi-from-bash; id -un" in page
+    assert 'id="result"' in page and ANTHROPIC_KEY not in page
     assert no_transcript.status_code == 404
     assert no_transcript.json()["error"]["code"] == "no_transcript"
 

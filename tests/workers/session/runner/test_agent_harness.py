@@ -254,7 +254,8 @@ def test_the_named_harness_runs_in_the_sandbox_with_its_key_alone(
     assert coder["result"] == "Codex done."
     assert coder["usage"] == {"inputTokens": 43451, "outputTokens": 25, "turns": 1}
     seen = _seen(coder)
-    assert seen["argv"] == ["exec", "--json", "--skip-git-repo-check", "-"]  # prompt: asks
+    # approval prompt: no bypass flag (codex exec then refuses what the model would escalate)
+    assert seen["argv"] == ["exec", "--json", "--skip-git-repo-check", "-"]
     assert seen["prompt"] == "Fix it."
     assert seen["reach"] == "200"
     assert 'approval_policy = "on-request"' in seen["codexConfig"]
@@ -262,6 +263,7 @@ def test_the_named_harness_runs_in_the_sandbox_with_its_key_alone(
     assert "OPENAI_API_KEY" in seen["variables"] and "ANTHROPIC_API_KEY" not in seen["variables"]
     codex_log = log_path(settings.data_dir, ids["coder"]).read_text()
     assert "tool: shell /usr/bin/bash -lc 'echo hi-from-codex; id -un'" in codex_log
+    assert "approval prompt: codex exec has no one to ask" in codex_log
 
     refused = ended["refused"]
     assert (refused["status"], refused["failure"]["code"]) == ("failed", "harness_failed")

@@ -254,8 +254,8 @@ def _parser() -> argparse.ArgumentParser:
     sessions.add_argument(
         "--raw",
         action="store_true",
-        help="logs: print the log's bytes as they are, control sequences included; "
-        "transcript: the harness's JSON events instead of the timeline",
+        help="logs, transcript: print the bytes as they are (the log with its control "
+        "sequences, the transcript's JSON events instead of its timeline)",
     )
     sessions.add_argument("id", nargs="?", help="show, logs, transcript, cancel: the session")
     sessions.add_argument("--agent", default=None, help="list: only this agent's sessions")

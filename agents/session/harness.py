@@ -67,8 +67,8 @@ class HarnessInputs:
     (`session_prompt`); `mcp_url` and `mcp_config`: the session's MCP endpoint and the
     `--mcp-config` file holding it (None without a broker); `approval`: the environment's
     posture (`bypass` or `prompt`); `config_home`: a directory of the session's own, outside
-    its home, for the harness's configuration (Codex's CODEX_HOME); `as_root`: session
-    commands run as root."""
+    its home, for the harness's configuration and state (Codex's CODEX_HOME, Claude Code's
+    CLAUDE_CONFIG_DIR); `as_root`: session commands run as root."""
 
     harness: str
     program: str
@@ -96,6 +96,8 @@ class Invocation:
     stdin: bytes = field(repr=False)
     endpoint: str | None
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    #: what the session's log says about this start beside its command
+    notes: tuple[str, ...] = ()
 
 
 def session_prompt(initial_prompt: str | None, message: str | None) -> str:
@@ -172,6 +174,7 @@ def _claude(inputs: HarnessInputs) -> Invocation:
         # headless: no update checks, telemetry or error reports leave the sandbox
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
     }
     if inputs.config_home:  # its state (~/.claude.json, transcripts) outside the agent's home
         env["CLAUDE_CONFIG_DIR"] = inputs.config_home
@@ -203,13 +206,12 @@ def codex_config(inputs: HarnessInputs) -> str:
             else []
         ),
     ]
-    if inputs.approval == "prompt":
-        # Codex's own escalation: commands run in its workspace-write sandbox, and it asks
-        # before anything needing more
-        lines += ['approval_policy = "on-request"', 'sandbox_mode = "workspace-write"']
-    else:
-        # srt is the isolation boundary: never ask
-        lines += ['approval_policy = "never"', 'sandbox_mode = "danger-full-access"']
+    # srt is the isolation boundary: Codex's own sandbox (bubblewrap) cannot start inside it,
+    # so commands run with full access to what srt shows. `prompt` asks for Codex's
+    # escalation, which `codex exec` answers itself (it runs with no one to ask): an
+    # escalation the model requests is refused, never run
+    policy = "on-request" if inputs.approval == "prompt" else "never"
+    lines += [f'approval_policy = "{policy}"', 'sandbox_mode = "danger-full-access"']
     lines += [
         "check_for_update_on_startup = false",
         "",
@@ -247,4 +249,12 @@ def _codex(inputs: HarnessInputs) -> Invocation:
         stdin=inputs.prompt.encode(),
         endpoint=endpoint_of(inputs.model.base_url),
         secrets=(inputs.model.key,),
+        notes=(
+            (
+                "approval prompt: codex exec has no one to ask, so it refuses the escalations "
+                "the model requests; its commands run confined by srt",
+            )
+            if inputs.approval == "prompt"
+            else ()
+        ),
     )

@@ -126,7 +126,9 @@ def test_codex_bypass_never_asks_and_its_config_holds_no_secret() -> None:
     }
     assert config["developer_instructions"] == "You are the reviewer."
     assert config["approval_policy"] == "never"
+    assert config["sandbox_mode"] == "danger-full-access"
     assert "model" not in config
+    assert started.notes == ()
     assert started.endpoint == "127.0.0.1:9100"
 
 
@@ -143,10 +145,12 @@ def test_codex_prompt_posture_uses_codex_approval_escalation() -> None:
     assert "--dangerously-bypass-approvals-and-sandbox" not in started.argv
     config = tomllib.loads(next(iter(started.files.values())))
     assert config["approval_policy"] == "on-request"
-    assert config["sandbox_mode"] == "workspace-write"
+    # Codex's own sandbox cannot start inside srt: srt is the boundary either way
+    assert config["sandbox_mode"] == "danger-full-access"
     assert config["model"] == "gpt-x"
     assert config["developer_instructions"] == 'Quote "this"\nand that \\ too'
     assert "mcp_servers" not in config
+    assert "refuses the escalations" in started.notes[0]
     assert started.endpoint == "api.openai.com:443"
 
 

@@ -542,6 +542,8 @@ class SessionRunner:
             f"harness: {name} ({program}{f', {version}' if version else ''}), model endpoint "
             f"{invocation.endpoint}"
         )
+        for note in invocation.notes:
+            run.note(note)
         started = time.monotonic()
         limit = self.settings.harness_timeout.total_seconds()
         try:

@@ -25,10 +25,12 @@ CMD ["hookspawn", "web", "--host", "0.0.0.0", "--port", "8000"]
 FROM app AS runner
 USER root
 # git stages the sessions; srt (pinned, from npm) confines setup and harness with bubblewrap,
-# socat and ripgrep
+# socat and ripgrep; the harnesses an agent names, Claude Code and Codex, pinned as
+# scripts/setup pins them (each npm package brings its native program)
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git bubblewrap socat ripgrep nodejs npm ca-certificates \
  && npm install -g @anthropic-ai/sandbox-runtime@0.0.83 \
+      @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0 \
  && npm cache clean --force \
  && rm -rf /var/lib/apt/lists/*
 # the runner runs as root so setup and harness run as HOOKSPAWN_RUNNER_USER, not as it

@@ -265,18 +265,19 @@ def _parser() -> argparse.ArgumentParser:
     sessions = add(
         "sessions",
         session_commands.sessions,
-        "list sessions, show one, print its log, or cancel it",
+        "list sessions, show one, print its log or its harness's transcript, or cancel it",
     )
-    sessions.add_argument("action", choices=["list", "show", "logs", "cancel"])
+    sessions.add_argument("action", choices=["list", "show", "logs", "transcript", "cancel"])
     sessions.add_argument(
         "--follow", action="store_true", help="logs: keep printing until the session ends"
     )
     sessions.add_argument(
         "--raw",
         action="store_true",
-        help="logs: print the log's bytes as they are, control sequences included",
+        help="logs, transcript: print the bytes as they are (the log with its control "
+        "sequences, the transcript's JSON events instead of its timeline)",
     )
-    sessions.add_argument("id", nargs="?", help="show, logs, cancel: the session")
+    sessions.add_argument("id", nargs="?", help="show, logs, transcript, cancel: the session")
     sessions.add_argument("--agent", default=None, help="list: only this agent's sessions")
     sessions.add_argument(
         "--status",

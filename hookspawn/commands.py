@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
+from agents.session.harness import PROGRAMS
 from hookspawn.agents_notice import log_agents
 from hookspawn.client import CommandError
 from hookspawn.start_checks import broker_port, require_port, require_redis, settings_message
@@ -174,14 +178,46 @@ def check(args: argparse.Namespace) -> int:
         from hookspawn.schema_check.event_checks import check_event_paths
 
         extra.append(check_event_paths)
-    return run_check(
+    harnesses: dict[str, list[str]] = {}
+
+    def note_harnesses(result: Any, _: Path) -> list[Any]:
+        for agent in result.agents:
+            harnesses.setdefault(agent.harness, []).append(agent.name)
+        return []  # what this machine lacks is said apart: the files are not at fault
+
+    code = run_check(
         auto_dir,
         as_json=args.json,
         secret_names=settings.secret_names,
         out=sys.stdout,
-        extra_checks=extra,
+        extra_checks=[*extra, note_harnesses],
         strict=bool(getattr(args, "strict", False)),
     )
+    if not args.json:  # the JSON answer is about the files alone
+        for line in harness_warnings(settings, harnesses):
+            print(f"hookspawn check: warning: {line}", file=sys.stderr)
+    return code
+
+
+def harness_warnings(settings: Settings, harnesses: Mapping[str, Sequence[str]]) -> list[str]:
+    """For each harness the agents name that could not run on this machine (its program not
+    on the session PATH, its model key unset), which agents it leaves without one."""
+    from workers.session.runner.harness import unavailable
+    from workers.session.runner.run import SESSION_PATH
+
+    if settings.harness_command:
+        return []  # HOOKSPAWN_HARNESS_COMMAND runs for every agent
+    lines = []
+    for harness, names in sorted(harnesses.items()):
+        if harness not in PROGRAMS:
+            continue
+        problem = unavailable(harness, shutil.which(PROGRAMS[harness], path=SESSION_PATH), settings)
+        if problem is not None:
+            lines.append(
+                f"harness {harness} of {', '.join(sorted(names))} cannot run on this machine: "
+                f"{problem}"
+            )
+    return lines
 
 
 def init(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ __all__ = [
     "demo_notes",
     "demo_sandbox",
     "demo_settings",
+    "harness_note",
     "record_connection",
 ]
 
@@ -65,7 +66,25 @@ def demo_environment(env: Mapping[str, str]) -> dict[str, str]:
     # not the App `github-app create` may have kept in the data directory either
     out["HOOKSPAWN_GITHUB_APP_ID"] = ""
     out["HOOKSPAWN_RUNNER"] = "local"  # sessions are run here: staged, set up, their log kept
+    # without a model key a session ends after setup, its harness skipped (saying why)
+    out["HOOKSPAWN_HARNESS_WITHOUT_KEY"] = "skip"
     return out
+
+
+def harness_note(settings: Settings) -> str:
+    """What the demo says at start about its sessions' harness (the example agents use
+    claude-code): run with the key, or skipped after setup without one."""
+    if settings.harness_command:
+        return "demo: sessions run HOOKSPAWN_HARNESS_COMMAND after setup"
+    if settings.anthropic_api_key:
+        return (
+            f"demo: sessions run Claude Code after setup (model endpoint "
+            f"{settings.anthropic_base_url})"
+        )
+    return (
+        "demo: no model key (HOOKSPAWN_ANTHROPIC_API_KEY): sessions stop after setup, their "
+        "harness skipped; set it to run Claude Code"
+    )
 
 
 #: the demo's sandbox configuration, in the data directory

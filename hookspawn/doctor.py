@@ -69,6 +69,20 @@ TOOLS = (
     Tool("socat", "socat", ("-V",), "srt's bridge to its network proxy", runner_needs=True),
     Tool("ripgrep", "rg", ("--version",), "srt's scan of the writable paths", runner_needs=True),
     Tool(
+        "claude-code",
+        "claude",
+        ("--version",),
+        "the `claude-code` harness, Claude Code, that a session's agent runs in",
+        runner_needs=False,
+    ),
+    Tool(
+        "codex",
+        "codex",
+        ("--version",),
+        "the `codex` harness, Codex, that a session's agent runs in",
+        runner_needs=False,
+    ),
+    Tool(
         "chromium",
         "chromium",
         ("--version",),

@@ -13,7 +13,13 @@ import time
 from pathlib import Path
 
 from hookspawn.agents_notice import agents_notice
-from hookspawn.demo import demo_environment, demo_notes, demo_sandbox, record_connection
+from hookspawn.demo import (
+    demo_environment,
+    demo_notes,
+    demo_sandbox,
+    harness_note,
+    record_connection,
+)
 from hookspawn.demo_repository import demo_repository
 from hookspawn.exposure import OPEN_FLAG, open_admin_refusal
 from hookspawn.forward_notice import app_secret_note, forward_lines
@@ -157,6 +163,7 @@ def _prepare_demo(settings: Settings, env: dict[str, str], base_url: str) -> lis
             readable = data_dir  # the runner refuses to start, saying why
     env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(readable)
     notes = demo_notes(base_url, os.environ)
+    notes.insert(len(notes) - 2, harness_note(settings))  # before what to try
     if not env.get("HOOKSPAWN_SANDBOX_CONFIG"):
         sandbox, note = demo_sandbox(settings.data_dir)
         env["HOOKSPAWN_SANDBOX_CONFIG"] = str(sandbox)

@@ -1,4 +1,5 @@
-"""`hookspawn runner`, `hookspawn sessions logs ID [--follow] [--raw]` and `sessions cancel ID`."""
+"""`hookspawn runner`, `hookspawn sessions logs ID [--follow] [--raw]`, `sessions transcript ID
+[--raw]` and `sessions cancel ID`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 import time
 from urllib.parse import quote
 
+from agents.session.harness_events import timeline
 from hookspawn import client_commands, commands
 from hookspawn.client import CommandError, Server, error_line
 from hookspawn.terminal_text import ControlStripper
@@ -34,14 +36,16 @@ def runner(args: argparse.Namespace) -> int:
 
 
 def sessions(args: argparse.Namespace) -> int:
-    """`logs` and `cancel` here; `list` and `show` as before."""
-    if args.action not in ("logs", "cancel"):
+    """`logs`, `transcript` and `cancel` here; `list` and `show` as before."""
+    if args.action not in ("logs", "cancel", "transcript"):
         return client_commands.sessions(args)
     if not args.id:
         raise CommandError(f"{args.action}: a session ID is required", exit_code=2)
     server = client_commands.server_of(args)
     if args.action == "cancel":
         return _cancel(args, server)
+    if args.action == "transcript":
+        return _transcript(args, server)
     path = f"/sessions/{quote(args.id, safe='')}/log"
     offset = 0
     out = sys.stdout.buffer
@@ -83,4 +87,34 @@ def _cancel(args: argparse.Namespace, server: Server) -> int:
         print(f"session {args.id} cancelled")
     else:
         print(f"session {args.id} ({answer.get('status')}): its runner stops it now")
+    return 0
+
+
+def _transcript(args: argparse.Namespace, server: Server) -> int:
+    """GET /sessions/{id}/transcript, all of it: the harness's events as a timeline (each tool
+    call, tool error, what the model said, the answer), or with --raw the JSON lines."""
+    path = f"/sessions/{quote(args.id, safe='')}/transcript"
+    offset, data, harness = 0, b"", ""
+    while True:
+        response = server.request("GET", path, params={"offset": offset})
+        if not response.is_success:
+            raise CommandError(error_line(response))
+        harness = response.headers.get("x-harness", harness)
+        data += response.content
+        offset = int(response.headers.get("x-transcript-offset", offset + len(response.content)))
+        if not response.content:
+            break
+    out = sys.stdout.buffer
+    if args.raw:
+        out.write(data)
+        out.flush()
+        return 0
+    stripper = ControlStripper()  # what the model and its tools wrote: shown, never obeyed
+    for step in timeline(harness, data.splitlines()):
+        line = f"{step.kind:<10} {step.title}"
+        if step.detail:
+            line += f"\n{'':<10} " + step.detail.replace("\n", f"\n{'':<10} ")
+        out.write(stripper.feed((line + "\n").encode()).encode())
+    out.write(stripper.end().encode())
+    out.flush()
     return 0

@@ -129,7 +129,32 @@ def _status_of(s: Mapping[str, Any]) -> str:
     runner runs it."""
     failure = s.get("failure")
     code = f" {failure.get('code')}" if isinstance(failure, Mapping) else ""
-    return f"{s.get('status')}{code}" if s.get("status") else "-"
+    run = s.get("harnessRun")
+    skipped = " (harness skipped)" if isinstance(run, Mapping) and run.get("skipped") else ""
+    return f"{s.get('status')}{code}{skipped}" if s.get("status") else "-"
+
+
+def harness_lines(s: Mapping[str, Any]) -> list[str]:
+    """How the session's harness ran: name and version (or why it was skipped), what it
+    used, and its answer."""
+    run = s.get("harnessRun")
+    if not isinstance(run, Mapping):
+        return []
+    if run.get("skipped"):
+        lines = [f"harness: {run.get('name')} skipped: {run['skipped']}"]
+    else:
+        lines = [f"harness: {run.get('name')} {run.get('version') or ''}".rstrip()]
+    usage = s.get("usage")
+    if isinstance(usage, Mapping):
+        cost = f", ${usage['costUsd']:.4f}" if usage.get("costUsd") is not None else ""
+        lines.append(
+            f"usage: {usage.get('inputTokens')} tokens in, {usage.get('outputTokens')} out, "
+            f"{usage.get('turns')} turn(s){cost}"
+        )
+    if s.get("result"):
+        lines.append("result:")
+        lines += [f"  {line}" for line in str(s["result"]).splitlines()]
+    return lines
 
 
 def _origin(origin: Mapping[str, Any]) -> str:
@@ -161,6 +186,7 @@ def session_text(s: Mapping[str, Any]) -> str:
     failure = s.get("failure")
     if isinstance(failure, Mapping):
         lines.append(f"failure: {failure.get('code')}: {failure.get('message')}")
+    lines += harness_lines(s)
     if s.get("workspace"):
         lines.append(f"workspace: {s['workspace']}")
     if s.get("displayTitle"):

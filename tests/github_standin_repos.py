@@ -91,6 +91,19 @@ class StandinRepos:
         with self._lock:
             return [dict(i) for i in self._repos[full_name.lower()].issues]
 
+    def add_issue(self, full_name: str, title: str) -> int:
+        """An open issue, as someone opened it on GitHub; its number."""
+        with self._lock:
+            repo = self._repos[full_name.lower()]
+            number = len(repo.issues) + len(repo.pulls) + 1
+            repo.issues.append({"number": number, "state": "open", "comments": 0, "title": title})
+            return number
+
+    def comments(self, full_name: str) -> list[dict[str, Any]]:
+        """Every comment made on the repository's issues (`issue`: its number)."""
+        with self._lock:
+            return [dict(c) for c in self._repos[full_name.lower()].comments]
+
     def handle(
         self, method: str, path: str, query: dict[str, str], headers: Mapping[str, str], body: Any
     ) -> Answer | None:

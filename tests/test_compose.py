@@ -117,16 +117,21 @@ def test_the_lock_pins_every_runtime_dependency_and_not_hookspawn() -> None:
             assert pins[re.sub(r"[-_.]+", "-", name).lower()] == exact.group(1)
 
 
-def test_the_runner_image_has_git_and_the_sandbox() -> None:
+def test_the_runner_image_has_git_the_sandbox_and_the_harnesses() -> None:
     steps = dockerfile_steps()
     start = steps.index("FROM app AS runner")
     runner = " ".join(steps[start:])
     install = re.search(r"apt-get install [^&]*", runner)
     assert install is not None
     assert {"git", "bubblewrap", "socat", "ripgrep"} <= set(install.group(0).split())
-    pin = re.search(r"@anthropic-ai/sandbox-runtime@[\d.]+", (ROOT / "scripts/setup").read_text())
-    assert pin is not None
-    assert f"npm install -g {pin.group(0)}" in runner  # the version the tests run
+    setup = (ROOT / "scripts/setup").read_text()
+    pins = [
+        re.search(rf'^{variable}="([^"]+)"$', setup, re.M)
+        for variable in ("SRT_PACKAGE", "CLAUDE_PACKAGE", "CODEX_PACKAGE")
+    ]
+    assert all(pins), pins
+    # the versions the tests run: srt, and the two harnesses beside it
+    assert f"npm install -g {' '.join(pin.group(1) for pin in pins if pin)}" in runner
 
 
 def test_the_runner_service_runs_sessions_from_the_runner_image(compose: dict[str, Any]) -> None:

@@ -18,7 +18,7 @@ from tests.tool_marks import REQUIRE_ALL, require
 
 ROOT = Path(__file__).resolve().parents[1]
 #: what a machine with only `pip install -e '.[dev]'` lacks
-ABSENT = {"srt", "bwrap", "socat", "rg", "chromium"}
+ABSENT = {"srt", "bwrap", "socat", "rg", "claude", "codex", "chromium"}
 
 
 def readme_setup() -> list[str]:
@@ -48,8 +48,17 @@ def test_the_setup_script_installs_every_program_doctor_names() -> None:
     listed = re.search(r'^SYSTEM="([^"]*)"', script, re.MULTILINE)
     assert listed is not None
     binaries = {entry.split(":")[0] for entry in listed.group(1).split()}
-    assert binaries | {"srt"} == {tool.binary for tool in TOOLS}
-    assert re.search(r'^SRT_PACKAGE="@anthropic-ai/sandbox-runtime@\d+\.\d+\.\d+"$', script, re.M)
+    from_npm = re.search(r'^NPM_PROGRAMS="([^"]*)"', script, re.MULTILINE)
+    assert from_npm is not None
+    npm_binaries = {entry.split(":")[0] for entry in from_npm.group(1).split()}
+    assert npm_binaries == {"srt", "claude", "codex"}
+    assert binaries | npm_binaries == {tool.binary for tool in TOOLS}
+    for variable, package in [
+        ("SRT_PACKAGE", "@anthropic-ai/sandbox-runtime"),
+        ("CLAUDE_PACKAGE", "@anthropic-ai/claude-code"),
+        ("CODEX_PACKAGE", "@openai/codex"),
+    ]:  # pinned, exactly
+        assert re.search(rf'^{variable}="{package}@\d+\.\d+\.\d+"$', script, re.M), variable
     assert "python3 -m pip install -q -e '.[dev]'" in script
     assert os.access(ROOT / "scripts/setup", os.X_OK)
 

@@ -1,5 +1,6 @@
-"""Secrets handed over as files: `HOOKSPAWN_WEBHOOK_SECRET_FILE`, `HOOKSPAWN_ADMIN_TOKEN_FILE`
-and `HOOKSPAWN_DISPATCH_SECRET_FILE` name a file whose contents are the setting (compose
+"""Secrets handed over as files: `HOOKSPAWN_WEBHOOK_SECRET_FILE`, `HOOKSPAWN_ADMIN_TOKEN_FILE`,
+`HOOKSPAWN_DISPATCH_SECRET_FILE`, `HOOKSPAWN_ANTHROPIC_API_KEY_FILE` and
+`HOOKSPAWN_OPENAI_API_KEY_FILE` name a file whose contents are the setting (compose
 secrets, Kubernetes secret volumes), so the secret itself never sits in the environment.
 
 Each file is read once, when the settings are built; its trailing newline is not part of the
@@ -18,7 +19,13 @@ from pydantic_settings import PydanticBaseSettingsSource
 from workers.errors import ConfigurationError
 
 #: the settings that may come from a file, by field name
-SECRET_FILE_FIELDS = ("webhook_secret", "admin_token", "dispatch_secret")
+SECRET_FILE_FIELDS = (
+    "webhook_secret",
+    "admin_token",
+    "dispatch_secret",
+    "anthropic_api_key",
+    "openai_api_key",
+)
 
 
 class SecretFileError(ConfigurationError):

@@ -200,10 +200,24 @@ class Settings(BaseSettings):
     runner_user: str = "nobody"
     #: seconds one setup entry may take before the session fails with `setup_timeout`
     setup_timeout: float = Field(default=600.0, gt=0)
-    #: the harness run after setup (shlex-split, no shell); unset: a session ends after setup
+    #: a custom harness run after setup for every agent (a shell command line); unset: the
+    #: harness the agent names (claude-code, codex)
     harness_command: str | None = None
     #: how long the harness may run before its process group is killed (`harness_timeout`)
     harness_timeout: Duration = timedelta(hours=2)
+    #: Claude Code's model key and endpoint (harness claude-code); the key reaches the
+    #: harness's environment only
+    anthropic_api_key: str | None = Field(default=None, repr=False)
+    anthropic_base_url: str = "https://api.anthropic.com"
+    #: Codex's model key and endpoint (harness codex; the OpenAI Responses API)
+    openai_api_key: str | None = Field(default=None, repr=False)
+    openai_base_url: str = "https://api.openai.com/v1"
+    #: the model each harness asks for; unset: the harness's own default
+    claude_model: str | None = None
+    codex_model: str | None = None
+    #: what a session does when its harness's model key is unset: `fail`
+    #: (`harness_unavailable`) or `skip` (end after setup, `harness.skipped` saying why; the demo's)
+    harness_without_key: Literal["fail", "skip"] = "fail"
     #: the most a session's log file holds, hookspawn's own lines included; output past it
     #: is dropped, and one line says how much
     session_log_limit: Size = Field(default=10 * 1024 * 1024, ge=16 * 1024)

@@ -24,6 +24,7 @@ API_CODES: dict[str, int] = {
     "cross_origin_request": 403,
     "session_not_found": 404,
     "delivery_not_found": 404,
+    "no_transcript": 404,
     "not_cancellable": 409,
     "payload_too_large": 413,
     "unsupported_content_type": 415,

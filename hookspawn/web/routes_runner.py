@@ -1,4 +1,5 @@
-"""The local runner's session routes: POST /sessions/{id}/cancel, GET /sessions/{id}/log."""
+"""The local runner's session routes: POST /sessions/{id}/cancel, GET /sessions/{id}/log and
+GET /sessions/{id}/transcript."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
 from workers import keys
 from workers.runtime import Runtime
-from workers.session.runner.logs import read_log, tail
+from workers.session.runner.logs import read_log, read_transcript, tail
 from workers.session.runs import ACTIVE
 from workers.session.status import SessionStatus
 
@@ -123,3 +124,53 @@ async def session_log(
     if status:
         headers["X-Session-Status"] = status
     return Response(data, media_type="text/plain; charset=utf-8", headers=headers)
+
+
+#: at most this much of the transcript per GET /sessions/{id}/transcript (whole lines)
+TRANSCRIPT_CHUNK = 1024 * 1024
+
+
+@router.get(
+    "/sessions/{session_id}/transcript",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {"application/x-ndjson": {}},
+            "description": "the harness's events from `offset`, one JSON object a line",
+        },
+        **errors(
+            STORE,
+            {
+                404: "session_not_found: no session has this id; no_transcript: its harness "
+                "has not run (yet), or ran as HOOKSPAWN_HARNESS_COMMAND"
+            },
+        ),
+    },
+)
+async def session_transcript(
+    request: Request, session_id: str, offset: int = Query(0, ge=0)
+) -> Response:
+    """The raw JSON events the session's harness printed, from byte `offset` (whole lines);
+    `X-Transcript-Offset` is where the next read starts, `X-Harness` the harness that printed
+    them and `X-Session-Status` the session's status. The model key and the session credential
+    never appear in it (each is replaced by `[redacted]`)."""
+    rt = runtime(request)
+
+    def read() -> tuple[bytes, int, dict[str, Any] | None]:
+        _known(rt, session_id)
+        found = read_transcript(rt.settings.data_dir, session_id, offset, TRANSCRIPT_CHUNK)
+        if found is None:
+            raise ApiError(
+                "no_transcript",
+                f"session {session_id!r} has no transcript: its harness has not run (yet), "
+                "or it ran HOOKSPAWN_HARNESS_COMMAND, whose output is in the log",
+            )
+        return *found, rt.runs.get(session_id)
+
+    data, end, view = await run_in_threadpool(read)
+    headers = {"X-Transcript-Offset": str(end)}
+    if view is not None:
+        headers["X-Session-Status"] = view["status"]
+        if view.get("harnessRun"):
+            headers["X-Harness"] = str(view["harnessRun"].get("name"))
+    return Response(data, media_type="application/x-ndjson", headers=headers)

@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
+from agents.session.harness_events import Step, timeline
 from hookspawn.web import overview, ui_logins
 from hookspawn.web.deps import LOGIN_COOKIE, require_admin, runtime, same_origin
 from hookspawn.web.http_errors import ApiError
@@ -23,6 +24,7 @@ from hookspawn.web.routes_runner import cancel_session, run_view
 from hookspawn.web.session_outcomes import latest_outcomes
 from workers.delivery.pipeline import SpawnPipeline
 from workers.runtime import Runtime
+from workers.session.runner.logs import read_transcript
 from workers.session.status import ACTIVE, SessionStatus
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -326,6 +328,19 @@ async def sessions(request: Request) -> Response:
     return await _page(request, "sessions.html", load)
 
 
+#: the most of a transcript the session page reads into its timeline
+_TIMELINE_BYTES = 1024 * 1024
+
+
+def _timeline(rt: Runtime, session_id: str, run: dict[str, Any] | None) -> list[Step]:
+    """The harness's transcript as a timeline (empty when its harness has not run)."""
+    harness = (run or {}).get("harnessRun") or {}
+    if not harness.get("name") or harness.get("skipped"):
+        return []
+    found = read_transcript(rt.settings.data_dir, session_id, 0, _TIMELINE_BYTES)
+    return timeline(str(harness["name"]), found[0].splitlines()) if found else []
+
+
 @router.get("/sessions/{session_id}")
 async def session(request: Request, session_id: str) -> Response:
     def load(rt: Runtime) -> dict[str, Any]:
@@ -341,6 +356,7 @@ async def session(request: Request, session_id: str) -> Response:
             "audit": audit,
             "failed": failed,
             "run": run,
+            "steps": _timeline(rt, session_id, run),
             "times": _run_times(run["times"]) if run else [],
             "cancellable": (SessionStatus.QUEUED, *ACTIVE),
         }

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, cast
 
 import redis
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from triggers.session_spec import SessionSpec
 from workers import keys
@@ -134,6 +136,9 @@ return 1
 
 #: the run record's setup snapshot fields, as the API shows them
 SNAPSHOT_FIELDS = ("snapshotKey", "snapshotScope", "snapshot")
+#: the run record's harness fields: `harness` (shown as `harnessRun`) and `usage` are JSON
+#: objects, `result` text
+HARNESS_FIELDS = ("harness", "result", "usage")
 
 # Cancel. KEYS: run, queued index, then `_ENDED`'s; ARGV: now, session id, now (epoch), the
 # credential lifetime (ms). A queued session ends `cancelled` at once (its credentials with it);
@@ -190,6 +195,23 @@ class Failure(BaseModel):
     message: str
 
 
+class HarnessView(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="claude-code, codex, or custom (HOOKSPAWN_HARNESS_COMMAND)")
+    version: str | None = Field(None, description="the program's version, when known")
+    skipped: str | None = Field(None, description="why the harness did not run, when it did not")
+
+
+class HarnessUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+    input_tokens: int = Field(description="tokens read, cache reads and writes included")
+    output_tokens: int
+    turns: int = Field(description="model turns")
+    cost_usd: float | None = Field(None, description="in US dollars, where the harness says")
+
+
 class SessionWithRun(SessionSpec):
     """A session as GET /sessions/{id} answers it: the spec, and with HOOKSPAWN_RUNNER=local
     how its run stands."""
@@ -208,6 +230,13 @@ class SessionWithRun(SessionSpec):
         "pull:OWNER/NAME#N, ref:OWNER/NAME@REF); before either, the one it would save into",
     )
     snapshot: str | None = Field(None, description="restored, saved or missed")
+    harness_run: HarnessView | None = Field(
+        None,
+        description="the harness as it ran: its name and version, or why it was skipped "
+        "(`harness` is the one the agent names)",
+    )
+    result: str | None = Field(None, description="the harness's final answer (at most 16 KB)")
+    usage: HarnessUsage | None = Field(None, description="what the harness reported using")
     log_tail: str | None = None
     times: dict[str, str] | None = Field(None, description="when it entered each status")
 
@@ -287,6 +316,24 @@ class SessionRuns:
         if unknown:
             raise ValueError(f"not a snapshot field of the run record: {sorted(unknown)}")
         pairs = [item for pair in fields.items() for item in pair]
+        return bool(self._snapshot(keys=[keys.session_run(session_id)], args=[owner, *pairs]))
+
+    def note_harness(
+        self,
+        session_id: str,
+        owner: str,
+        *,
+        harness: Mapping[str, Any],
+        result: str | None = None,
+        usage: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Record what the harness was (`{"name", "version"}`, or `"skipped"` and why), its
+        final answer and what it used, while the session is the owner's; whether it was."""
+        pairs = ["harness", json.dumps(dict(harness))]
+        if result is not None:
+            pairs += ["result", result]
+        if usage is not None:
+            pairs += ["usage", json.dumps(dict(usage))]
         return bool(self._snapshot(keys=[keys.session_run(session_id)], args=[owner, *pairs]))
 
     def renew(self, session_id: str, owner: str, lease: float) -> bool | None:
@@ -375,6 +422,9 @@ def _view(raw: dict[bytes, bytes]) -> dict[str, Any]:
         "failure": json.loads(record["failure"]) if "failure" in record else None,
         "workspace": record.get("workspace"),
         **{name: record.get(name) for name in SNAPSHOT_FIELDS},
+        "harnessRun": json.loads(record["harness"]) if "harness" in record else None,
+        "result": record.get("result"),
+        "usage": json.loads(record["usage"]) if "usage" in record else None,
         "times": {
             name[: -len("At")]: value for name, value in record.items() if name.endswith("At")
         },

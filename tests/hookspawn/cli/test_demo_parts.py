@@ -91,6 +91,7 @@ def test_demo_settings_run_on_the_embedded_default(tmp_path: Path) -> None:
         "HOOKSPAWN_AGENTS_DIR": str(demo.AGENTS_DIR),
         "HOOKSPAWN_WEBHOOK_SECRET": "kept",
         "HOOKSPAWN_RUNNER": "local",
+        "HOOKSPAWN_HARNESS_WITHOUT_KEY": "skip",
         # set empty: the App `github-app create` kept in the data directory is not used either
         "HOOKSPAWN_GITHUB_APP_ID": "",
     }

@@ -108,6 +108,8 @@ def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served
     assert ui and ui.group(1) == f"{served.url}/ui", banner
     assert "loaded 3 agents from " in banner
     assert "demo: connection acme (installation 424242) covers acme/widgets" in banner
+    # without a model key the demo's sessions stop after setup, and it says so
+    assert "demo: no model key (HOOKSPAWN_ANTHROPIC_API_KEY): sessions stop after setup" in banner
 
     # step 3, in a second process from the same directory (where serve keeps the secret)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
@@ -184,6 +186,12 @@ def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served
     assert git(checkout, "status", "--porcelain") == ""
     assert (checkout / "src" / "gadget.js").is_file()  # the pull request's change
     assert "install-workspace-deps" in str(ended["logTail"])
+    skipped = ended["harnessRun"]
+    assert isinstance(skipped, dict) and skipped["name"] == "claude-code"
+    assert str(skipped["skipped"]).startswith("HOOKSPAWN_ANTHROPIC_API_KEY is unset")
+    assert "harness claude-code skipped: HOOKSPAWN_ANTHROPIC_API_KEY is unset" in str(
+        ended["logTail"]
+    )
 
     # web and worker said at start what they loaded, and from where
     log = served.log.read_text()

@@ -99,6 +99,7 @@ def run_command(
     stdin: bytes | None = None,
     parent_death: int = signal.SIGKILL,
     preexec: Callable[[], None] | None = None,
+    stdout: CommandOutput | None = None,
 ) -> int:
     """Run `argv` (never through a shell unless argv is one) in a process group of its own,
     its output (standard output and error) read from a pipe and handed to `log`, never a file
@@ -110,16 +111,19 @@ def run_command(
     gets SIGTERM, which srt passes on to what it runs (SIGKILL would leave that running).
     `preexec`: run in the child before it execs, after it switched to `account` (the session's
     cgroup is entered there, so nothing the command starts is outside it).
+    `stdout`: where standard output goes instead (read from a pipe of its own; standard error
+    still goes to `log`), for a harness whose output is its events.
     """
     reading, writing = os.pipe()
+    out_reading, out_writing = os.pipe() if stdout is not None else (None, None)
     try:
         process = subprocess.Popen(
             list(argv),
             cwd=cwd,
             env=env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=writing,
-            stderr=subprocess.STDOUT,
+            stdout=writing if out_writing is None else out_writing,
+            stderr=subprocess.STDOUT if out_writing is None else writing,
             process_group=0,
             user=account.uid if account else None,
             group=account.gid if account else None,
@@ -128,14 +132,27 @@ def run_command(
         )
     except BaseException:
         os.close(reading)
+        if out_reading is not None:
+            os.close(out_reading)
         raise
     finally:
         os.close(writing)
+        if out_writing is not None:
+            os.close(out_writing)
     output_ended = threading.Event()
     reader = threading.Thread(
         target=_read_output, args=(reading, log, output_ended), daemon=True, name="command-output"
     )
     reader.start()
+    out_reader = None
+    if out_reading is not None and stdout is not None:
+        out_reader = threading.Thread(
+            target=_read_output,
+            args=(out_reading, stdout, output_ended),
+            daemon=True,
+            name="command-stdout",
+        )
+        out_reader.start()
     feeder = None
     if stdin is not None:
         feeder = threading.Thread(target=_feed, args=(process, stdin), daemon=True)
@@ -161,9 +178,15 @@ def run_command(
         if feeder is not None:
             feeder.join(1)
         reader.join(_OUTPUT_GRACE)
+        if out_reader is not None:
+            out_reader.join(_OUTPUT_GRACE)
         output_ended.set()
         reader.join()
         os.close(reading)
+        if out_reader is not None and out_reading is not None and stdout is not None:
+            out_reader.join()
+            os.close(out_reading)
+            stdout.flush()
         log.flush()
     return process.wait()
 

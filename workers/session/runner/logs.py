@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["TAIL_BYTES", "log_path", "read_log", "tail", "workspace_path"]
+__all__ = [
+    "TAIL_BYTES",
+    "log_path",
+    "read_log",
+    "read_transcript",
+    "tail",
+    "transcript_path",
+    "workspace_path",
+]
 
 #: how much of the log's end GET /sessions/{id} shows as `logTail`
 TAIL_BYTES = 4096
@@ -18,6 +26,11 @@ def workspace_path(data_dir: Path, session_id: str) -> Path:
 
 def log_path(data_dir: Path, session_id: str) -> Path:
     return (data_dir / "sessions" / session_id / "log").absolute()
+
+
+def transcript_path(data_dir: Path, session_id: str) -> Path:
+    """The harness's raw events, one JSON object a line, beside the log."""
+    return (data_dir / "sessions" / session_id / "transcript.jsonl").absolute()
 
 
 def tail(data_dir: Path, session_id: str, size: int = TAIL_BYTES) -> str | None:
@@ -45,4 +58,22 @@ def read_log(data_dir: Path, session_id: str, offset: int, limit: int) -> tuple[
             data = handle.read(limit)
     except OSError:
         return b"", offset
+    return data, offset + len(data)
+
+
+def read_transcript(
+    data_dir: Path, session_id: str, offset: int, limit: int
+) -> tuple[bytes, int] | None:
+    """Up to `limit` bytes of the transcript from `offset`, cut after its last whole line
+    (one line longer than `limit` whole), and the offset after them; None with no transcript."""
+    path = transcript_path(data_dir, session_id)
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            data = handle.read(limit)
+            if len(data) == limit and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                data = data[:cut] if cut else data + handle.readline()
+    except OSError:
+        return None
     return data, offset + len(data)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -17,21 +19,44 @@ from pydantic import ValidationError
 
 from agents.sandbox.config import SandboxConfig
 from agents.session.env import MissingSecret, resolve_env
+from agents.session.harness import (
+    BASE_URL_SETTINGS,
+    KEY_SETTINGS,
+    PROGRAMS,
+    HarnessInputs,
+    HarnessRefused,
+    Invocation,
+    build_invocation,
+    session_prompt,
+)
+from agents.session.harness_events import EventReader
 from triggers.session_spec import SessionSpec
 from workers import metrics
 from workers.errors import SessionFailed
 from workers.session.runner import setup_steps
 from workers.session.runner.command import (
     CommandCancelled,
+    CommandOutput,
     CommandTimedOut,
     account_of,
     run_command,
     runner_account,
 )
+from workers.session.runner.harness import (
+    HarnessOutput,
+    HarnessProgram,
+    Redacting,
+    Transcript,
+    harness_home,
+    model_access,
+    probe_harnesses,
+    remove_harness_home,
+    write_private,
+)
 from workers.session.runner.lease import Heartbeat
 from workers.session.runner.limits import RunnerLimits
 from workers.session.runner.log_writer import SessionLog
-from workers.session.runner.logs import log_path
+from workers.session.runner.logs import log_path, transcript_path
 from workers.session.runner.mcp_config import mcp_env, remove_mcp_config
 from workers.session.runner.roots import scratch_parent, workspaces_root
 from workers.session.runner.sandbox import (
@@ -80,6 +105,10 @@ GIT_TIMEOUT = 600
 HOME = "/home/user"
 
 
+def _either(first: Callable[[], bool], second: Callable[[], bool]) -> Callable[[], bool]:
+    return lambda: first() or second()
+
+
 class _Run:
     """One session's run: its files, log and how its commands are started."""
 
@@ -121,9 +150,16 @@ class _Run:
         timeout: float | None,
         confined: bool,
         stdin: bytes | None = None,
+        output: CommandOutput | None = None,
+        stdout: CommandOutput | None = None,
+        destinations: Sequence[str] = (),
+        stop: Callable[[], bool] | None = None,
     ) -> int:
         """Run one command of the session; `confined`: inside the sandbox (setup and harness;
-        staging's git runs outside, as the sandbox keeps `.git/config` and hooks unwritable)."""
+        staging's git runs outside, as the sandbox keeps `.git/config` and hooks unwritable).
+        The harness's own: `output` instead of the log, `stdout` read apart (its events),
+        `destinations` it alone reaches besides the session's (its model endpoint), `stop`
+        asked like a cancel (its key refused)."""
         if self.beat.stop_asked.is_set():
             raise CommandCancelled(argv[0])
         full_env = {**self.base_env, **env}
@@ -132,8 +168,11 @@ class _Run:
             if self.scratch is None:
                 self.scratch = srt_scratch(self.runner.account, within=self.runner.scratch)
                 make_dirs(self.workspace, session_tmp(self.workspace), self.runner.account)
+            reach = dict(self.reach)
+            if destinations:
+                reach["destinations"] = [*reach.get("destinations", []), *destinations]
             wrapped, full_env = self.runner.confine(
-                argv, self.workspace, full_env, scratch=self.scratch, **self.reach
+                argv, self.workspace, full_env, scratch=self.scratch, **reach
             )
             if wrapped != list(argv):
                 # srt passes SIGTERM on to its command; SIGKILL would leave that running
@@ -145,12 +184,13 @@ class _Run:
                 cwd=cwd,
                 env=full_env,
                 timeout=timeout,
-                log=self.log,
-                cancel=self.limits.cancel,
+                log=self.log if output is None else output,
+                cancel=self.limits.cancel if stop is None else _either(self.limits.cancel, stop),
                 account=self.runner.account,
                 stdin=stdin,
                 parent_death=parent_death,
                 preexec=self.limits.preexec(confined),
+                stdout=stdout,
             )
         except (PermissionError, FileNotFoundError) as exc:
             raise SessionFailed(
@@ -166,6 +206,7 @@ class _Run:
         """Remove srt's temporary directory (srt leaves its sockets when it is killed) and the
         commands' TMPDIR."""
         self.limits.close()
+        remove_harness_home(self.workspace)
         remove_mcp_config(self.workspace)
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
@@ -231,6 +272,8 @@ class SessionRunner:
         #: beside its root (`place_helper`); None: that one
         self.helper: str | None = None
         self.stop = RunnerStop(settings.runner_stop_grace.total_seconds())  # on SIGTERM
+        self._harnesses: dict[str, HarnessProgram] | None = None
+        self._harness_lock = threading.Lock()
 
     def run(self, session_id: str) -> str:
         """Run the session when it is queued; what became of it."""
@@ -429,11 +472,15 @@ class SessionRunner:
             run.limits.check_disk()
             snapshot.save()
 
+    def harness_programs(self) -> dict[str, HarnessProgram]:
+        """Each harness this runner can start (or why not), its program found on the session
+        PATH with its version: looked up once, when first asked (at the runner's start)."""
+        with self._harness_lock:
+            if self._harnesses is None:
+                self._harnesses = probe_harnesses(self.settings, SESSION_PATH)
+            return self._harnesses
+
     def _harness(self, run: _Run, cwd: Path, env: dict[str, str]) -> None:
-        command = self.settings.harness_command
-        if not command:
-            run.note("no harness command (HOOKSPAWN_HARNESS_COMMAND): done after setup")
-            return
         session = run.session
         harness_env = {
             **env,
@@ -442,6 +489,139 @@ class SessionRunner:
             "HOOKSPAWN_SESSION_PROMPT": session.initial_prompt or "",
             "HOOKSPAWN_SESSION_MESSAGE": session.message or "",
         }
+        if self.settings.harness_command:
+            self._custom_harness(run, cwd, harness_env, self.settings.harness_command)
+            return
+        name = session.harness
+        if name not in PROGRAMS:
+            raise SessionFailed(
+                f"harness {name!r} is not one hookspawn runs ({', '.join(PROGRAMS)}); set "
+                "HOOKSPAWN_HARNESS_COMMAND to run another",
+                code="harness_unavailable",
+            )
+        access = model_access(self.settings, name)
+        if not access.key and self.settings.harness_without_key == "skip":
+            why = f"{KEY_SETTINGS[name]} is unset, so the session ends after setup"
+            run.note(f"harness {name} skipped: {why}")
+            self.runs.note_harness(session.id, self.owner, harness={"name": name, "skipped": why})
+            return
+        path = env.get("PATH", SESSION_PATH)
+        program = shutil.which(PROGRAMS[name], path=path)
+        if program is None:
+            raise SessionFailed(
+                f"harness {name}: the program {PROGRAMS[name]!r} is not on the session PATH "
+                f"({path}); scripts/setup installs it",
+                code="harness_unavailable",
+            )
+        try:
+            home = harness_home(run.workspace, self.account)
+            invocation = build_invocation(
+                HarnessInputs(
+                    harness=name,
+                    program=program,
+                    prompt=session_prompt(session.initial_prompt, session.message),
+                    system_prompt=session.system_prompt,
+                    model=access,
+                    mcp_url=env.get("HOOKSPAWN_MCP_URL"),
+                    mcp_config=env.get("HOOKSPAWN_MCP_CONFIG"),
+                    approval=str(session.environment.spec.get("approval") or "bypass"),
+                    config_home=str(home),
+                    as_root=self.account is None and os.geteuid() == 0,
+                )
+            )
+        except HarnessRefused as exc:
+            raise SessionFailed(exc.message, code="harness_unavailable") from None
+        for file, text in invocation.files.items():
+            write_private(Path(file), text, self.account)
+        self._start_harness(run, cwd, harness_env, name, program, invocation)
+
+    def _start_harness(
+        self,
+        run: _Run,
+        cwd: Path,
+        env: dict[str, str],
+        name: str,
+        program: str,
+        invocation: Invocation,
+    ) -> None:
+        """Run the harness built for the session; its events into the log, the transcript
+        and the record; a failure (its own words) or a refused key fails the session."""
+        session = run.session
+        known = self.harness_programs().get(name)
+        version = known.version if known is not None and known.program == program else None
+        record: dict[str, str] = {"name": name, **({"version": version} if version else {})}
+        self.runs.note_harness(session.id, self.owner, harness=record)
+        secrets = [*invocation.secrets, env.get("HOOKSPAWN_SESSION_CREDENTIAL", "")]
+        reader = EventReader(name)
+        transcript = Transcript(
+            transcript_path(self.settings.data_dir, session.id), self.settings.session_log_limit
+        )
+        stderr = Redacting(run.log, secrets)
+        events = HarnessOutput(reader, transcript, run.note, run.log, secrets)
+        run.note(
+            f"harness: {name} ({program}{f', {version}' if version else ''}), model endpoint "
+            f"{invocation.endpoint}"
+        )
+        for note in invocation.notes:
+            run.note(note)
+        started = time.monotonic()
+        limit = self.settings.harness_timeout.total_seconds()
+        try:
+            code = run.command(
+                invocation.argv,
+                cwd,
+                {**env, **invocation.env},
+                timeout=limit,
+                confined=True,
+                stdin=invocation.stdin,
+                output=stderr,
+                stdout=events,
+                destinations=[invocation.endpoint] if invocation.endpoint else [],
+                stop=events.fatal.is_set,
+            )
+        except CommandTimedOut:
+            raise SessionFailed(
+                f"the harness {name} ran longer than HOOKSPAWN_HARNESS_TIMEOUT ({limit:g}s) "
+                "and was stopped",
+                code="harness_timeout",
+            ) from None
+        except CommandCancelled:
+            if not events.fatal.is_set():
+                raise
+            raise SessionFailed(
+                f"harness {name}: {reader.auth_failure} (stopped at once rather than retried; "
+                f"check {KEY_SETTINGS[name]} and {BASE_URL_SETTINGS[name]})",
+                code="harness_failed",
+            ) from None
+        finally:
+            transcript.close()
+            if transcript.dropped:
+                run.note(
+                    f"transcript limit reached (HOOKSPAWN_SESSION_LOG_LIMIT): "
+                    f"{transcript.dropped} bytes of events dropped"
+                )
+            if reader.version:
+                record["version"] = reader.version
+            self.runs.note_harness(
+                session.id,
+                self.owner,
+                harness=record,
+                result=reader.result,
+                usage=reader.usage.to_json() if reader.events else None,
+            )
+        if code != 0 or reader.error is not None:
+            words = reader.error or reader.last_error or stderr.last_line
+            how = f"exited with status {code}" if code != 0 else "reported an error"
+            raise SessionFailed(
+                f"harness {name} {how} after {time.monotonic() - started:.0f}s"
+                + (f": {words}" if words else ""),
+                code="harness_failed",
+            )
+
+    def _custom_harness(self, run: _Run, cwd: Path, env: dict[str, str], command: str) -> None:
+        """HOOKSPAWN_HARNESS_COMMAND, for every agent: the prompt on its standard input."""
+        session = run.session
+        self.runs.note_harness(session.id, self.owner, harness={"name": "custom"})
         # a shell command line, as written: `$(pwd)`, pipes, `$HOOKSPAWN_MCP_CONFIG` work
         argv = ["/bin/sh", "-c", command]
         run.note(f"harness: {command}")
@@ -451,7 +631,7 @@ class SessionRunner:
             code = run.command(
                 argv,
                 cwd,
-                harness_env,
+                env,
                 timeout=limit,
                 confined=True,
                 stdin=(session.initial_prompt or "").encode(),

@@ -131,6 +131,21 @@ def open_runner_sandbox(settings: Settings) -> SandboxConfig | SandboxUnavailabl
     return config
 
 
+def log_harnesses(runner: SessionRunner) -> None:
+    """Say which harnesses this runner can start (and why not the others)."""
+    settings = runner.settings
+    if settings.harness_command:
+        log.info("harness: HOOKSPAWN_HARNESS_COMMAND for every agent")
+        return
+    for found in runner.harness_programs().values():
+        if found.problem is None:
+            log.info("harness %s", found.line())
+        elif settings.harness_without_key == "skip" and found.program is not None:
+            log.warning("harness %s: its sessions end after setup", found.line())
+        else:
+            log.warning("harness %s: its sessions fail harness_unavailable", found.line())
+
+
 class RunnerService:
     """The runner's Celery app with `run_session` bound to one SessionRunner; the Redis client
     and the session stores are `stores` (built here when not given), which the service closes
@@ -160,6 +175,7 @@ class RunnerService:
             issue_credential=held.issue,
             end_credential=held.end,  # before the run's terminal status is written
         )
+        log_harnesses(self.runner)
         self.celery: Celery = make_celery(settings.redis_url)
         # a session runs as long as its harness does: no task time limit on this queue. No
         # remote control either: nothing broadcasts to runners, so no pub/sub channel to hold

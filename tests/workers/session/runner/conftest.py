@@ -195,7 +195,8 @@ def sandbox_file(
 
 def runner_settings(redis_url: str, shared_dir: Path, origin: Origin, **overrides: Any) -> Settings:
     """The runner's settings for a test: setup and harness confined by the real sandbox (srt,
-    no mounts) unless `sandbox_config` says otherwise."""
+    no mounts) unless `sandbox_config` says otherwise; without a model key the agent's harness
+    is skipped."""
     values: dict[str, Any] = {
         "redis_url": redis_url,
         "data_dir": shared_dir / "data",
@@ -204,6 +205,8 @@ def runner_settings(redis_url: str, shared_dir: Path, origin: Origin, **override
         "git_url_rewrite": [origin.rewrite],
         "runner_lease_seconds": 10.0,
         "setup_timeout": 60.0,
+        # no model key here: the agent's harness is skipped, the session ends after setup
+        "harness_without_key": "skip",
     }
     if "sandbox_config" not in overrides:
         values["sandbox_config"] = sandbox_file(shared_dir)
@@ -313,6 +316,9 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "RUNNER_LEASE_SECONDS": str(settings.runner_lease_seconds),
         "SETUP_TIMEOUT": str(settings.setup_timeout),
         "HARNESS_COMMAND": settings.harness_command or "",
+        "HARNESS_WITHOUT_KEY": settings.harness_without_key,
+        "ANTHROPIC_BASE_URL": settings.anthropic_base_url,
+        "OPENAI_BASE_URL": settings.openai_base_url,
         "SANDBOX_CONFIG": str(settings.sandbox_config or ""),
         "WEBHOOK_SECRET": ",".join(settings.webhook_secret),
         "LOG_LEVEL": "WARNING",

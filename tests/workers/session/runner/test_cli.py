@@ -138,10 +138,14 @@ def test_get_session_gains_exactly_the_runner_fields(
         "snapshotKey",
         "snapshotScope",
         "snapshot",
+        "harnessRun",
+        "result",
+        "usage",
         "logTail",
         "times",
     }
     assert queued["status"] == "queued"
+    assert (queued["harnessRun"], queued["result"], queued["usage"]) == (None,) * 3
     assert queued["failure"] is None
     assert queued["logTail"] == ""
     assert queued["workspace"] == str((settings.data_dir / "workspaces" / session_id).absolute())

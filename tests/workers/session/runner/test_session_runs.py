@@ -56,6 +56,27 @@ def test_only_the_holder_records_the_snapshot(redis_client: redis.Redis) -> None
     assert runs.get("s1") == view
 
 
+def test_only_the_holder_records_the_harness_run(redis_client: redis.Redis) -> None:
+    runs = SessionRuns(redis_client)
+    _queued(runs)
+    view = runs.get("s1")
+    assert view is not None
+    assert (view["harnessRun"], view["result"], view["usage"]) == (None, None, None)
+    assert not runs.note_harness("s1", "a", harness={"name": "codex"})  # nobody holds it
+    assert runs.claim("s1", "a", 30)
+    assert not runs.note_harness("s1", "b", harness={"name": "codex"})
+    assert runs.note_harness("s1", "a", harness={"name": "codex"})
+    usage = {"inputTokens": 3, "outputTokens": 1, "turns": 1}
+    assert runs.note_harness(
+        "s1", "a", harness={"name": "codex", "version": "0.1"}, result="Done.", usage=usage
+    )
+    view = runs.get("s1")
+    assert view is not None
+    assert view["harnessRun"] == {"name": "codex", "version": "0.1"}
+    assert (view["result"], view["usage"]) == ("Done.", usage)
+    assert "harness" not in view  # the agent's harness is the spec's field of that name
+
+
 def test_queue_records_once(redis_client: redis.Redis) -> None:
     runs = SessionRuns(redis_client)
     assert _queued(runs) == "queued"

@@ -29,6 +29,11 @@ def _n(description: str) -> dict[str, Any]:
     return {"type": "number", "description": description}
 
 
+def _i(description: str) -> dict[str, Any]:
+    """A whole number that names something (a pull request, an issue): 1 or more."""
+    return {"type": "integer", "description": description, "minimum": 1}
+
+
 def _b(description: str) -> dict[str, Any]:
     return {"type": "boolean", "description": description}
 
@@ -46,8 +51,8 @@ _PAGES = {
     "page": {**_n("Page number for pagination (min 1)"), "minimum": 1},
     "perPage": {**_n("Results per page for pagination (min 1, max 100)"), "minimum": 1},
 }
-_PR = {"pullNumber": _n("Pull request number")}
-_ISSUE = {"issue_number": _n("Issue number")}
+_PR = {"pullNumber": _i("Pull request number")}
+_ISSUE = {"issue_number": _i("Issue number")}
 
 
 def _tool(
@@ -71,7 +76,11 @@ TOOL_SCHEMAS: dict[str, ToolSchema] = {
         "Get the contents of a file or directory from a GitHub repository",
         {
             "path": {
-                **_s("Path to file/directory (directories must end with a slash '/')"),
+                **_s(
+                    "Path to file/directory (directories must end with a slash '/'), relative "
+                    "to the repository root: no '.' or '..' segment, no empty segment, no "
+                    "backslash"
+                ),
                 "default": "/",
             },
             "ref": _s(
@@ -104,7 +113,10 @@ TOOL_SCHEMAS: dict[str, ToolSchema] = {
     "create_or_update_file": _tool(
         "Create or update a single file in a GitHub repository",
         {
-            "path": _s("Path where to create/update the file"),
+            "path": _s(
+                "Path where to create/update the file, relative to the repository root (no "
+                "leading '/', no '.' or '..' segment)"
+            ),
             "content": _s("Content of the file"),
             "message": _s("Commit message"),
             "branch": _s("Branch to create/update the file in"),
@@ -277,7 +289,9 @@ TOOL_SCHEMAS: dict[str, ToolSchema] = {
     "run_workflow": _tool(
         "Run an Actions workflow by workflow ID or filename",
         {
-            "workflow_id": _s("The workflow ID (numeric) or workflow file name (e.g., main.yml)"),
+            "workflow_id": _s(
+                "The workflow ID (numeric) or workflow file name (e.g., main.yml), without '/'"
+            ),
             "ref": _s("The git reference for the workflow. The reference can be a branch or tag"),
             "inputs": {"type": "object", "description": "Inputs the workflow accepts"},
         },

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 __all__ = ["StandinRepos"]
 
@@ -123,7 +124,8 @@ class StandinRepos:
         accept: str,
         body: dict[str, Any],
     ) -> Answer:
-        parts = rest.split("/") if rest else []
+        # each segment decoded by itself, as GitHub reads a path (`docs/a%20b` is `docs/a b`)
+        parts = [unquote(part) for part in rest.split("/")] if rest else []
         if not parts:
             return 200, {"full_name": repo.full_name, "default_branch": "main"}
         head, *tail = parts

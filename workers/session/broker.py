@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from templating.errors import Error
 from triggers.session_access import (
     AccessNotFound,
     AccessRefused,
@@ -178,6 +179,21 @@ class Broker:
             session_id, "tool", "allowed", **{**fields, "permissions": token.permissions}
         )
         return token
+
+    def tool_refused(
+        self, session_id: str, tool: str, repository: str | None, refusal: Error
+    ) -> None:
+        """Audit a tool call refused before the gate ran (an argument that could leave the
+        tool's REST path: `invalid_argument`); nothing was minted."""
+        self.audit.record(
+            session_id,
+            "tool",
+            "denied",
+            code=refusal.code,
+            message=refusal.message,
+            tool=tool,
+            repository=repository,
+        )
 
     def _tool_decision(
         self, spec: SessionSpec, tool: str, repository: str, fields: dict[str, Any]

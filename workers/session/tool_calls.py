@@ -3,7 +3,10 @@
 The gate is the one `POST /sessions/{id}/github-tools/{tool}` runs (same codes, same audit
 entry); the token it mints is scoped to the tool's permission on that repository and never
 leaves this module. Every answer is a `ToolOutcome`: GitHub's answer as text, or a refusal whose
-text starts with its code (`tool_not_granted: …`, `github_error: 404 …`).
+text starts with its code (`tool_not_granted: …`, `github_error: 404 …`). The arguments that
+become part of a REST path are checked before the gate (agents.github_tool_arguments): one that
+could leave the tool's own endpoint is `invalid_argument: …`, audited as a refused call, and
+nothing is minted or sent.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agents.github_tool_arguments import InvalidToolArgument, check_path_arguments
 from agents.github_tool_schemas import TOOL_SCHEMAS
+from templating.errors import Error
 from triggers.session_spec import SessionSpec
 from workers.errors import WorkerError
-from workers.github.tool_requests import BadArguments, run_tool, token_client
+from workers.github.tool_requests import run_tool, token_client
 from workers.session.broker import Broker
 
 __all__ = ["ToolCalls", "ToolOutcome"]
@@ -31,19 +36,17 @@ class ToolOutcome:
     is_error: bool = False
 
 
-def _refusal(exc: WorkerError) -> ToolOutcome:
+def _refusal(exc: Error) -> ToolOutcome:
     return ToolOutcome(f"{exc.code}: {exc.message}", is_error=True)
 
 
-def _repository(arguments: Mapping[str, Any]) -> str:
+def _named(arguments: Mapping[str, Any]) -> str | None:
+    """The repository as the call names it, for the audit of a refused call (None: not two
+    short strings)."""
     owner, repo = arguments.get("owner"), arguments.get("repo")
-    for name, value in (("owner", owner), ("repo", repo)):
-        if not isinstance(value, str) or not value or "/" in value or value.strip() != value:
-            raise BadArguments(
-                f"argument {name!r} must be a repository {name} (a non-empty name without '/')",
-                argument=name,
-            )
-    return f"{owner}/{repo}"
+    if isinstance(owner, str) and isinstance(repo, str) and len(owner) + len(repo) < 200:
+        return f"{owner}/{repo}"
+    return None
 
 
 class ToolCalls:
@@ -65,14 +68,18 @@ class ToolCalls:
                 f"unknown_tool: hookspawn executes no GitHub tool named {tool!r}", is_error=True
             )
         try:
-            repository = _repository(arguments)
+            repository = check_path_arguments(tool, arguments)
+        except InvalidToolArgument as exc:
+            self.broker.tool_refused(session_id, tool, _named(arguments), exc)
+            return _refusal(exc)
+        try:
             token = self.broker.tool_token(session_id, spec, tool, repository)
         except WorkerError as exc:
             return _refusal(exc)
         try:
             with token_client(token.token, self.api_url) as github:
                 answer = run_tool(github, tool, repository, arguments)
-        except WorkerError as exc:
+        except (WorkerError, InvalidToolArgument) as exc:
             log.info("session %s: %s on %s: %s", session_id, tool, repository, exc.message)
             return _refusal(exc)
         if isinstance(answer, str):

@@ -185,8 +185,10 @@ def test_bad_arguments_and_unexecuted_tools_are_tool_errors(broker_env: BrokerEn
         return texts
 
     texts = _mcp(broker_env, writer, work)
-    assert texts[0].startswith("invalid_arguments: argument 'pullNumber' must be a whole number")
-    assert texts[1].startswith("invalid_arguments: argument 'owner'")
+    assert texts[0].startswith(
+        "invalid_argument: argument 'pullNumber' ('one') must be a whole number"
+    )
+    assert texts[1].startswith("invalid_argument: argument 'owner'")
     assert texts[2].startswith("unknown_tool: ")
     assert texts[3].startswith("unknown_tool: ")
     assert broker_env.github.repos.issues("acme/widgets") == []

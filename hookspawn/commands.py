@@ -173,6 +173,8 @@ def check(args: argparse.Namespace) -> int:
         from hookspawn.schema_check.event_checks import check_event_paths
 
         extra.append(check_event_paths)
+    from hookspawn.schema_check.agent_lines import Locator
+
     return run_check(
         auto_dir,
         as_json=args.json,
@@ -180,6 +182,8 @@ def check(args: argparse.Namespace) -> int:
         out=sys.stdout,
         extra_checks=extra,
         strict=bool(getattr(args, "strict", False)),
+        unmounted=settings.unmounted_capabilities,
+        locate=Locator(auto_dir).where,
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from agents.errors import AgentsError
+from agents.mounts import NAME, OWNER
 from templating.errors import InvalidRefError
 from templating.refs import check_ref
 
@@ -36,8 +37,9 @@ __all__ = [
 
 #: the most bytes of UTF-8 a repository path may take (GitHub's own limit is about 4 KiB)
 MAX_PATH_BYTES = 4096
-_OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-_REPO = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+#: a repository's owner and name as a mount may write them (agents.mounts)
+_OWNER = re.compile(rf"^{OWNER}$")
+_REPO = re.compile(rf"^{NAME}$")
 _DIGITS = re.compile(r"^[0-9]{1,19}$")
 
 
@@ -79,11 +81,16 @@ def encoded_path(*segments: str | int) -> str:
 def repository_name(value: object, name: Literal["owner", "repo"]) -> str:
     """A repository's owner (a GitHub login) or name, as GitHub spells them."""
     pattern = _OWNER if name == "owner" else _REPO
+    what = "a repository owner" if name == "owner" else "a repository name"
     if not isinstance(value, str) or not value:
-        raise _refuse(name, value, f"must be a repository {name}: a non-empty string")
+        raise _refuse(name, value, f"must be {what}: a non-empty string")
     if value in (".", "..") or not pattern.match(value):
-        allowed = "letters, digits, '-', '_' and '.'"
-        raise _refuse(name, value, f"is not a repository {name} ({allowed}, no '/')")
+        allowed = (
+            "letters, digits and '-', not starting with '-'"
+            if name == "owner"
+            else "letters, digits, '-', '_' and '.', not '.' or '..'"
+        )
+        raise _refuse(name, value, f"is not {what} ({allowed}; no '/')")
     return value
 
 

@@ -1,9 +1,11 @@
 """The GitHub tool table: each brokered GitHub MCP tool → the mount capability and level it needs.
 
-Mounts are the session's whole GitHub permission surface (the mounts seed): a tool is visible
-only when some `githubApp` mount grants its capability, and each call is re-checked against
-the target repository's own mount. Tool names are the GitHub MCP server's
-(https://github.com/github/github-mcp-server); a name not in the table is never allowed.
+Mounts are the session's GitHub permission surface: a tool is visible only when some
+`githubApp` mount grants its capability, and each call is re-checked against the target
+repository's own mount, or, for a covered repository no mount names, against what
+HOOKSPAWN_UNMOUNTED_CAPABILITIES grants there (`unmounted_capabilities`). Tool names are the
+GitHub MCP server's (https://github.com/github/github-mcp-server); a name not in the table is
+never allowed.
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ __all__ = [
     "LEVEL_RANK",
     "TOOLS",
     "UNMOUNTED",
+    "UNMOUNTED_SETTINGS",
     "ToolNeed",
+    "UnmountedSetting",
     "capabilities_from_json",
     "grants",
     "level_covers",
     "tool_token_permissions",
     "union",
+    "unmounted_capabilities",
+    "unmounted_tools",
     "visible_tools",
 ]
 
@@ -175,9 +181,48 @@ TOOLS: dict[str, ToolNeed] = {
     ),
 }
 
-#: what a covered repository no mount names gets through the proxy: the default capabilities,
-#: with merge and secrets always denied
+#: what a covered repository no mount names gets through the proxy under the `default`
+#: setting: the default capabilities, with merge and secrets always denied
 UNMOUNTED = replace(Capabilities(), merge="none", secrets="none")
+
+#: the values of HOOKSPAWN_UNMOUNTED_CAPABILITIES, widest first
+UNMOUNTED_SETTINGS = ("default", "read", "none")
+UnmountedSetting = Literal["default", "read", "none"]
+
+_UNMOUNTED_READ = Capabilities(
+    contents="read",
+    pull_requests="read",
+    issues="read",
+    checks="read",
+    actions="read",
+    workflows="none",
+    secrets="none",
+    merge="none",
+)
+
+
+def unmounted_capabilities(setting: str) -> Capabilities | None:
+    """What the tool gate grants on a covered repository no mount names: `default`, the
+    default capabilities (merge and secrets denied); `read`, each capability at most read
+    (workflows, merge and secrets denied); `none`, nothing (None: every call refused)."""
+    if setting == "default":
+        return UNMOUNTED
+    if setting == "read":
+        return _UNMOUNTED_READ
+    if setting == "none":
+        return None
+    raise ValueError(f"not an unmounted-capabilities setting: {setting!r} (default, read, none)")
+
+
+def unmounted_tools(
+    mounts: Iterable[Capabilities], allow: Iterable[str] | None, setting: str
+) -> list[str]:
+    """The tools a session may call on a repository no mount names: those it sees (some
+    `githubApp` mount grants each, narrowed by the allowlist) that the setting grants too."""
+    granted = unmounted_capabilities(setting)
+    if granted is None:
+        return []
+    return [name for name in visible_tools(mounts, allow) if grants(granted, TOOLS[name])]
 
 
 def capabilities_from_json(value: object) -> Capabilities:

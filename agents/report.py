@@ -17,6 +17,7 @@ from agents.errors import Diagnostic
 from agents.import_resolver import FILE_PATH
 from agents.model import CompileResult
 from agents.session.snapshot_sharing import sharing_groups
+from agents.unmounted import Locate, unmounted_check, unmounted_json, unmounted_line
 
 __all__ = ["ExtraCheck", "directory_problem", "format_result", "run_check", "with_extra"]
 
@@ -34,20 +35,26 @@ def run_check(
     err: TextIO | None = None,
     extra_checks: Sequence[ExtraCheck] = (),
     strict: bool = False,
+    unmounted: str = "default",
+    locate: Locate | None = None,
 ) -> int:
     """Print every error and warning (and, on success, each agent); 1 on any error, else 0.
 
     `extra_checks` run on the compiled agents (even when some files failed to compile);
     `strict` turns every warning into an error. File names are printed as the user can open
     them from the current directory. A directory that is not a `.auto` directory at all is
-    one line on `err` (exit 2).
+    one line on `err` (exit 2). `unmounted`: the HOOKSPAWN_UNMOUNTED_CAPABILITIES setting,
+    for each agent's account of what repositories no mount names would get (and the warning
+    when a fork's pull request can start an agent that would write there); `locate` finds
+    the line of a trigger for that warning (else the agent file's first line).
     """
     problem = directory_problem(auto_dir)
     if problem is not None:
         (err or sys.stderr).write(f"hookspawn check: {problem}\n")
         return 2
+    checks = [*extra_checks, unmounted_check(unmounted, locate)]
     result = with_extra(
-        compile_dir(auto_dir, secret_names=secret_names), auto_dir, extra_checks, strict=strict
+        compile_dir(auto_dir, secret_names=secret_names), auto_dir, checks, strict=strict
     )
     result = _openable_paths(result, auto_dir)
     if as_json:
@@ -58,10 +65,11 @@ def run_check(
             "errors": [_json(d) for d in result.errors],
             "warnings": [_json(d) for d in result.warnings],
             "snapshots": [group.to_json() for group in sharing_groups(result.agents)],
+            "unmounted": unmounted_json(result.agents, unmounted),
         }
         out.write(json.dumps(body, indent=2, sort_keys=False) + "\n")
     else:
-        out.write(format_result(result))
+        out.write(format_result(result, unmounted=unmounted))
     return 0 if result.ok else 1
 
 
@@ -158,7 +166,7 @@ def _json(d: Diagnostic) -> dict[str, object]:
     return body
 
 
-def format_result(result: CompileResult) -> str:
+def format_result(result: CompileResult, *, unmounted: str = "default") -> str:
     lines = [_line(d) for d in result.errors]
     lines += [_line(d) for d in result.warnings]
     if result.ok:
@@ -169,6 +177,7 @@ def format_result(result: CompileResult) -> str:
                 f"event-dependent {'yes' if agent.event_dependent else 'no'}"
             )
             lines += capability_lines(agent)
+            lines.append(unmounted_line(agent, unmounted))
         lines += [line for group in sharing_groups(result.agents) for line in group.lines()]
         count = len(result.agents)
         lines.append(f"ok: {count} agent{'s' if count != 1 else ''} compiled")

@@ -178,6 +178,8 @@ def check(args: argparse.Namespace) -> int:
         from hookspawn.schema_check.event_checks import check_event_paths
 
         extra.append(check_event_paths)
+    from hookspawn.schema_check.agent_lines import Locator
+
     harnesses: dict[str, list[str]] = {}
 
     def note_harnesses(result: Any, _: Path) -> list[Any]:
@@ -192,6 +194,8 @@ def check(args: argparse.Namespace) -> int:
         out=sys.stdout,
         extra_checks=[*extra, note_harnesses],
         strict=bool(getattr(args, "strict", False)),
+        unmounted=settings.unmounted_capabilities,
+        locate=Locator(auto_dir).where,
     )
     if not args.json:  # the JSON answer is about the files alone
         for line in harness_warnings(settings, harnesses):

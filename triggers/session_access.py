@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 from agents.github_tools import (
     TOOLS,
-    UNMOUNTED,
     ToolNeed,
     capabilities_from_json,
     grants,
     tool_token_permissions,
     union,
+    unmounted_capabilities,
     visible_tools,
 )
 from agents.model import Capabilities
@@ -201,19 +201,22 @@ class ToolGrant:
 
     need: ToolNeed
     permissions: dict[str, str]
-    mount: SessionMountView | None  # None: a repository no mount names (default capabilities)
+    mount: SessionMountView | None  # None: a repository no mount names (the unmounted grant)
     #: every githubApp mount of the repository, `mount` first: their grants were united
     mounts: tuple[SessionMountView, ...] = ()
 
 
-def tool_grant(spec: SessionSpec, tool: str, repository: str) -> ToolGrant:
+def tool_grant(
+    spec: SessionSpec, tool: str, repository: str, unmounted: str = "default"
+) -> ToolGrant:
     """The per-call gate: `unknown_tool` (not found); `tool_not_granted` (denied).
 
-    Visible to the session first, then re-checked against the target repository's own mount
-    (a repository no mount names gets the default capabilities, merge and secrets denied).
-    A repository mounted more than once is granted the union of its `githubApp` mounts'
-    capabilities (each is the session's on that repository already); its mounts without
-    GitHub App auth grant nothing.
+    Visible to the session first, then re-checked against the target repository's own mount.
+    A repository no mount names gets what `unmounted` (HOOKSPAWN_UNMOUNTED_CAPABILITIES)
+    grants: `default`, the default capabilities with merge and secrets denied; `read`, each
+    capability at most read; `none`, no tool at all. A repository mounted more than once is
+    granted the union of its `githubApp` mounts' capabilities (each is the session's on that
+    repository already); its mounts without GitHub App auth grant nothing.
     """
     need = TOOLS.get(tool)
     if need is None:
@@ -228,13 +231,28 @@ def tool_grant(spec: SessionSpec, tool: str, repository: str) -> ToolGrant:
         )
     own = [m for m in session_mounts(spec) if m.key == repository.lower()]
     apps = [m for m in own if m.github_app]
-    capabilities = union(m.capabilities for m in apps) if own else UNMOUNTED
+    if own:
+        capabilities = union(m.capabilities for m in apps)
+    else:
+        unmounted_grant = unmounted_capabilities(unmounted)
+        if unmounted_grant is None:
+            raise AccessDenied(
+                f"{tool} on {repository}: no mount of the session names {repository}, and "
+                "HOOKSPAWN_UNMOUNTED_CAPABILITIES=none grants no tool on an unmounted repository",
+                code="tool_not_granted",
+                tool=tool,
+                repository=repository,
+            )
+        capabilities = unmounted_grant
     # the mount named in the audit: one whose own grant covers the tool, else the first
     granting = [m for m in apps if grants(m.capabilities, need)]
     mount = (granting or own)[0] if own else None
     if not grants(capabilities, need):
         if mount is None:
-            where = "the defaults for unmounted repositories"
+            where = (
+                "HOOKSPAWN_UNMOUNTED_CAPABILITIES="
+                f"{unmounted} (what a repository no mount names gets)"
+            )
         elif len(own) > 1:
             where = "its mounts " + ", ".join(m.mount_path for m in own) + " together"
         else:

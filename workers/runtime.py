@@ -245,6 +245,7 @@ class Runtime:
             connections=self.connections,
             tokens=self.per_process.tokens(),
             rewrites=self.settings.git_url_rewrite,
+            unmounted=self.settings.unmounted_capabilities,
         )
 
     def enqueue(self, delivery_id: str) -> None:

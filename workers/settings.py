@@ -154,6 +154,13 @@ class Settings(BaseSettings):
     #: `FROM=TO` address prefixes with git's `insteadOf` meaning: applied to every staging
     #: fetch, and the broker accepts a git credential request for a mount's rewritten URL too
     git_url_rewrite: Csv = Field(default_factory=list)
+    #: what the GitHub tool gate grants on a covered repository no mount of the session
+    #: names: `default` (the default capabilities, merge and secrets denied), `read` (each
+    #: capability at most read) or `none` (no tool)
+    unmounted_capabilities: Annotated[
+        Literal["default", "read", "none"],
+        BeforeValidator(lambda v: str(v).strip().lower() if v not in (None, "") else "default"),
+    ] = "default"
     github_api_url: str = "https://api.github.com"
     dispatch_url: str | None = None
     #: key of the HMAC-SHA256 signature on every dispatch POST (X-Hookspawn-Signature-256)

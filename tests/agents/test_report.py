@@ -23,6 +23,9 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # `check` names files as they open from here: .auto/...
 
 
+UNMOUNTED_LINE = "  unmounted repositories (HOOKSPAWN_UNMOUNTED_CAPABILITIES=default): "
+
+
 def check(tree: Tree, *, as_json: bool = False, secrets: tuple[str, ...] = ()) -> tuple[int, str]:
     out = io.StringIO()
     code = run_check(tree.root, as_json=as_json, secret_names=secrets, out=out)
@@ -42,8 +45,10 @@ def test_success_lists_each_agent(tree: Tree) -> None:
     assert code == 0
     assert text.splitlines() == [
         "a: harness claude-code, environment runtime, 1 trigger, event-dependent no",
+        f"{UNMOUNTED_LINE}no GitHub tool (no githubApp mount)",
         "b: harness claude-code, environment runtime, 2 triggers, event-dependent yes",
         "  /w: o/r @ x{{payload.github.after}} (auth none)",
+        f"{UNMOUNTED_LINE}no GitHub tool (no githubApp mount)",
         "ok: 2 agents compiled",
     ]
 

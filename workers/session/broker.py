@@ -77,7 +77,11 @@ class Broker:
         connections: ConnectionStore,
         tokens: SessionTokens | None,
         rewrites: list[str] | None = None,
+        unmounted: str = "default",
     ) -> None:
+        """`unmounted`: what the tool gate grants on a repository no mount of the session
+        names (HOOKSPAWN_UNMOUNTED_CAPABILITIES: default, read or none)."""
+        self.unmounted = unmounted
         self.sessions = sessions
         self.credentials = credentials
         self.audit = audit
@@ -200,7 +204,7 @@ class Broker:
     ) -> tuple[ToolGrant, Installation, int]:
         """The gate, then coverage: a mounted repository through its mount's installation, any
         other through an installation the session's githubApp mounts were granted at spawn."""
-        grant = tool_grant(spec, tool, repository)
+        grant = tool_grant(spec, tool, repository, self.unmounted)
         fields["permissions"] = grant.permissions
         if grant.mount is not None:
             fields["mountPath"] = grant.mount.mount_path

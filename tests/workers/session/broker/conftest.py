@@ -8,6 +8,7 @@ import sys
 import textwrap
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,13 @@ class BrokerEnv:
 
 @pytest.fixture
 def broker_env(redis_url: str, tmp_path: Path) -> Iterator[BrokerEnv]:
+    with open_broker_env(redis_url, tmp_path) as env:
+        yield env
+
+
+@contextmanager
+def open_broker_env(redis_url: str, tmp_path: Path, **settings_: Any) -> Iterator[BrokerEnv]:
+    """The broker environment, its settings overridden by `settings_`."""
     repos = tmp_path / "repos"
     make_bare_repository(repos, "acme/widgets", {"README.md": "widgets\n"})
     auto = write_agents(tmp_path, {k: textwrap.dedent(v) for k, v in AGENTS.items()})
@@ -189,6 +197,7 @@ def broker_env(redis_url: str, tmp_path: Path) -> Iterator[BrokerEnv]:
             public_url=PUBLIC_URL,
             broker_public_url=BROKER_URL,
             git_url_rewrite=[f"https://github.com/={git.url}/"],
+            **settings_,
         )
         rt = build_runtime(settings)
         try:

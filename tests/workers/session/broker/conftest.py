@@ -63,7 +63,8 @@ AGENTS = {
     "agents/operator.yaml": _agent(
         "operator", "{kind: githubApp, capabilities: {merge: write, actions: write}}"
     ),
-    "agents/stray.yaml": _agent("stray", "{kind: githubApp}", repository="acme/gadgets"),
+    # a repository the installation does not cover (a manual connection alone can cover it)
+    "agents/stray.yaml": _agent("stray", "{kind: githubApp}", repository="acme/tryout"),
     # one repository mounted twice: pushes only from /w/rw; pull requests only through /w/ro
     "agents/twice.yaml": (
         f"name: twice\n{_ENV}mounts:\n"

@@ -7,9 +7,11 @@ from tests.workers.session.broker.conftest import BrokerEnv
 
 
 def test_a_manual_connection_gets_no_token_even_with_an_app(broker_env: BrokerEnv) -> None:
-    added = broker_env.client.post("/connections", json={"repository": "acme/gadgets"})
+    added = broker_env.client.post("/connections", json={"repository": "acme/tryout"})
     assert added.status_code == 201, added.text
-    session = broker_env.start("stray")  # its mount checks out acme/gadgets
+    session = broker_env.start(
+        "stray"
+    )  # its mount checks out acme/tryout, which no installation covers
     before = broker_env.github.count("access_tokens")
     answer = broker_env.git_credential(session, mountPath="/workspace/widgets")
     assert answer.status_code == 403

@@ -19,6 +19,11 @@ OUTPUT_PREFIX = b"  | "
 _RESERVE = 8 * 1024
 
 
+#: how much of the latest command output a log keeps at hand (git's error lines, to tell an
+#: unreachable host from a refused credential)
+RECENT = 8192
+
+
 class SessionLog:
     """The log file of one session, open for appending. Command output (`write`, from the
     thread reading a command's pipe) is cut into prefixed lines; output past the limit (less
@@ -38,6 +43,8 @@ class SessionLog:
         self._full = False
         #: command output bytes dropped since the last `flush`
         self.dropped = 0
+        #: the last RECENT bytes of command output since `forget_output` (kept or dropped)
+        self._recent = bytearray()
 
     def __enter__(self) -> SessionLog:
         return self
@@ -75,9 +82,20 @@ class SessionLog:
         one_line = text.replace("\r", "\\r").replace("\n", "\\n")
         self._put(f"[hookspawn {stamp}] {one_line}\n".encode(), self.limit)
 
+    def recent_output(self) -> str:
+        """The end of what commands printed since `forget_output` (at most RECENT bytes)."""
+        with self._lock:
+            return self._recent.decode("utf-8", "replace")
+
+    def forget_output(self) -> None:
+        with self._lock:
+            self._recent.clear()
+
     def write(self, data: bytes) -> int:
         """A chunk of a command's output, as read from its pipe."""
         with self._lock:
+            self._recent += data
+            del self._recent[:-RECENT]
             if self._full:
                 self.dropped += len(data)
                 return len(data)

@@ -392,6 +392,8 @@ class SessionRunner:
             ),
             rewrites=self.rewrites,
             preflight_git=sandbox_git(run.command, env, GIT_TIMEOUT),
+            output=run.log.recent_output,
+            forget_output=run.log.forget_output,
         )
         stage_mounts(staging, mounts, session.requester)
         env = {**env, **mcp_env(run.workspace, staging.broker, self.account)}

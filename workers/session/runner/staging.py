@@ -12,6 +12,13 @@ from triggers.session_spec import CommitAuthor, Requester, SessionMount
 from triggers.url_rewrite import Rewrite, parse_rewrites, rewritten
 from workers.errors import SessionFailed
 from workers.session.runner.command import Account, runner_account
+from workers.session.runner.network import (
+    Destination,
+    destination_of,
+    unreachable,
+    unreachable_message,
+)
+from workers.session.runner.network import probe as probe_port
 
 __all__ = [
     "GitRunner",
@@ -105,6 +112,27 @@ class Staging:
     #: how the auth preflight runs git: inside the sandbox, as the harness would (None: as
     #: staging's other git commands)
     preflight_git: GitRunner | None = None
+    #: what the commands printed since `forget_output` was last called (the log's recent
+    #: output), read when git fails to tell an unreachable host from a refused credential
+    output: Callable[[], str] = lambda: ""
+    forget_output: Callable[[], None] = lambda: None
+    #: the runner's own try at a host's port: why it cannot connect, or None
+    probe: Callable[[Destination], str | None] = probe_port
+
+
+def _unreachable(staging: Staging, mount: SessionMount) -> SessionFailed | None:
+    """`network_unreachable` when git's output (or, where it says nothing of the network, the
+    runner's own try at the host) shows the mount's git host could not be reached."""
+    url = rewritten(mount.url, staging.rewrites)
+    where = destination_of(url)
+    why = unreachable(staging.output())
+    if why is None and where is not None:
+        why = staging.probe(where)
+    if why is None:
+        return None
+    return SessionFailed(
+        unreachable_message(mount.mount_path, url, where, why), code="network_unreachable"
+    )
 
 
 def _mount_env(staging: Staging) -> dict[str, str]:
@@ -224,11 +252,15 @@ def _preflight(staging: Staging, mount: SessionMount, path: Path) -> None:
             code="git_auth_failed",
         )
     staging.note(f"auth preflight: git ls-remote origin for {mount.mount_path}")
+    staging.forget_output()
     code = (staging.preflight_git or staging.git)(
         ["ls-remote", "origin", "HEAD"], path, _mount_env(staging)
     )
     if code == 0:
         return
+    network = _unreachable(staging, mount)
+    if network is not None:
+        raise network
     # git says only that it could not authenticate: name the helper when it could not run
     problem = staging.helper_problem()
     if problem:
@@ -262,7 +294,12 @@ def _fetch(staging: Staging, mount: SessionMount, path: Path, nested: Sequence[P
     ]
     for command in steps:
         staging.note(f"{mount.mount_path}: git {shlex.join(command)}")
+        staging.forget_output()
         code = staging.git(command, path, env)
+        if code != 0 and command is fetch:
+            network = _unreachable(staging, mount)
+            if network is not None:
+                raise network
         if code != 0:
             what = f"fetch of {ref}" if ref and command is fetch else f"git {command[0]}"
             raise SessionFailed(

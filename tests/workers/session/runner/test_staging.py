@@ -81,6 +81,7 @@ def _staging(
         account=account,
         helper="/nonexistent/git-credential-hookspawn",
         broker=BrokerLink(broker["url"], broker["credential"]) if broker else None,
+        rewrites=rewrites,
     )
 
 
@@ -296,3 +297,67 @@ def test_rewrites_are_from_to_pairs() -> None:
     ]
     with pytest.raises(ValueError, match="'nope' is not FROM=TO"):
         parse_rewrites(["nope"])
+
+
+def _closed_port() -> int:
+    from hookspawn.redis_server import free_port
+
+    return free_port()
+
+
+@pytest.mark.parametrize("auth", ["none", "githubApp"])
+def test_a_git_host_that_cannot_be_reached_fails_network_unreachable(
+    shared_dir: Path, log_file: BinaryIO, auth: str
+) -> None:
+    """The preflight (githubApp) or the fetch (any mount) meets a port nothing listens on:
+    `network_unreachable` naming the host and port, not a refused credential."""
+    port = _closed_port()
+    extra: dict[str, Any] = (
+        {"auth": "githubApp", "gitPermissions": {"contents": "read", "metadata": "read"}}
+        if auth == "githubApp"
+        else {}
+    )
+    broker = {"url": "http://127.0.0.1:9/", "credential": CREDENTIAL}
+    staging = _staging(
+        shared_dir / "ws", f"https://github.com/=http://127.0.0.1:{port}/", log_file, broker
+    )
+    with pytest.raises(SessionFailed) as failed:
+        stage_mounts(staging, [_mount("main", **extra)], None)
+    assert failed.value.code == "network_unreachable"
+    message = failed.value.message
+    assert f"cannot reach 127.0.0.1:{port}" in message
+    assert "the connection was refused" in message
+    assert "/workspace/widgets" in message and "HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS" in message
+
+
+def test_git_words_for_an_unreachable_host_are_told_from_a_refused_credential() -> None:
+    from workers.session.runner.network import Destination, destination_of, unreachable
+
+    said = {
+        "fatal: unable to access 'https://git.example/a.git/': Could not resolve host: "
+        "git.example": "the name does not resolve",
+        "fatal: unable to access 'https://git.example/a.git/': CONNECT tunnel failed, "
+        "response 502": "the sandbox's proxy could not connect to it (HTTP 502)",
+        "fatal: unable to access 'https://git.example/a.git/': CONNECT tunnel failed, "
+        "response 403": "the sandbox's proxy refused it (HTTP 403)",
+        "fatal: unable to access 'http://127.0.0.1:1/a/': Failed to connect to 127.0.0.1 "
+        "port 1 after 0 ms: Connection refused": "the connection was refused",
+        "ssh: connect to host git.example port 22: Connection timed out": (
+            "the connection could not be made"
+        ),
+    }
+    for output, reason in said.items():
+        assert unreachable(output) == reason, output
+    for refused in (
+        "remote: Invalid username or password.\nfatal: Authentication failed for 'https://x/'",
+        "fatal: unable to access 'http://x/': The requested URL returned error: 403",
+        "",
+    ):
+        assert unreachable(refused) is None
+    assert destination_of("https://github.com/acme/w.git") == Destination("github.com", 443)
+    assert destination_of("http://127.0.0.1:8123/a") == Destination("127.0.0.1", 8123)
+    assert destination_of("git@github.com:acme/w.git") == Destination("github.com", 22)
+    assert destination_of("ssh://git@[::1]:2222/x") == Destination("::1", 2222)
+    assert str(Destination("::1", 2222)) == "[::1]:2222"
+    assert destination_of("file:///srv/git/a.git") is None
+    assert destination_of("/srv/git/a.git") is None

@@ -5,7 +5,8 @@ Everything real, on this machine: an embedded redis-server, `hookspawn web`, `ho
 HOOKSPAWN_RUNNER=local; `acme/widgets` is a local bare repository (a few hundred files, one
 pull request head per delivery at refs/pull/N/head) served through HOOKSPAWN_GIT_URL_REWRITE
 (`file://`). The agent checks out `refs/pull/{{number}}/head` (depth 1, auth none) and has one
-setup entry (`test -f README.md`); no harness, so a session ends once set up.
+setup entry (`test -f README.md`); its harness skipped (no model key), so a session ends once set
+up.
 
 1. Latency: `--latency N` signed pull_request.opened deliveries posted one at a time, each
    after the previous session ended (an idle runner). Latency = the run record's `runningAt`
@@ -125,6 +126,8 @@ class Runner:
             "HOOKSPAWN_AGENTS_DIR": str(base / ".auto"),
             "HOOKSPAWN_WEBHOOK_SECRET": SECRET,
             "HOOKSPAWN_RUNNER": "local",
+            # no model key: the harness is skipped, a session ends once set up
+            "HOOKSPAWN_HARNESS_WITHOUT_KEY": "skip",
             "HOOKSPAWN_SANDBOX_CONFIG": str(sandbox),
             "HOOKSPAWN_GIT_URL_REWRITE": f"https://github.com/=file://{git_root}/",
             "HOOKSPAWN_LOG_LEVEL": "WARNING",

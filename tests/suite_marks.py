@@ -29,10 +29,14 @@ SHARED = (
     "test_compose.py",
 )
 
-#: pytest-timeout's limit (seconds) for tests whose module fixture is a long CPU-bound run
-#: (schemathesis' hundreds of generated requests): its first test pays for it, and beside the
-#: other workers on a loaded machine that can pass the default 120 s
-TIMEOUTS = {"hostile/test_openapi.py": 360}
+#: pytest-timeout's limit (seconds) for tests that can pass the default 120 s beside the other
+#: workers on a loaded machine: a module whose fixture is a long CPU-bound run (schemathesis'
+#: hundreds of generated requests; its first test pays for it), the real harnesses' sessions
+TIMEOUTS = {
+    "hostile/test_openapi.py": 360,
+    # the real Claude Code and Codex: each starts in seconds, many more on a loaded machine
+    "workers/session/runner/test_real_harness.py": 300,
+}
 
 #: whole process trees (`serve`, the local runner, srt sandboxes, real git, chromium, the CLI
 #: over every example), every example payload, fuzzing and property runs: each takes seconds

@@ -87,6 +87,7 @@ SAMPLE = [
     "tests/hookspawn/cli/test_demo_parts.py::test_the_demo_sandbox_is_srt_without_mounts_where_srt_works",
     "tests/hookspawn/cli/test_demo_parts.py::test_samples_are_listed_with_their_licence",
     "tests/workers/session/runner/test_harness.py::test_the_harness_gets_the_session_and_its_exit_status_ends_it",
+    "tests/workers/session/runner/test_real_harness.py::test_codex_reaches_its_endpoint_with_its_key_and_ends_with_its_answer",
 ]
 
 
@@ -109,9 +110,11 @@ def test_without_the_programs_pytest_passes_and_names_what_it_skipped(tmp_path: 
     summary = [line for line in out.splitlines() if line.startswith("skipped for missing tools:")]
     assert len(summary) == 1, out
     assert "srt, bubblewrap (bwrap), socat, ripgrep (rg)" in summary[0]
+    assert "1 for codex" in summary[0]  # a harness's test: its program named
     assert "scripts/setup installs them" in summary[0]
     skips = [line for line in out.splitlines() if line.startswith("SKIPPED")]
-    assert skips and all("missing tool: srt" in s and "scripts/setup" in s for s in skips), out
+    assert skips and all("scripts/setup" in s for s in skips), out
+    assert all(("missing tool: srt" in s) != ("missing tool: codex" in s) for s in skips), out
 
     required = pytest_without_tools(path, **{REQUIRE_ALL: "1"})
     out = required.stdout + required.stderr

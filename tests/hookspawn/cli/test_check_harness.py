@@ -59,3 +59,15 @@ def test_check_prints_the_warning_on_stderr_and_keeps_its_exit_status(
     assert "ok: 3 agents compiled" in out
     assert "hookspawn check: warning: harness claude-code of " in err
     assert "HOOKSPAWN_ANTHROPIC_API_KEY is unset" in err
+
+
+def test_claude_code_as_root_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    settings = make_settings(anthropic_api_key="k", runner_user="")
+    [line] = [w for w in harness_warnings(settings, {"claude-code": ["a"]}) if "root" in w]
+    assert "HOOKSPAWN_RUNNER_USER is empty" in line
+    assert not [
+        w
+        for w in harness_warnings(make_settings(anthropic_api_key="k"), {"claude-code": ["a"]})
+        if "root" in w
+    ]

@@ -91,7 +91,8 @@ class HarnessProgram:
 
 
 def unavailable(harness: str, program: str | None, settings: Settings) -> str | None:
-    """Why `harness` cannot run here (its program missing, its key unset); None: it can."""
+    """Why `harness` cannot run here (its program missing, its key unset, Claude Code as
+    root); None: it can."""
     problems = []
     if program is None:
         problems.append(
@@ -99,6 +100,10 @@ def unavailable(harness: str, program: str | None, settings: Settings) -> str | 
         )
     if not model_access(settings, harness).key:
         problems.append(f"{KEY_SETTINGS[harness]} is unset")
+    if harness == "claude-code" and os.geteuid() == 0 and not settings.runner_user:
+        problems.append(
+            "Claude Code refuses to run as root, and HOOKSPAWN_RUNNER_USER is empty (root)"
+        )
     return "; ".join(problems) or None
 
 

@@ -297,28 +297,28 @@ class SessionRunner:
             if session is None:
                 return self._end(session_id, SessionStatus.FAILED, "internal_error", gone)
             run = _Run(self, session, log_file, beat)
+            # how the session ended; recorded once its files are cleaned up (the MCP config
+            # holding its credential among them), so an ended session has none left
+            ended: tuple[SessionStatus, str | None, str]
             try:
                 with self.stop.ending(session_id):  # what a stop interrupts: runner_stopped
                     self._run(run)
             except SessionFailed as exc:
                 run.note(f"failed: {exc.code}: {exc.message}")
-                return self._end(session_id, SessionStatus.FAILED, exc.code, exc.message)
+                ended = (SessionStatus.FAILED, exc.code, exc.message)
             except CommandCancelled:
                 run.note("cancelled")
-                return self._end(session_id, SessionStatus.CANCELLED)
+                ended = (SessionStatus.CANCELLED, None, "")
             except Exception as exc:
                 log.exception("session %s: runner error", session_id)
                 run.note(f"runner error: {type(exc).__name__}: {exc}")
-                return self._end(
-                    session_id,
-                    SessionStatus.FAILED,
-                    "internal_error",
-                    f"{type(exc).__name__}: {exc}",
-                )
+                ended = (SessionStatus.FAILED, "internal_error", f"{type(exc).__name__}: {exc}")
+            else:
+                run.note("succeeded")
+                ended = (SessionStatus.SUCCEEDED, None, "")
             finally:
                 run.close()
-            run.note("succeeded")
-            return self._end(session_id, SessionStatus.SUCCEEDED)
+            return self._end(session_id, *ended)
 
     def _end(
         self, session_id: str, status: SessionStatus, code: str | None = None, message: str = ""

@@ -118,7 +118,7 @@ class BrokerNotFound(BrokerError):
 
 class SessionFailed(WorkerError):
     """A locally run session ends `failed` with this code (`git_auth_failed`,
-    `network_unreachable`, `fetch_failed`, `setup_failed`, `setup_timeout`, `secret_missing`, `harness_failed`,
-    `harness_timeout`)."""
+    `network_unreachable`, `fetch_failed`, `setup_failed`, `setup_timeout`, `secret_missing`,
+    `harness_failed`, `harness_unavailable`, `harness_timeout`, `disk_limit_exceeded`)."""
 
     code = "session_failed"

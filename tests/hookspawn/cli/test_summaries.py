@@ -156,3 +156,26 @@ def test_replay_names_the_sessions_that_are_not_run_again() -> None:
         "session hs-1 (failed) of pr-review already exists: it is not run again",
         "follow it at http://h/ui/deliveries/d-1",
     ]
+
+
+def test_a_session_shows_how_its_harness_ran_or_why_it_was_skipped() -> None:
+    ran = {
+        **SESSION,
+        "status": "succeeded",
+        "harnessRun": {"name": "claude-code", "version": "2.1.332"},
+        "result": "Reviewed.\nTwo notes.",
+        "usage": {"inputTokens": 120, "outputTokens": 30, "turns": 2, "costUsd": 0.01234},
+    }
+    text = session_text(ran)
+    assert "harness: claude-code 2.1.332\n" in text
+    assert "usage: 120 tokens in, 30 out, 2 turn(s), $0.0123\n" in text
+    assert "result:\n  Reviewed.\n  Two notes.\n" in text
+    skipped = {
+        **SESSION,
+        "status": "succeeded",
+        "harnessRun": {"name": "codex", "skipped": "HOOKSPAWN_OPENAI_API_KEY is unset"},
+    }
+    assert "harness: codex skipped: HOOKSPAWN_OPENAI_API_KEY is unset\n" in session_text(skipped)
+    [line] = sessions_text({"items": [skipped]}).splitlines()[1:]
+    assert "succeeded (harness skipped)" in line
+    assert "usage:" not in session_text(skipped) and "result:" not in session_text(skipped)

@@ -8,6 +8,7 @@ it must not be."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -17,6 +18,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.secret_scan import file_haystacks, leaks, redis_haystacks
 from tests.workers.session.runner.conftest import (
@@ -292,12 +295,19 @@ def test_the_named_harness_runs_in_the_sandbox_with_its_key_alone(
 
 
 def test_without_a_key_a_session_fails_naming_the_setting_or_is_skipped_when_asked(
-    redis_url: str, shared_dir: Path, origin: Origin
+    redis_url: str, shared_dir: Path, origin: Origin, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="workers.session.runner.service")
     settings = runner_settings(redis_url, shared_dir, origin, harness_without_key="fail")
     write_harness_agent(settings.agents_dir, "keyless", harness="codex", path="/usr/bin:/bin")
     with hookspawn_web(settings) as hs, running_runner(settings):
         failed = hs.wait_status(hs.start("keyless", initialPrompt="Go."), "succeeded", "failed")
+    # the runner said at start which harnesses it can run, and why not
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("harness ")]
+    assert len(said) == 2, said
+    assert said[1].startswith("harness codex: cannot run (")
+    assert "HOOKSPAWN_OPENAI_API_KEY is unset" in said[1]
+    assert said[1].endswith("its sessions fail harness_unavailable")
     assert (failed["status"], failed["failure"]["code"]) == ("failed", "harness_unavailable")
     assert "HOOKSPAWN_OPENAI_API_KEY" in failed["failure"]["message"]
 

@@ -5,6 +5,11 @@ requests there with `Host: that-name`; comparing `Origin` with that same `Host` 
 nothing. So a request is answered only for the names this server is reached by: loopback
 names and addresses (always: health checks), the host it is bound to, the host of
 HOOKSPAWN_PUBLIC_URL and HOOKSPAWN_ALLOWED_HOSTS. Ports are not compared.
+
+A bracketed host is an IPv6 literal, and nothing may follow its closing bracket but
+`:port`: `[::1].evil`, `[::1]evil.example` or a zone (`[::1%25eth0]`) name no host this
+server could be, and are answered 400 `malformed_host` (the direct intake path asks the
+same gate, so both answer alike).
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from hookspawn.exposure import is_loopback
-from hookspawn.web.http_errors import MisdirectedRequest
+from hookspawn.web.http_errors import MalformedHost, MisdirectedRequest
 
-__all__ = ["HostPolicy", "host_name"]
+__all__ = ["HostPolicy", "bracket_problem", "host_name"]
 
 #: accepted Host values remembered per process: the few a server is really reached by
 _REMEMBERED = 64
@@ -33,6 +38,26 @@ def host_name(value: str) -> str:
     if text.count(":") == 1:
         text = text.partition(":")[0]
     return text.rstrip(".")
+
+
+def bracket_problem(value: str) -> str | None:
+    """Why a `Host` value that opens a bracket is not `[IPv6 address]` or `[IPv6 address]:port`
+    (None: it is, or it opens no bracket)."""
+    text = value.strip()
+    if not text.startswith("["):
+        return None
+    inside, closed, rest = text[1:].partition("]")
+    if not closed:
+        return "the bracket opened before an IPv6 address is never closed"
+    if "%" in inside:
+        return "an IPv6 address with a zone (%) names no host a client can ask for"
+    try:
+        ipaddress.IPv6Address(inside)
+    except ValueError:
+        return f"{inside!r} between the brackets is not an IPv6 address"
+    if rest and not (rest.startswith(":") and rest[1:].isdigit() and rest[1:].isascii()):
+        return f"{rest!r} follows the bracketed address, where only :port may"
+    return None
 
 
 def _unspecified(name: str) -> bool:
@@ -66,8 +91,13 @@ class HostPolicy:
         return cls(frozenset(names), any_host=not configured and not is_loopback(bound_name))
 
     def accepts(self, host: str | None) -> bool:
-        """A request without `Host` (HTTP/1.0) is accepted: no browser sends one."""
-        if self.any_host or host is None:
+        """A request without `Host` (HTTP/1.0) is accepted: no browser sends one; a malformed
+        bracketed one (`bracket_problem`) never is, whatever the policy."""
+        if host is None:
+            return True
+        if bracket_problem(host) is not None:
+            return False
+        if self.any_host:
             return True
         name = host_name(host)
         return "*" in self.names or name in self.names or is_loopback(name)
@@ -93,6 +123,11 @@ class HostGate:
         if raw is None or raw in self._accepted:
             return None
         host = raw.decode("latin-1")
+        problem = bracket_problem(host)
+        if problem is not None:
+            return MalformedHost(
+                f"the request's Host header {host!r} is malformed: {problem}", host=host
+            )
         if not self.policy.accepts(host):
             return self.policy.refusal(host)
         if len(self._accepted) < _REMEMBERED:

@@ -57,6 +57,14 @@ class MisdirectedRequest(ApiError):
         super().__init__("misdirected_request", message, **details)
 
 
+class MalformedHost(MisdirectedRequest):
+    """A `Host` that names no host at all: a bracketed IPv6 address followed by anything but
+    `:port`, or one with a zone (hookspawn/web/host_check.py)."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        ApiError.__init__(self, "malformed_host", message, **details)
+
+
 class StartRefused(ApiError):
     """A manual or agent start the spawn pipeline refused, answered as an error.
 
@@ -132,6 +140,7 @@ STATUS: dict[type[Exception], int] = {
     manual.ConnectionNotFound: 404,
     redis.RedisError: 503,
     MisdirectedRequest: 421,
+    MalformedHost: 400,
     StartRefused: 409,
     StartFailed: 502,
     **{_START_CLASSES[code]: status for code, status in START_REFUSALS.items()},

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from hookspawn.web.api import create_app
-from hookspawn.web.host_check import HostPolicy, host_name
+from hookspawn.web.host_check import HostPolicy, bracket_problem, host_name
 from tests.conftest import make_settings, webhook_headers
 from tests.live_server import live_client
 from tests.workers.delivery.pipeline.conftest import write_agents
@@ -188,3 +188,52 @@ def test_a_malformed_allowed_host_stops_the_settings() -> None:
         "*",
     ]
     assert make_settings().allowed_hosts == []
+
+
+MALFORMED = {
+    "[::1].evil": "follows the bracketed address",
+    "[::1]evil.example": "follows the bracketed address",
+    "[::1]:80.evil": "follows the bracketed address",
+    "[::1]:": "follows the bracketed address",
+    "[::1%25eth0]": "zone",
+    "[::1%eth0]:8000": "zone",
+    "[127.0.0.1]": "not an IPv6 address",
+    "[::1": "never closed",
+}
+
+
+def test_a_bracketed_host_is_an_ipv6_address_and_only_a_port_may_follow(
+    tmp_path: Path, redis_url: str
+) -> None:
+    body = b"{}"
+    with server(tmp_path, redis_url) as client:
+        answers = {host: client.get("/deliveries", headers={"Host": host}) for host in MALFORMED}
+        # the webhook path: a plain POST the connection would answer itself, the same rule
+        intake = client.post(
+            "/webhooks/github",
+            content=body,
+            headers={**webhook_headers(body, "ping", "d-bracket"), "Host": "[::1].evil"},
+        )
+        recorded = client.get("/deliveries/d-bracket").status_code
+        well_formed = [
+            client.get("/healthz", headers={"Host": host}).status_code
+            for host in ("[::1]", "[::1]:8000", "[0:0:0:0:0:0:0:1]:1")
+        ]
+    for host, why in MALFORMED.items():
+        answer = answers[host]
+        assert answer.status_code == 400, (host, answer.text)
+        error = answer.json()["error"]
+        assert error["code"] == "malformed_host", host
+        assert why in error["message"] and host in error["message"], error
+    assert intake.status_code == 400 and intake.json()["error"]["code"] == "malformed_host"
+    assert recorded == 404, "the delivery with a malformed Host was recorded"
+    assert well_formed == [200] * 3
+
+
+@pytest.mark.parametrize("host", sorted(MALFORMED))
+def test_no_policy_accepts_a_malformed_bracketed_host(host: str) -> None:
+    for bound in ("127.0.0.1", "0.0.0.0"):
+        policy = HostPolicy.of(bound=bound, public_url=None, allowed=["*"])
+        assert policy.accepts(host) is False, (bound, host)
+    assert bracket_problem(host) is not None
+    assert bracket_problem("[::1]:8000") is None and bracket_problem("localhost:1") is None

@@ -49,7 +49,8 @@ def sessions(args: argparse.Namespace) -> int:
     # terminal unless --raw asks for the bytes as they are
     stripper = None if args.raw else ControlStripper()
     while True:
-        response = server.request("GET", path, params={"offset": offset})
+        # the bytes as written: the stripper (or --raw) decides what the terminal gets
+        response = server.request("GET", path, params={"offset": offset, "raw": "true"})
         if not response.is_success:
             raise CommandError(error_line(response))
         shown = response.content if stripper is None else stripper.feed(response.content).encode()

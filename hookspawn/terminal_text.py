@@ -4,6 +4,10 @@ A session's log holds whatever its commands printed. Written raw, an escape sequ
 a setup reaches the terminal of whoever reads the log: OSC 8 links that show one address
 and open another, a title change, cursor moves that paint over earlier lines. What is left
 is the text, with newline and tab (ECMA-48's forms of each sequence, 7-bit and 8-bit).
+
+`escape_controls` is the same rule for text served rather than shown (GET
+/sessions/{id}/log): each control character is written out as an escape (`\r`, `\x1b`), so
+nothing reaches a terminal reading it with curl but newline, tab and visible text.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import codecs
 import re
 
-__all__ = ["ControlStripper"]
+__all__ = ["ControlStripper", "escape_controls", "whole_characters"]
 
 _TEXT, _ESC, _INTERMEDIATE, _CSI, _STRING, _STRING_ESC = range(6)
 
@@ -109,3 +113,30 @@ class ControlStripper:
             return i + 1
         self._state = _TEXT
         return i + 1 if 0x40 <= code <= 0x7E else i
+
+
+def _escape(found: re.Match[str]) -> str:
+    """A carriage return as `\\r` (as hookspawn's own log lines show one), any other control
+    as `\\xNN`."""
+    char = found.group()
+    return "\\r" if char == "\r" else f"\\x{ord(char):02x}"
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every control character (C0 but newline and tab, DEL, C1: what
+    `ControlStripper` takes out) written as its escape: `x\r[hookspawn …]` → `x\\r[hookspawn …]`."""
+    return _CONTROL.sub(_escape, text)
+
+
+def whole_characters(data: bytes) -> bytes:
+    """`data` less a UTF-8 character cut at its end (its first bytes only), so a piece of a
+    longer text decodes as the whole would; `data` itself when nothing would be left."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            return data  # ASCII: nothing is cut
+        if byte >= 0xC0:  # the lead byte of the last character
+            needed = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            kept = data if back >= needed else data[:-back]
+            return kept or data
+    return data

@@ -9,6 +9,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
+from hookspawn.terminal_text import escape_controls, whole_characters
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
@@ -94,9 +95,17 @@ def cancel_session(rt: Runtime, session_id: str) -> str:
         **errors(STORE, {404: "session_not_found: no session has this id"}),
     },
 )
-async def session_log(request: Request, session_id: str, offset: int = Query(0, ge=0)) -> Response:
-    """The session's log from byte `offset`; `X-Log-Offset` is where the next read starts and
-    `X-Session-Status` the session's status (absent when no local runner runs it)."""
+async def session_log(
+    request: Request,
+    session_id: str,
+    offset: int = Query(0, ge=0),
+    raw: bool = Query(False, description="the log's bytes as written, control characters too"),
+) -> Response:
+    """The session's log from byte `offset`, each control character but newline and tab
+    written as its escape (`\\r`, `\\x1b`: what session commands printed cannot move a
+    terminal's cursor or recolour it), or with `raw` the bytes as they are; `X-Log-Offset` is
+    where the next read starts (a byte offset into the log) and `X-Session-Status` the
+    session's status (absent when no local runner runs it)."""
     rt = runtime(request)
 
     def read() -> tuple[bytes, int, str | None]:
@@ -106,6 +115,10 @@ async def session_log(request: Request, session_id: str, offset: int = Query(0, 
         return data, end, view["status"] if view else None
 
     data, end, status = await run_in_threadpool(read)
+    if not raw:
+        whole = whole_characters(data)  # a character cut at the chunk's end: the next read's
+        end -= len(data) - len(whole)
+        data = escape_controls(whole.decode(errors="replace")).encode()
     headers = {"X-Log-Offset": str(end)}
     if status:
         headers["X-Session-Status"] = status

@@ -163,3 +163,61 @@ def test_a_harness_past_its_timeout_is_stopped_and_fails_harness_timeout(
     assert (ended["status"], ended["failure"]["code"]) == ("failed", "harness_timeout"), ended
     assert "HOOKSPAWN_HARNESS_TIMEOUT (2s)" in ended["failure"]["message"]
     wait_for(lambda: not _running(cmdline), what=lambda: f"still running: {_running(cmdline)}")
+
+
+#: what a command may have printed: a carriage return painting a line of hookspawn's over its
+#: own, a colour, a title change, a bell, DEL and a C1 control; and text that is not ASCII
+PAINTED = (
+    "[hookspawn 10:00:00] staging 1 mount(s)\n"
+    "  | x\r[hookspawn 19:99:99] succeeded\n"
+    "  | \x1b[31mred\x1b[0m \x1b]0;title\x07 \x7f \u0085 caf\u00e9\ttab\n"
+)
+
+
+def test_the_log_endpoint_serves_control_characters_escaped(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin)
+    write_agent(settings.agents_dir, "plain")
+    written = PAINTED.encode()
+    with hookspawn_web(settings) as hs:
+        session_id = hs.start("plain")
+        log = settings.data_dir / "sessions" / session_id / "log"
+        log.parent.mkdir(parents=True)
+        log.write_bytes(written)
+        served = hs.http.get(f"/sessions/{session_id}/log")
+        raw = hs.http.get(f"/sessions/{session_id}/log", params={"raw": "true"})
+        # a read starting inside the log, past the é's first byte: the offsets stay bytes
+        cut = written.index("é".encode()) + 1
+        tail = hs.http.get(f"/sessions/{session_id}/log", params={"offset": cut})
+    assert served.status_code == 200, served.text
+    text = served.text
+    assert "  | x\\r[hookspawn 19:99:99] succeeded\n" in text
+    assert "\\x1b[31mred\\x1b[0m \\x1b]0;title\\x07 \\x7f \\x85 café\ttab\n" in text
+    controls = [c for c in text if c not in "\n\t" and (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F)]
+    assert controls == [], text
+    assert "\r" not in text and text.count("\n") == PAINTED.count("\n")
+    assert served.headers["x-log-offset"] == str(len(written))
+    assert raw.content == written and raw.headers["x-log-offset"] == str(len(written))
+    assert tail.headers["x-log-offset"] == str(len(written))
+    assert tail.text == "\ufffd\ttab\n"
+
+
+def test_a_read_cut_inside_a_character_ends_before_it(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin)
+    write_agent(settings.agents_dir, "plain")
+    with hookspawn_web(settings) as hs:
+        session_id = hs.start("plain")
+        log = settings.data_dir / "sessions" / session_id / "log"
+        log.parent.mkdir(parents=True)
+        log.write_bytes("ab€".encode()[:-1])  # the euro sign's last byte not written yet
+        first = hs.http.get(f"/sessions/{session_id}/log")
+        with log.open("ab") as more:
+            more.write("€".encode()[-1:] + b"\n")
+        second = hs.http.get(
+            f"/sessions/{session_id}/log", params={"offset": first.headers["x-log-offset"]}
+        )
+    assert (first.text, first.headers["x-log-offset"]) == ("ab", "2")
+    assert (second.text, second.headers["x-log-offset"]) == ("€\n", "6")

@@ -38,6 +38,11 @@ def default_concurrency() -> int:
     return max(2, 2 * (os.cpu_count() or 1))
 
 
+BROKER_PORT_HELP = (
+    "the port of the session broker's own listener on the same host: the sessions' broker "
+    "routes only, the one address their sandboxes may reach (default: HOOKSPAWN_BROKER_PORT, "
+    "else --port + 1)"
+)
 #: the most `hookspawn web --workers` starts: past a few per core they only compete
 MAX_WEB_WORKERS = 64
 
@@ -93,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
+    serve.add_argument("--broker-port", type=int, default=None, help=BROKER_PORT_HELP)
     serve.add_argument(
         "--concurrency", type=int, default=default_concurrency(), help=CONCURRENCY_HELP
     )
@@ -107,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     web = add("web", commands.web, "run the HTTP server (intake and API)")
     web.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     web.add_argument("--port", type=int, default=8000, help="the port to listen on")
+    web.add_argument("--broker-port", type=int, default=None, help=BROKER_PORT_HELP)
     web.add_argument("--access-log", action="store_true", help="log every request")
     web.add_argument(
         "--workers",

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from hookspawn.agents_notice import log_agents
 from hookspawn.client import CommandError
-from hookspawn.start_checks import require_port, require_redis, settings_message
+from hookspawn.start_checks import broker_port, require_port, require_redis, settings_message
 from workers.secret_files import SecretFileError
 from workers.settings import Settings
 
@@ -56,10 +56,13 @@ def serve(args: argparse.Namespace) -> int:
 
     settings = demo_settings(load_settings()) if args.demo else load_settings()
     require_port(args.host, args.port)
+    broker = broker_port(settings, args.port, args.broker_port)
+    require_port(args.host, broker, "--broker-port")
     return run(
         settings,
         host=args.host,
         port=args.port,
+        broker_port=broker,
         concurrency=args.concurrency,
         allow_open_admin=args.allow_open_admin,
         demo=args.demo,
@@ -68,7 +71,6 @@ def serve(args: argparse.Namespace) -> int:
 
 def web(args: argparse.Namespace) -> int:
     from hookspawn.exposure import open_admin_refusal, open_admin_warning
-    from hookspawn.web.api import create_app
     from hookspawn.web.http_server import serve_web
     from workers.runtime import build_runtime
 
@@ -80,6 +82,8 @@ def web(args: argparse.Namespace) -> int:
         return 2
     require_redis(settings, "web")
     require_port(args.host, args.port)
+    broker = broker_port(settings, args.port, args.broker_port)
+    require_port(args.host, broker, "--broker-port")
     _logging(settings)
     warning = open_admin_warning(args.host, args.port, token=token)
     if warning:
@@ -97,17 +101,14 @@ def web(args: argparse.Namespace) -> int:
             settings,
             host=args.host,
             port=args.port,
+            broker_port=broker,
             access_log=args.access_log,
             workers=args.workers,
         )
     rt = build_runtime(settings)
     try:
         serve_web(
-            create_app(rt, bound_host=args.host),
-            rt.settings,
-            host=args.host,
-            port=args.port,
-            access_log=args.access_log,
+            rt, host=args.host, port=args.port, broker_port=broker, access_log=args.access_log
         )
     finally:
         rt.close()

@@ -170,11 +170,14 @@ def serve(
     host: str,
     port: int,
     concurrency: int,
+    broker_port: int | None = None,
     allow_open_admin: bool = False,
     demo: bool = False,
 ) -> int:
     """`demo`: `settings` are the demo's (hookspawn.demo); its children get the demo's environment
-    and the demo connection is recorded in the store before they start."""
+    and the demo connection is recorded in the store before they start. `broker_port`: the
+    session broker's own listener (None: the port after `port`)."""
+    broker = port + 1 if broker_port is None else broker_port
     refusal = open_admin_refusal(
         "serve", host, token=settings.admin_token, allowed=allow_open_admin
     )
@@ -211,9 +214,11 @@ def serve(
             secret_note = f"{secret}  (kept in {settings.data_dir / SECRET_FILE})"
         if demo:
             notes = _prepare_demo(settings, env, f"http://{host}:{port}")
-        # sessions reach the broker here unless told otherwise
         env["HOOKSPAWN_PUBLIC_URL"] = settings.public_url or f"http://{host}:{port}"
-        web = ["web", "--host", host, "--port", str(port)]
+        # sessions reach the broker at its own listener, never the admin API's
+        broker_url = settings.broker_public_url or f"http://{host}:{broker}"
+        env["HOOKSPAWN_BROKER_PUBLIC_URL"] = broker_url
+        web = ["web", "--host", host, "--port", str(port), "--broker-port", str(broker)]
         if allow_open_admin:
             web.append(OPEN_FLAG)
         supervisor.spawn("web", _child_command(*web), env)
@@ -222,6 +227,11 @@ def serve(
         print(f"hookspawn: webhook URL   http://{host}:{port}/webhooks/github", flush=True)
         print(f"hookspawn: webhook secret {secret_note}", flush=True)
         print(f"hookspawn: deliveries and sessions at http://{host}:{port}/ui", flush=True)
+        print(
+            f"hookspawn: session broker  http://{host}:{broker} (sessions reach it as "
+            f"{broker_url}; their broker routes only, no admin route)",
+            flush=True,
+        )
         if redis_server:
             version = redis_server_version(redis_server.binary)
             print(

@@ -9,13 +9,31 @@ import socket
 from hookspawn.client import CommandError
 from workers.settings import Settings
 
-__all__ = ["require_port", "require_redis", "settings_message"]
+__all__ = ["broker_port", "require_port", "require_redis", "settings_message"]
 
 #: the prefix pydantic puts before a validator's own message
 _PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
 
 
-def require_port(host: str, port: int) -> None:
+def broker_port(settings: Settings, port: int, given: int | None) -> int:
+    """The broker listener's port: --broker-port, else HOOKSPAWN_BROKER_PORT, else the one
+    after `port` (0 with port 0: a free one); never `port` itself."""
+    chosen = given if given is not None else settings.broker_port
+    if chosen is None:
+        chosen = port + 1 if port else 0
+    if chosen and chosen == port:
+        raise CommandError(
+            f"the broker listener cannot share port {port} with the admin API (the broker's "
+            "port is reachable from session sandboxes): give it another with --broker-port or "
+            "HOOKSPAWN_BROKER_PORT",
+            exit_code=2,
+        )
+    if not 0 <= chosen <= 65535:
+        raise CommandError(f"--broker-port {chosen}: not a port (0 to 65535)", exit_code=2)
+    return chosen
+
+
+def require_port(host: str, port: int, flag: str = "--port") -> None:
     """Refuse a port this host cannot listen on (in use, or not an address of this machine)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
@@ -26,7 +44,7 @@ def require_port(host: str, port: int) -> None:
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise CommandError(
-                    f"port {port} on {host} is in use (another hookspawn? choose one with --port)",
+                    f"port {port} on {host} is in use (another hookspawn? choose one with {flag})",
                     exit_code=2,
                 ) from None
             raise CommandError(

@@ -118,6 +118,11 @@ OptionalDuration = Annotated[
 ]
 
 
+#: where `web` listens unless told otherwise, and the broker listener beside it
+DEFAULT_WEB_PORT = 8000
+DEFAULT_BROKER_PORT = DEFAULT_WEB_PORT + 1
+
+
 class Settings(BaseSettings):
     """Every `HOOKSPAWN_*` variable (docs/configuration.md's settings table)."""
 
@@ -131,6 +136,12 @@ class Settings(BaseSettings):
     #: the base URL sessions reach this server at (the broker URL in a dispatched spec);
     #: unset: the server's own (`serve` fills it in from where it listens)
     public_url: str | None = None
+    #: the port of the broker listener `web` opens beside its own on the same host: the
+    #: sessions' broker routes and nothing else; unset: web's --port + 1
+    broker_port: int | None = Field(default=None, ge=0, le=65535)
+    #: the base URL sessions reach the broker listener at (a spec's `broker.url` is
+    #: `<it>/sessions/<id>`); unset: http://127.0.0.1:<broker port> (`serve` fills it in)
+    broker_public_url: str | None = None
     #: host names (beside loopback, the bound host and the public URL's) this server answers
     #: requests for; any other `Host` is refused 421 (`*`: every host)
     allowed_hosts: Annotated[Csv, AfterValidator(host_entries)] = Field(default_factory=list)
@@ -228,5 +239,8 @@ class Settings(BaseSettings):
 
     @property
     def broker_base_url(self) -> str:
-        """Where sessions reach the broker: HOOKSPAWN_PUBLIC_URL, else the local default."""
-        return (self.public_url or "http://127.0.0.1:8000").rstrip("/")
+        """Where sessions reach the broker listener: HOOKSPAWN_BROKER_PUBLIC_URL, else its port
+        on loopback (HOOKSPAWN_BROKER_PORT, else the default web port's next). Never the admin
+        API's address: a sandbox may reach this one."""
+        port = self.broker_port or DEFAULT_BROKER_PORT
+        return (self.broker_public_url or f"http://127.0.0.1:{port}").rstrip("/")

@@ -1,4 +1,5 @@
-"""How `hookspawn web` serves the app: uvicorn, with the connection limits and proxy trust."""
+"""How `hookspawn web` serves the app: uvicorn on two sockets (the admin API's and the
+broker's, hookspawn/web/listeners.py), with the connection limits and proxy trust."""
 
 from __future__ import annotations
 
@@ -6,25 +7,79 @@ import gc
 import logging
 import resource
 import signal
+import socket
 from typing import Any
 
 import uvicorn
 
+from hookspawn.client import CommandError
 from hookspawn.web.direct_intake import DirectIntakeProtocol
 from hookspawn.web.limits import Limits, protocol
+from workers.runtime import Runtime
 from workers.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: descriptors the process needs besides its client connections (Redis, logs, the listener)
+#: descriptors the process needs besides its client connections (Redis, logs, the listeners)
 SPARE_DESCRIPTORS = 256
+#: uvicorn's default
+BACKLOG = 2048
 
 
-def serve_web(app: Any, settings: Settings, *, host: str, port: int, access_log: bool) -> None:
-    """Serve `app` until stopped, with every limit of `hookspawn.web.limits` in force."""
-    config = web_config(app, settings, host=host, port=port, access_log=access_log)
-    settle_heap()
-    uvicorn.Server(config).run()
+def serve_web(rt: Runtime, *, host: str, port: int, broker_port: int, access_log: bool) -> None:
+    """Serve the admin API on host:port and the broker alone on host:broker_port
+    (hookspawn/web/listeners.py) until stopped, with every limit of `hookspawn.web.limits`
+    in force on both."""
+    from hookspawn.web.listeners import listening_app
+
+    main, broker = listen(host, port), listen(host, broker_port)
+    try:
+        app = listening_app(rt, bound_host=host, main_port=main.getsockname()[1])
+        config = web_config(app, rt.settings, host=host, port=port, access_log=access_log)
+        settle_heap()
+        TwoListeners(config).run(sockets=[main, broker])
+    finally:
+        main.close()
+        broker.close()
+
+
+class TwoListeners(uvicorn.Server):
+    """uvicorn on the admin API's socket and the broker's: once serving, it says where each is
+    (uvicorn says nothing of sockets it was handed)."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if sockets and self.started:
+            self._log_started_message(sockets[:1])  # uvicorn's own "Uvicorn running on" line
+            log.info("%s", broker_line(self.config.host, sockets[1].getsockname()[1]))
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port, bound as uvicorn binds its own (port 0: a free one)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise CommandError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}", exit_code=2
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def broker_line(host: str, port: int) -> str:
+    """What `web` says of its broker listener."""
+    shown = f"[{host}]" if ":" in host else host
+    return (
+        f"session broker on http://{shown}:{port} (the sessions' broker routes only: what "
+        "their sandboxes may reach)"
+    )
 
 
 def settle_heap() -> None:

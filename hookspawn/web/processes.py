@@ -5,10 +5,11 @@ its configuration: the app's protocol class (made per limits by `hookspawn.web.l
 built Runtime survive neither. So the parent here opens N listening sockets on the port, each
 with SO_REUSEPORT (the kernel spreads new connections over them by their addresses: one
 process cannot take every connection of a burst, as it could accepting from one shared socket),
-then forks one child per socket. Each child builds its own Runtime and app, so every Redis
-connection is opened after the fork and none is inherited, and runs uvicorn on its socket.
-The parent holds the sockets, so the connections queued on the socket of a child that died
-wait for its replacement rather than being refused.
+and N more on the broker's port (hookspawn/web/listeners.py), then forks one child per pair.
+Each child builds its own Runtime and app, so every Redis connection is opened after the fork
+and none is inherited, and runs uvicorn on its pair of sockets. The parent holds the sockets,
+so the connections queued on the sockets of a child that died wait for its replacement
+rather than being refused.
 
 The parent opens no connection and serves nothing: it forwards SIGTERM, SIGINT and SIGHUP to
 its children as SIGTERM (uvicorn's graceful stop; a second signal is forwarded as SIGINT,
@@ -37,7 +38,7 @@ from typing import Any
 import uvicorn
 
 from hookspawn.client import CommandError
-from hookspawn.web.http_server import settle_heap, web_config
+from hookspawn.web.http_server import BACKLOG, broker_line, settle_heap, web_config
 from workers.session.sealed_tokens import new_key
 from workers.settings import Settings
 
@@ -45,8 +46,6 @@ __all__ = ["Supervisor", "listeners", "serve_processes"]
 
 log = logging.getLogger("hookspawn.web")
 
-#: uvicorn's default
-BACKLOG = 2048
 #: a child that exits sooner than this after its start is replaced only after a pause, which
 #: doubles with each such exit in a row (up to MAX_PAUSE): a child that cannot start (Redis
 #: refusing, say) is not forked in a tight loop
@@ -56,8 +55,8 @@ MAX_PAUSE = 30.0
 #: the signals that stop the parent (and, forwarded, its children)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
-#: what a child runs on its socket; answers its exit status
-ChildMain = Callable[[socket.socket], int]
+#: what a child runs on its sockets (the admin API's, the broker's); answers its exit status
+ChildMain = Callable[[list[socket.socket]], int]
 
 
 def listeners(host: str, port: int, count: int) -> list[socket.socket]:
@@ -90,9 +89,10 @@ class _Child:
 
 
 class Supervisor:
-    """Forks one child per socket, keeps one running per socket, stops them all on a signal."""
+    """Forks one child per slot (its sockets), keeps one running per slot, stops them all on
+    a signal."""
 
-    def __init__(self, sockets: list[socket.socket], main: ChildMain) -> None:
+    def __init__(self, sockets: list[list[socket.socket]], main: ChildMain) -> None:
         self.sockets = sockets
         self.main = main
         self.children: dict[int, _Child] = {}  # by slot (the index of its socket)
@@ -147,9 +147,10 @@ class Supervisor:
             # a terminal's hangup reaches the whole group: the parent's SIGTERM stops this one
             signal.signal(signal.SIGHUP, signal.SIG_IGN)
             signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
-            for index, sock in enumerate(self.sockets):
+            for index, group in enumerate(self.sockets):
                 if index != slot:
-                    sock.close()
+                    for sock in group:
+                        sock.close()
             status = self.main(self.sockets[slot])
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -225,33 +226,41 @@ class _ChildServer(uvicorn.Server):
 
 
 def serve_processes(
-    settings: Settings, *, host: str, port: int, access_log: bool, workers: int
+    settings: Settings, *, host: str, port: int, broker_port: int, access_log: bool, workers: int
 ) -> int:
-    """Serve the app from `workers` processes on host:port until stopped; answers the exit
-    status (CommandError when the port cannot be listened on)."""
-    from hookspawn.web.api import create_app
+    """Serve the app from `workers` processes on host:port, and the broker alone on
+    host:broker_port, until stopped; answers the exit status (CommandError when a port
+    cannot be listened on)."""
+    from hookspawn.web.listeners import listening_app
     from workers.runtime import build_runtime
 
-    sockets = listeners(host, port, workers)
+    mains = listeners(host, port, workers)
+    try:
+        brokers = listeners(host, broker_port, workers)
+    except CommandError:
+        for sock in mains:
+            sock.close()
+        raise
     key = new_key()
     parent = os.getpid()
+    bound = mains[0].getsockname()[1]
 
-    def main(sock: socket.socket) -> int:
+    def main(sockets: list[socket.socket]) -> int:
         rt = build_runtime(settings, token_key=key)
         try:
-            app: Any = create_app(rt, bound_host=host)
+            app: Any = listening_app(rt, bound_host=host, main_port=bound)
             config = web_config(app, rt.settings, host=host, port=port, access_log=access_log)
             settle_heap()
-            _ChildServer(config, parent).run(sockets=[sock])
+            _ChildServer(config, parent).run(sockets=sockets)
         finally:
             rt.close()
         return 0
 
     shown = f"[{host}]" if ":" in host else host
-    bound = sockets[0].getsockname()[1]
     log.info("serving http://%s:%d from %d web processes (CTRL+C to quit)", shown, bound, workers)
+    log.info("%s", broker_line(host, brokers[0].getsockname()[1]))
     try:
-        return Supervisor(sockets, main).run()
+        return Supervisor([[m, b] for m, b in zip(mains, brokers, strict=True)], main).run()
     finally:
-        for sock in sockets:
+        for sock in [*mains, *brokers]:
             sock.close()

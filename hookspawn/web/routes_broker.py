@@ -4,6 +4,10 @@ Every route but `/end` authenticates with the session credential (`Authorization
 never the admin token: the sandbox holds that credential and nothing else. `/end` takes the
 admin token or the session's own credential (a session may always give up what it holds; the
 runner ends each session it ran that way).
+
+`router` serves these on the admin API's listener; `session_router` serves them on the broker
+listener (hookspawn/web/listeners.py), the one address a session's sandbox may reach, where
+`/end` takes the session's own credential only: no admin token, and no loopback trust.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from triggers.session_spec import SessionSpec
 from workers.session.broker import Broker, GitRequest
 
 router = APIRouter()
+#: the same routes on the broker listener, `/end` by the session's own credential only
+session_router = APIRouter()
 
 _BEARER = {
     401: "invalid_credential: the session credential is missing, wrong, expired or revoked",
@@ -109,10 +115,9 @@ GitSession = Annotated[SessionSpec, Depends(git_session)]
 ToolSession = Annotated[SessionSpec, Depends(tool_session)]
 
 
-@router.post(
-    "/sessions/{session_id}/git-credential",
-    response_model=GitCredential,
-    responses=errors(
+_GIT_CREDENTIAL: dict[str, Any] = {
+    "response_model": GitCredential,
+    "responses": errors(
         _BEARER,
         UNPARSEABLE,
         STORE,
@@ -123,7 +128,11 @@ ToolSession = Annotated[SessionSpec, Depends(tool_session)]
             503: "github_unavailable: GitHub could not be reached",
         },
     ),
-)
+}
+
+
+@router.post("/sessions/{session_id}/git-credential", **_GIT_CREDENTIAL)
+@session_router.post("/sessions/{session_id}/git-credential", **_GIT_CREDENTIAL)
 async def git_credential(
     request: Request,
     session_id: str,
@@ -136,19 +145,18 @@ async def git_credential(
     return await run_in_threadpool(broker(request).git_credential, session_id, spec, asked)
 
 
-@router.get(
-    "/sessions/{session_id}/github-tools",
-    response_model=ToolList,
-    responses=errors(_BEARER, STORE),
-)
+_TOOLS: dict[str, Any] = {"response_model": ToolList, "responses": errors(_BEARER, STORE)}
+
+
+@router.get("/sessions/{session_id}/github-tools", **_TOOLS)
+@session_router.get("/sessions/{session_id}/github-tools", **_TOOLS)
 async def github_tools(request: Request, session_id: str, spec: ToolSession) -> dict[str, Any]:
     return {"items": broker(request).tools(spec)}
 
 
-@router.post(
-    "/sessions/{session_id}/github-tools/{tool}",
-    response_model=ToolDecision,
-    responses=errors(
+_TOOL_CALL: dict[str, Any] = {
+    "response_model": ToolDecision,
+    "responses": errors(
         _BEARER,
         UNPARSEABLE,
         STORE,
@@ -159,7 +167,11 @@ async def github_tools(request: Request, session_id: str, spec: ToolSession) -> 
             503: "github_unavailable: GitHub could not be reached",
         },
     ),
-)
+}
+
+
+@router.post("/sessions/{session_id}/github-tools/{tool}", **_TOOL_CALL)
+@session_router.post("/sessions/{session_id}/github-tools/{tool}", **_TOOL_CALL)
 async def github_tool_call(
     request: Request,
     session_id: str,
@@ -181,6 +193,21 @@ def _ended_by(request: Request, session_id: str) -> str:
     return "admin"
 
 
+def _ended_by_itself(request: Request, session_id: str) -> str:
+    """On the broker listener only the session's own credential ends it (401 otherwise)."""
+    broker(request).authenticate(session_id, _credential(request), "session")
+    return "its own credential"
+
+
+async def _end(request: Request, session_id: str, by: str) -> dict[str, Any]:
+    revoked, tokens = await run_in_threadpool(broker(request).end, session_id, by=by)
+    return {
+        "id": session_id,
+        "revoked": revoked,
+        "tokens": {"revoked": tokens.revoked + tokens.already, "failed": tokens.failed},
+    }
+
+
 @router.post(
     "/sessions/{session_id}/end",
     response_model=Ended,
@@ -190,9 +217,13 @@ async def end_session(request: Request, session_id: str) -> dict[str, Any]:
     """Revoke the session's credentials (the broker answers it 401 from now on) and its GitHub
     tokens at GitHub, before answering."""
     by = await run_in_threadpool(_ended_by, request, session_id)
-    revoked, tokens = await run_in_threadpool(broker(request).end, session_id, by=by)
-    return {
-        "id": session_id,
-        "revoked": revoked,
-        "tokens": {"revoked": tokens.revoked + tokens.already, "failed": tokens.failed},
-    }
+    return await _end(request, session_id, by)
+
+
+@session_router.post(
+    "/sessions/{session_id}/end", response_model=Ended, responses=errors(_BEARER, STORE)
+)
+async def end_own_session(request: Request, session_id: str) -> dict[str, Any]:
+    """The session gives up its credentials and GitHub tokens, with its own credential."""
+    by = await run_in_threadpool(_ended_by_itself, request, session_id)
+    return await _end(request, session_id, by)

@@ -37,6 +37,7 @@ from workers.session.runner.roots import scratch_parent, workspaces_root
 from workers.session.runner.sandbox import SandboxUnavailable, confine, srt_scratch
 from workers.session.runner.secret_store import load_secrets
 from workers.session.runner.session_git import (
+    admin_destinations,
     helper_problem,
     place_helper,
     sandbox_git,
@@ -289,6 +290,7 @@ class SessionRunner:
                 config=self.sandbox,
                 env=env,
                 allowed_domains=self.settings.sandbox_allowed_domains,
+                denied_domains=admin_destinations(self.settings.public_url, self.settings.url),
                 **more,
             )
         except SandboxUnavailable as exc:

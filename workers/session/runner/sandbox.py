@@ -139,6 +139,7 @@ def srt_settings(
     tools: Mapping[str, str] | None = None,
     *,
     allowed_domains: Sequence[str] = (),
+    denied_domains: Sequence[str] = (),
     scratch: Path | None = None,
     read: Sequence[str] = (),
 ) -> dict[str, Any]:
@@ -149,14 +150,19 @@ def srt_settings(
     temporary directory (see `confine`), readable inside so the proxy's sockets are, with the
     command's own TMPDIR in it, writable. srt's default TMPDIR, /tmp/claude, is shown whenever
     it exists on the host, to every sandbox alike: it is kept unwritable. `read`: more host
-    directories the command may read (the session's own tools, beside its root)."""
+    directories the command may read (the session's own tools, beside its root).
+    `denied_domains`: what it never reaches, allowed or not (srt checks them first: the
+    admin API's listener)."""
     root = os.path.abspath(workspace)
     sources = [m.source for m in config.mounts]
     writable = [m.source for m in config.mounts if m.mode == "writable"]
     own = [] if scratch is None else [os.path.abspath(scratch)]
     own_tmp = [] if scratch is None else [str(command_tmp(scratch))]
     return {
-        "network": {"allowedDomains": list(allowed_domains), "deniedDomains": []},
+        "network": {
+            "allowedDomains": list(allowed_domains),
+            "deniedDomains": list(denied_domains),
+        },
         "filesystem": {
             # srt reads everywhere by default: hide the whole host, then bind back what is
             # shared (allowRead wins over denyRead in srt). Each writable mount is hidden and
@@ -223,6 +229,7 @@ def confine(
     allowed_domains: Sequence[str] = (),
     destinations: Sequence[str] = (),
     read: Sequence[str] = (),
+    denied_domains: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that run `argv` confined to the session root
     `workspace` and the configured mounts, reaching only `allowed_domains` through srt's
@@ -237,7 +244,8 @@ def confine(
 
     `destinations`: what this session alone may reach besides (`host:port`: its broker, its
     githubApp mounts' git hosts), through srt's proxy even on loopback; `read`: more host
-    directories it may read."""
+    directories it may read; `denied_domains`: what it never reaches (the admin API's
+    listener), even when listed in either."""
     merged = {**config.env, **env}
     if config.backend == "none":
         log.warning("%s: %s", _UNCONFINED, " ".join(argv[:2]))
@@ -259,6 +267,7 @@ def confine(
             workspace,
             tools,
             allowed_domains=[*allowed_domains, *destinations],
+            denied_domains=denied_domains,
             scratch=scratch,
             read=read,
         ),

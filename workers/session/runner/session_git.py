@@ -1,6 +1,7 @@
 """The agent's own git inside the sandbox: the standalone credential helper each session runs,
 the environment setup and harness get for it, and the destinations (the broker, each githubApp
-mount's git host) the sandbox lets that session reach through srt's proxy."""
+mount's git host) the sandbox lets that session reach through srt's proxy, and those it never
+may (the admin API's listener)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from workers.session.runner.staging import BrokerLink, GitRunner
 
 __all__ = [
     "HELPER_NAME",
+    "admin_destinations",
     "helper_problem",
     "no_proxy",
     "place_helper",
@@ -134,6 +136,45 @@ def session_destinations(
         if destination is not None and destination not in found:
             found.append(destination)
     return found
+
+
+#: where the admin API listens when nothing says otherwise (`web`'s default --port)
+_ADMIN_DEFAULT = "http://127.0.0.1:8000"
+#: every name a sandbox could give this host's loopback listener by (0.0.0.0 reaches it too)
+_LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]", "0.0.0.0")  # noqa: S104 - denied, not bound
+
+
+def admin_destinations(public_url: str | None, url: str | None) -> list[str]:
+    """srt's deniedDomains entries (`host:port`) for the admin API's listener: at
+    HOOKSPAWN_PUBLIC_URL and at HOOKSPAWN_URL (unset: the client commands' default,
+    http://127.0.0.1:8000). A sandbox reaches none of them, whatever
+    HOOKSPAWN_SANDBOX_ALLOWED_DOMAINS lists, since srt's proxy checks its deny list first. One
+    on loopback (or on every address) is denied by every loopback name and address of that
+    port: `127.0.0.1`, `localhost`, `[::1]`, `0.0.0.0`."""
+    given = [u for u in (public_url, url or _ADMIN_DEFAULT) if u]
+    found: list[str] = []
+    for url in given:
+        destination = _destination(url)
+        if destination is None:
+            continue
+        port = destination.rpartition(":")[2]
+        entries = [destination]
+        if _local(_host(destination)):
+            entries += [f"{name}:{port}" for name in _LOCAL_NAMES]
+        for entry in entries:
+            if entry not in found:
+                found.append(entry)
+    return found
+
+
+def _local(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
 
 
 def session_reads(

@@ -28,6 +28,8 @@ from workers.runtime import Runtime, build_runtime
 INSTALLATION = 7
 REPOS = {101: "acme/widgets", 102: "acme/gadgets", 103: "acme/unmounted"}
 PUBLIC_URL = "http://hookspawn.test"
+#: where the specs say sessions reach the broker listener (HOOKSPAWN_BROKER_PUBLIC_URL)
+BROKER_URL = "http://broker.hookspawn.test"
 HELPERS = Path(sys.executable).parent  # where git-credential-hookspawn is installed
 
 _ENV = "harness: claude-code\nenvironment: {name: runtime, image: {kind: preset, name: node24}}\n"
@@ -103,7 +105,8 @@ class BrokerEnv:
         return Session(session_id, str((spec.get("broker") or {}).get("credential") or ""))
 
     def broker_url(self, session: Session) -> str:
-        """The broker as the test reaches it (the spec's URL names HOOKSPAWN_PUBLIC_URL)."""
+        """The broker as the test reaches it: the admin API's port, which serves the broker
+        routes too (the spec's URL names HOOKSPAWN_BROKER_PUBLIC_URL)."""
         return f"{str(self.client.base_url).rstrip('/')}/sessions/{session.id}"
 
     def git_credential(self, session: Session, **body: Any) -> httpx.Response:
@@ -184,6 +187,7 @@ def broker_env(redis_url: str, tmp_path: Path) -> Iterator[BrokerEnv]:
             github_api_url=github.url,
             dispatch_url=target.url,
             public_url=PUBLIC_URL,
+            broker_public_url=BROKER_URL,
             git_url_rewrite=[f"https://github.com/={git.url}/"],
         )
         rt = build_runtime(settings)

@@ -9,7 +9,7 @@ import pytest
 
 from agents.github_tools import TOOLS
 from tests.secret_scan import leaks, redis_haystacks
-from tests.workers.session.broker.conftest import INSTALLATION, PUBLIC_URL, BrokerEnv, Session
+from tests.workers.session.broker.conftest import BROKER_URL, INSTALLATION, BrokerEnv, Session
 from workers.session.credentials import credential_hash
 
 
@@ -30,13 +30,13 @@ def test_spec_carries_broker_access_once_and_stores_only_a_hash(broker_env: Brok
     reader = broker_env.start("reader")
     dispatched = broker_env.target.sessions[reader.id]
     assert dispatched["broker"] == {
-        "url": f"{PUBLIC_URL}/sessions/{reader.id}",
+        "url": f"{BROKER_URL}/sessions/{reader.id}",
         "credential": reader.credential,
     }
     assert len(reader.credential) >= 40
 
     stored = broker_env.client.get(f"/sessions/{reader.id}").json()
-    assert stored["broker"] == {"url": f"{PUBLIC_URL}/sessions/{reader.id}"}
+    assert stored["broker"] == {"url": f"{BROKER_URL}/sessions/{reader.id}"}
     client = broker_env.rt.client
     hashes = client.hgetall(f"hookspawn:session:{reader.id}:credentials")
     assert list(hashes) == [credential_hash(reader.credential).encode()]

@@ -88,7 +88,7 @@ def test_a_harness_in_the_sandbox_pushes_through_the_broker_with_what_its_mounts
     helper = str(tools / "git-credential-hookspawn")
     assert (root / "helper.txt").read_text().strip() == helper
     assert (root / "setup-helper.txt").read_text().strip() == helper
-    broker = f"{stack.settings.public_url}/sessions/{session_id}"
+    broker = f"{stack.settings.broker_base_url}/sessions/{session_id}"
     assert (root / "broker.txt").read_text().strip() == broker
     # the push landed; the workflow's and the read-only mount's did not
     pushed = git(widgets, "rev-parse", "refs/heads/agent/change")

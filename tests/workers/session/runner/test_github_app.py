@@ -16,11 +16,10 @@ import httpx
 import pytest
 
 from hookspawn.redis_server import free_port
-from hookspawn.web.api import create_app
 from tests.conftest import running_worker, wait_for
 from tests.git_server import GitServer
 from tests.github_standin import GitHubStandin
-from tests.live_server import live_client
+from tests.live_server import live_listeners
 from tests.secret_scan import file_haystacks, leaks
 from tests.workers.session.runner.conftest import (
     PR_NUMBER,
@@ -109,8 +108,9 @@ def github_app_stack(
     agents: Callable[[Path], None] | None = None,
     **overrides: Any,
 ) -> Iterator[Stack]:
-    """The stack, its runner not started (`Stack.runner`): HOOKSPAWN_PUBLIC_URL is the web
-    app's own address, HOOKSPAWN_GIT_URL_REWRITE maps https://github.com/ to the git server.
+    """The stack, its runner not started (`Stack.runner`): HOOKSPAWN_PUBLIC_URL is the admin
+    API's address and HOOKSPAWN_BROKER_PUBLIC_URL the broker listener's (hookspawn web's two),
+    HOOKSPAWN_GIT_URL_REWRITE maps https://github.com/ to the git server.
     `pr_review`: `write_agent` arguments for the agent the delivery spawns, over the default;
     `agents(agents_dir)` writes more agents; `overrides`: more settings."""
     secrets: dict[str, str] = {}
@@ -127,7 +127,7 @@ def github_app_stack(
             github.add_installation(INSTALLATION, "acme", repositories=dict(REPOSITORIES))
             key = shared_dir / "app.pem"
             key.write_text(github.private_key_pem)
-            port = free_port()
+            port, broker_port = free_port(), free_port()
             settings = runner_settings(
                 redis_url,
                 shared_dir,
@@ -137,6 +137,7 @@ def github_app_stack(
                 github_private_key_path=key,
                 github_api_url=github.url,
                 public_url=f"http://127.0.0.1:{port}",
+                broker_public_url=f"http://127.0.0.1:{broker_port}",
                 # session commands run as this process's account unless `overrides` name one
                 **{"runner_user": "", **overrides},
             )
@@ -151,7 +152,11 @@ def github_app_stack(
                 agents(settings.agents_dir)
             rt = build_runtime(settings)
             try:
-                with live_client(create_app(rt), port) as http, running_worker(rt):
+                with (
+                    live_listeners(rt, port, broker_port) as listening,
+                    httpx.Client(base_url=listening.admin, timeout=30) as http,
+                    running_worker(rt),
+                ):
                     synced = http.post("/connections/sync")
                     assert synced.status_code == 200, synced.text
                     yield Stack(http, github, server, settings, secrets, lock)

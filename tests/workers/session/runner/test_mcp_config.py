@@ -82,7 +82,7 @@ def test_the_harness_gets_the_mcp_url_and_a_working_config(
             (root / "mcp-done").write_text("")
             session = stack.ended(session_id)
     assert session["status"] == "succeeded", session
-    assert url == f"{stack.settings.public_url}/sessions/{session_id}/mcp"
+    assert url == f"{stack.settings.broker_base_url}/sessions/{session_id}/mcp"
     assert config["mcpServers"]["github"]["url"] == url
     # outside the session's home (never in a setup snapshot), readable by its account alone
     assert Path(config_path).parent == root / ".hookspawn"

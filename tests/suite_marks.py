@@ -54,6 +54,7 @@ SLOW = (
     "workers/session/broker/test_real_git.py",
     "workers/session/broker/test_credential_helper.py",
     "workers/session/broker/test_failed_authentications.py",
+    "workers/session/broker/test_broker_listener.py::test_from_inside_srt_the_broker_host_reaches_no_admin_route",
     "hookspawn/cli/test_init.py",
     "hookspawn/cli/test_cli_behaviour.py::test_piped_into_head_ends_quietly",
     "hookspawn/cli/test_check.py::test_the_examples_pass_strict",

@@ -56,6 +56,7 @@ SLOW = (
     "workers/session/sandbox/test_cli.py::TestProbe",
     "workers/session/runner/",
     "workers/session/broker/test_real_git.py",
+    "workers/session/broker/test_broker_listener.py::test_from_inside_srt_the_broker_host_reaches_no_admin_route",
     "workers/session/broker/test_credential_helper.py",
     "workers/session/broker/test_failed_authentications.py",
     "workers/session/broker/test_tool_argument_paths.py::test_no_tool_argument_leaves_its_endpoint",

@@ -50,7 +50,7 @@ class HookspawnApp(FastAPI):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refusal = self.hosts.refusal(_host(scope))
+            refusal = self.hosts.refusal(host_header(scope))
             if refusal is not None:
                 await http_errors.to_response(refusal)(scope, receive, send)
                 return
@@ -63,12 +63,13 @@ class HookspawnApp(FastAPI):
     def begin_intake(self, scope: Scope, body: bytes, recorded: receiver.Recorded) -> bool:
         """`receiver.begin` for a request the connection answers itself (`direct_intake`),
         after the same Host check; False when it must come through `__call__` instead."""
-        if self.hosts.refusal(_host(scope)) is not None:
+        if self.hosts.refusal(host_header(scope)) is not None:
             return False
         return receiver.begin(self, scope, body, recorded)
 
 
-def _host(scope: Scope) -> bytes | None:
+def host_header(scope: Scope) -> bytes | None:
+    """The raw `Host` header of a request, or None without one."""
     for name, value in scope["headers"]:
         if name == b"host":
             return bytes(value)

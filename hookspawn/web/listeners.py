@@ -27,7 +27,7 @@ from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
 from hookspawn.web import host_check, http_errors, receiver, routes_broker, routes_mcp
-from hookspawn.web.api import HookspawnApp, _host, create_app
+from hookspawn.web.api import HookspawnApp, create_app, host_header
 from workers.runtime import Runtime
 
 __all__ = ["BrokerApp", "Listeners", "broker_app", "listening_app"]
@@ -40,7 +40,7 @@ class BrokerApp(FastAPI):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refusal = self.hosts.refusal(_host(scope))
+            refusal = self.hosts.refusal(host_header(scope))
             if refusal is not None:
                 await http_errors.to_response(refusal)(scope, receive, send)
                 return

@@ -32,6 +32,7 @@ from workers.session.runner.sandbox import (
     host_paths_for,
     open_sandbox,
 )
+from workers.session.runner.session_git import admin_destinations
 from workers.session.runs import SessionRuns
 from workers.session.stores import SessionStores
 from workers.settings import Settings
@@ -121,12 +122,14 @@ def open_runner_sandbox(settings: Settings) -> SandboxConfig | SandboxUnavailabl
                 SRT_SHARED_TMP,
             )
         log.info(
-            "sandbox %s from %s: %d mount(s), network to %s; setup and harness commands run "
+            "sandbox %s from %s: %d mount(s), network to %s (each session also to its broker "
+            "and its git hosts, never to the admin API at %s); setup and harness commands run "
             "confined",
             config.backend,
             settings.sandbox_config,
             len(config.mounts),
             ", ".join(settings.sandbox_allowed_domains) or "no domain",
+            ", ".join(admin_destinations(settings.public_url, settings.url)),
         )
     return config
 

@@ -168,7 +168,8 @@ broker = urllib.parse.urlsplit(os.environ["HOOKSPAWN_BROKER_URL"])
 os.environ.update(NO_PROXY="", no_proxy="")
 opener = r.build_opener(r.ProxyHandler({"http": os.environ["http_proxy"]}))
 for method, url in zip(sys.argv[1::2], sys.argv[2::2]):
-    url = url.replace("$BROKER", broker.netloc).replace("$ADMIN", os.environ["ADMIN_PORT"])
+    url = url.replace("$BROKER", broker.netloc)
+    url = url.replace("$ADMIN", os.environ.get("ADMIN_PORT", "$ADMIN"))
     auth = {"Authorization": "Bearer " + os.environ["HOOKSPAWN_SESSION_CREDENTIAL"]}
     data = b"{}" if method == "POST" else None
     request = r.Request(url, data=data, method=method, headers={

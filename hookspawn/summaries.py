@@ -175,9 +175,11 @@ def _mount(m: Mapping[str, Any]) -> str:
 
 def session_text(s: Mapping[str, Any]) -> str:
     """`sessions show`: the session's agent, origin, mounts and texts."""
+    harness = s.get("harness")  # the agent's harness name, or how a runner ran it
+    named = harness.get("name") if isinstance(harness, Mapping) else harness
     lines = [
         f"session {s.get('id')}",
-        f"agent: {s.get('agent')} ({s.get('harness')})",
+        f"agent: {s.get('agent')} ({named})",
         f"created: {s.get('createdAt')}",
         f"origin: {_origin(s.get('origin') or {})}",
     ]

@@ -216,6 +216,11 @@ class SessionWithRun(SessionSpec):
     """A session as GET /sessions/{id} answers it: the spec, and with HOOKSPAWN_RUNNER=local
     how its run stands."""
 
+    # the spec's harness name, until a runner ran (or skipped) it: then how it ran
+    harness: str | HarnessView = Field(  # type: ignore[assignment]
+        description="the harness the agent names (claude-code, codex); once a local runner has "
+        "started or skipped it, an object: its name, its version, and why it was skipped"
+    )
     status: str | None = Field(
         None, description="queued, staging, setup, running, succeeded, failed or cancelled"
     )
@@ -417,12 +422,15 @@ class SessionRuns:
 
 def _view(raw: dict[bytes, bytes]) -> dict[str, Any]:
     record = {k.decode(): v.decode() for k, v in raw.items()}
+    harness = json.loads(record["harness"]) if "harness" in record else None
     return {
+        # over the spec's harness name once the run has one: GET /sessions/{id}'s `harness`
+        **({"harness": harness} if harness else {}),
         "status": record["status"],
         "failure": json.loads(record["failure"]) if "failure" in record else None,
         "workspace": record.get("workspace"),
         **{name: record.get(name) for name in SNAPSHOT_FIELDS},
-        "harnessRun": json.loads(record["harness"]) if "harness" in record else None,
+        "harnessRun": harness,
         "result": record.get("result"),
         "usage": json.loads(record["usage"]) if "usage" in record else None,
         "times": {

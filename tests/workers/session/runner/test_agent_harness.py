@@ -200,6 +200,7 @@ def test_the_named_harness_runs_in_the_sandbox_with_its_key_alone(
     reviewer = ended["reviewer"]
     assert reviewer["status"] == "succeeded", reviewer
     assert reviewer["harnessRun"] == {"name": "claude-code", "version": "2.1.332"}
+    assert reviewer["harness"] == reviewer["harnessRun"]
     assert reviewer["result"] == "All done: read and ran."
     assert reviewer["usage"] == {
         "inputTokens": 70371,

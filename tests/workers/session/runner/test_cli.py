@@ -146,6 +146,7 @@ def test_get_session_gains_exactly_the_runner_fields(
     }
     assert queued["status"] == "queued"
     assert (queued["harnessRun"], queued["result"], queued["usage"]) == (None,) * 3
+    assert queued["harness"] == "claude-code"  # the agent's, until a runner runs it
     assert queued["failure"] is None
     assert queued["logTail"] == ""
     assert queued["workspace"] == str((settings.data_dir / "workspaces" / session_id).absolute())

@@ -347,7 +347,16 @@ class Bench:
     def start_web(self, workers: int = 1) -> tuple[Proc, int]:
         """`hookspawn web` (`workers` > 1: `--workers N`, N processes on the port)."""
         port = free_port()
-        argv = [*HOOKSPAWN, "web", "--host", "127.0.0.1", "--port", str(port)]
+        argv = [
+            *HOOKSPAWN,
+            "web",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--broker-port",
+            str(free_port()),
+        ]
         argv += ["--workers", str(workers)] if workers > 1 else []
         proc = self.spawn("web", argv, self.env())
         wait_answering(proc, f"http://127.0.0.1:{port}", STARTUP_TIMEOUT)

@@ -56,9 +56,16 @@ def _logging(settings: Settings) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     from hookspawn.demo import demo_settings
+    from hookspawn.exposure import open_admin_refusal
     from hookspawn.serve import serve as run
 
     settings = demo_settings(load_settings()) if args.demo else load_settings()
+    refusal = open_admin_refusal(
+        "serve", args.host, token=settings.admin_token, allowed=args.allow_open_admin
+    )
+    if refusal:  # before anything is checked or started
+        print(refusal, file=sys.stderr)
+        return 2
     require_port(args.host, args.port)
     broker = broker_port(settings, args.port, args.broker_port)
     require_port(args.host, broker, "--broker-port")
@@ -197,7 +204,8 @@ def check(args: argparse.Namespace) -> int:
         unmounted=settings.unmounted_capabilities,
         locate=Locator(auto_dir).where,
     )
-    if not args.json:  # the JSON answer is about the files alone
+    # the JSON answer is about the files alone, and so is a run that found them at fault
+    if not args.json and code == 0:
         for line in harness_warnings(settings, harnesses):
             print(f"hookspawn check: warning: {line}", file=sys.stderr)
     return code

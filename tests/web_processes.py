@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from hookspawn.redis_server import free_port
 from tests.conftest import wait_for
 from tests.procs import HOOKSPAWN, Proc, children_of, environment, launch, wait_answering
 
@@ -22,7 +23,16 @@ STARTUP_TIMEOUT = 60.0
 def start_web(log: Path, port: int, settings: Mapping[str, str], *, workers: int = 2) -> Proc:
     """`hookspawn web --workers N` on 127.0.0.1:port, answering /healthz, every one of its
     processes serving (a process stopped while it starts exits before it serves)."""
-    argv = [*HOOKSPAWN, "web", "--port", str(port), "--workers", str(workers)]
+    argv = [
+        *HOOKSPAWN,
+        "web",
+        "--port",
+        str(port),
+        "--broker-port",
+        str(free_port()),
+        "--workers",
+        str(workers),
+    ]
     proc = launch("web", argv, env=environment(settings), log=log)
     try:
         wait_answering(proc, f"http://127.0.0.1:{port}", STARTUP_TIMEOUT)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 from starlette.concurrency import run_in_threadpool
 
 from hookspawn.web.api_models import ExplainAnswer
@@ -24,28 +24,54 @@ class ExplainRequest(BaseModel):
     """`{"event": NAME, "payload": <the raw webhook body>}`, optionally the delivery id; or
     `{"deliveryId": ID}` alone: the recorded delivery, its event and stored body."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["event", "payload"]},
+                {
+                    "required": ["deliveryId"],
+                    "not": {"anyOf": [{"required": ["event"]}, {"required": ["payload"]}]},
+                },
+            ]
+        },
+    )
 
     # the patterns are documented, not enforced here: explain answers 400 invalid_request for
     # a name or id that does not match them (a 422 would change what the route answers)
-    event: str | None = Field(
+    # absent or given, never null: the schema says so (WithJsonSchema) and `_not_null` holds it
+    event: Annotated[
+        str | None,
+        WithJsonSchema(
+            {"type": "string", "minLength": 1, "maxLength": 64, "pattern": f"^{EVENT_RE.pattern}$"}
+        ),
+    ] = Field(
         default=None,
         min_length=1,
         max_length=64,
         description="the X-GitHub-Event name (with payload; absent: the recorded delivery's)",
-        json_schema_extra={"pattern": f"^{EVENT_RE.pattern}$"},
     )
-    payload: dict[str, Any] | None = Field(
+    payload: Annotated[dict[str, Any] | None, WithJsonSchema({"type": "object"})] = Field(
         default=None,
         description="the webhook body as GitHub sends it (absent: the recorded delivery's, "
         "from deliveryId)",
     )
-    delivery_id: str | None = Field(
+    delivery_id: Annotated[
+        str | None, WithJsonSchema({"type": "string", "pattern": f"^{DELIVERY_RE.pattern}$"})
+    ] = Field(
         default=None,
         alias="deliveryId",
-        description="compute spawn ids for this delivery and look up earlier dispatches",
-        json_schema_extra={"pattern": f"^{DELIVERY_RE.pattern}$"},
+        description="compute spawn ids for this delivery and look up earlier dispatches; alone: "
+        "the recorded delivery to explain",
     )
+
+    @field_validator("event", "payload", "delivery_id", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("null: leave the field out instead")
+        return value
 
     @model_validator(mode="after")
     def _given_whole(self) -> ExplainRequest:

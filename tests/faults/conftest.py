@@ -385,7 +385,17 @@ class Cluster:
         return self
 
     def start_web(self) -> Proc:
-        proc = self._spawn("web", ["--host", "127.0.0.1", "--port", str(self.web_port)])
+        proc = self._spawn(
+            "web",
+            [
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.web_port),
+                "--broker-port",
+                str(free_port()),
+            ],
+        )
         self.web = proc
         wait_answering(proc, self.url, STARTUP_TIMEOUT)
         return proc

@@ -106,7 +106,7 @@ def test_a_fifo_there_before_the_first_delivery_leaves_every_good_agent_firing(
         generations |= {run["agentsGeneration"] for v in views.values() for run in v["runs"]}
         assert generations == {listed["generation"]}
         # both pool processes loaded that set themselves, each reporting the FIFO
-        assert cluster.log_lines("worker", "2 agent(s) that compile are loaded") == 2
+        assert cluster.log_lines("worker", "2 agents that compile are loaded") == 2
         assert cluster.log_lines("worker", "pipe.yaml") >= 2
         cluster.audit(views).assert_clean()
     finally:

@@ -99,7 +99,16 @@ def serve_env() -> dict[str, str]:
 
 
 def start_serve(cwd: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    argv = [str(HOOKSPAWN), "serve", "--port", str(port), "--concurrency", "2"]
+    argv = [
+        str(HOOKSPAWN),
+        "serve",
+        "--port",
+        str(port),
+        "--broker-port",
+        str(free_port()),
+        "--concurrency",
+        "2",
+    ]
     return launch("serve", argv, env=serve_env(), log=log, cwd=cwd).popen
 
 
@@ -238,7 +247,7 @@ def test_a_second_serve_on_the_data_dir_exits_naming_the_first(
     proc, url, _, _ = served
     cwd = Path(f"/proc/{proc.pid}/cwd").resolve()
     second = subprocess.run(
-        [str(HOOKSPAWN), "serve", "--port", str(free_port())],
+        [str(HOOKSPAWN), "serve", "--port", str(free_port()), "--broker-port", str(free_port())],
         cwd=cwd,
         env=serve_env(),
         capture_output=True,
@@ -299,7 +308,10 @@ def test_web_and_worker_start_from_a_directory_that_shadows_their_packages(
     port = free_port()
     started: list[tuple[subprocess.Popen[bytes], Path]] = []
     try:
-        for args in (["web", "--port", str(port)], ["worker", "--concurrency", "1"]):
+        for args in (
+            ["web", "--port", str(port), "--broker-port", str(free_port())],
+            ["worker", "--concurrency", "1"],
+        ):
             log = tmp_path / f"{args[0]}.log"
             launched = launch(args[0], [str(HOOKSPAWN), *args], env=env, log=log, cwd=tmp_path)
             started.append((launched.popen, log))

@@ -87,7 +87,16 @@ def web_process(root: Path, redis_url: str, **env: str) -> Iterator[tuple[Proc, 
         "TMPDIR": str(root / "tmp"),  # where a spooled upload would land
         **{f"HOOKSPAWN_{name}": value for name, value in env.items()},
     }
-    argv = [*HOOKSPAWN, "web", "--host", "127.0.0.1", "--port", str(port)]
+    argv = [
+        *HOOKSPAWN,
+        "web",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--broker-port",
+        str(free_port()),
+    ]
     proc = launch("web", argv, env=environment(settings), log=root / "web.log")
     url = f"http://127.0.0.1:{port}"
     try:

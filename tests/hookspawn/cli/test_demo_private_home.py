@@ -33,7 +33,11 @@ def test_the_demo_succeeds_as_root_from_inside_a_private_directory() -> None:
     url = f"http://127.0.0.1:{port}"
     log = home / "serve.log"
     proc = launch(
-        "serve", command(commands[1], "--port", str(port)), env=environment({}), log=log, cwd=home
+        "serve",
+        command(commands[1], "--port", str(port), "--broker-port", str(free_port())),
+        env=environment({}),
+        log=log,
+        cwd=home,
     )
     workspaces: Path | None = None
     try:

@@ -79,7 +79,7 @@ def served() -> Iterator[Served]:
     cwd.chmod(0o755)
     port = free_port()
     log = cwd / "serve.log"
-    argv = command(commands[1], "--port", str(port))
+    argv = command(commands[1], "--port", str(port), "--broker-port", str(free_port()))
     proc = launch("serve", argv, env=environment({}), log=log, cwd=cwd)
     url = f"http://127.0.0.1:{port}"
     try:

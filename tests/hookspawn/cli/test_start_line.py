@@ -31,7 +31,7 @@ def started(args: list[str], cwd: Path, env: dict[str, str], expected: str) -> s
 
 def argv(command: str) -> list[str]:
     if command == "web":
-        return ["web", "--port", str(free_port())]
+        return ["web", "--port", str(free_port()), "--broker-port", str(free_port())]
     return ["worker", "--concurrency", "1", "--pool", "solo"]
 
 

@@ -40,7 +40,7 @@ def test_a_port_in_use_is_one_line_before_any_banner(
         taken.listen()
         port = taken.getsockname()[1]
         done = subprocess.run(
-            [str(CLI), verb, "--port", str(port), *extra],
+            [str(CLI), verb, "--port", str(port), "--broker-port", str(free_port()), *extra],
             cwd=tmp_path,
             env=_env(HOOKSPAWN_REDIS_URL=redis_url, HOOKSPAWN_DATA_DIR=str(tmp_path / "data")),
             capture_output=True,
@@ -82,7 +82,7 @@ def test_a_bad_setting_carries_no_library_prefix(
 def test_web_without_a_webhook_secret_warns_at_start(tmp_path: Path, redis_url: str) -> None:
     port = free_port()
     web = subprocess.Popen(
-        [str(CLI), "web", "--port", str(port)],
+        [str(CLI), "web", "--port", str(port), "--broker-port", str(free_port())],
         cwd=tmp_path,
         env=_env(HOOKSPAWN_REDIS_URL=redis_url, HOOKSPAWN_DATA_DIR=str(tmp_path / "data")),
         stdout=subprocess.DEVNULL,

@@ -44,7 +44,16 @@ def test_serve_runs_sessions_with_the_runner_on(
     log = shared_dir / "serve.log"
     with log.open("wb") as out:
         serve = subprocess.Popen(
-            [str(HOOKSPAWN), "serve", "--port", str(port), "--concurrency", "1"],
+            [
+                str(HOOKSPAWN),
+                "serve",
+                "--port",
+                str(port),
+                "--broker-port",
+                str(free_port()),
+                "--concurrency",
+                "1",
+            ],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -95,7 +104,16 @@ def test_sigterm_to_serve_stops_its_runners_sessions_runner_stopped(
     log = shared_dir / "serve.log"
     with log.open("wb") as out:
         serve = subprocess.Popen(
-            [str(HOOKSPAWN), "serve", "--port", str(port), "--concurrency", "1"],
+            [
+                str(HOOKSPAWN),
+                "serve",
+                "--port",
+                str(port),
+                "--broker-port",
+                str(free_port()),
+                "--concurrency",
+                "1",
+            ],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -37,14 +37,9 @@ from workers.runtime import Runtime
 log = logging.getLogger(__name__)
 
 
-class HookspawnApp(FastAPI):
-    """FastAPI, with the Host check before everything, and the webhook intake answered
-    before the middleware stack and router.
-
-    `POST /webhooks/github` is the one hot path: it is declared on the router like every
-    route (so it is in the OpenAPI document and behaves the same), but requests for it go
-    straight to its endpoint, with the same error table, skipping a dozen ASGI layers.
-    """
+class HostCheckedApp(FastAPI):
+    """FastAPI with the Host check before everything (the admin API's app and the broker
+    listener's alike)."""
 
     hosts: host_check.HostGate
 
@@ -54,11 +49,28 @@ class HookspawnApp(FastAPI):
             if refusal is not None:
                 await http_errors.to_response(refusal)(scope, receive, send)
                 return
+        await self.checked(scope, receive, send)
+
+    async def checked(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request past the Host check: FastAPI's middleware stack and router."""
+        await super().__call__(scope, receive, send)
+
+
+class HookspawnApp(HostCheckedApp):
+    """FastAPI, with the Host check before everything, and the webhook intake answered
+    before the middleware stack and router.
+
+    `POST /webhooks/github` is the one hot path: it is declared on the router like every
+    route (so it is in the OpenAPI document and behaves the same), but requests for it go
+    straight to its endpoint, with the same error table, skipping a dozen ASGI layers.
+    """
+
+    async def checked(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == receiver.PATH:
             scope["app"] = self
             await receiver.intake(self, scope, receive, send)
             return
-        await super().__call__(scope, receive, send)
+        await super().checked(scope, receive, send)
 
     def begin_intake(self, scope: Scope, body: bytes, recorded: receiver.Recorded) -> bool:
         """`receiver.begin` for a request the connection answers itself (`direct_intake`),

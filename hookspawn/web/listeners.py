@@ -27,24 +27,14 @@ from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
 from hookspawn.web import host_check, http_errors, receiver, routes_broker, routes_mcp
-from hookspawn.web.api import HookspawnApp, create_app, host_header
+from hookspawn.web.api import HookspawnApp, HostCheckedApp, create_app
 from workers.runtime import Runtime
 
 __all__ = ["BrokerApp", "Listeners", "broker_app", "listening_app"]
 
 
-class BrokerApp(FastAPI):
+class BrokerApp(HostCheckedApp):
     """The broker listener's app: the Host check, then the session routes only."""
-
-    hosts: host_check.HostGate
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            refusal = self.hosts.refusal(host_header(scope))
-            if refusal is not None:
-                await http_errors.to_response(refusal)(scope, receive, send)
-                return
-        await super().__call__(scope, receive, send)
 
 
 def broker_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> BrokerApp:

@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
 
-from hookspawn.redis_server import RedisServer, free_port  # noqa: E402
+from hookspawn.serve.redis_server import RedisServer, free_port  # noqa: E402
 from triggers.signature import sign  # noqa: E402
 from workers import keys  # noqa: E402
 

@@ -40,7 +40,7 @@ import redis
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hookspawn.redis_server import RedisServer, free_port  # noqa: E402
+from hookspawn.serve.redis_server import RedisServer, free_port  # noqa: E402
 from tests.conftest import webhook_headers  # noqa: E402
 from workers import keys  # noqa: E402
 

@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:
 
 import redis  # noqa: E402
 
-from hookspawn.redis_server import RedisServer, free_port  # noqa: E402
+from hookspawn.serve.redis_server import RedisServer, free_port  # noqa: E402
 from tests.github_standin import GitHubStandin  # noqa: E402
 from tests.procs import (  # noqa: E402
     HOOKSPAWN,

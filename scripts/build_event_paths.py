@@ -1,4 +1,4 @@
-"""Regenerate hookspawn/schema_check/event_paths.json from the webhook examples in tests/webhooks/.
+"""Regenerate hookspawn/cli/check/event_paths.json from the webhook examples in tests/webhooks/.
 
 The examples are octokit/webhooks' (MIT licence, tests/webhooks/LICENSE). Run after adding or
 updating an example:
@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hookspawn.schema_check.event_paths import INDEX_FILE, build_index, index_text  # noqa: E402
+from hookspawn.cli.check.event_paths import INDEX_FILE, build_index, index_text  # noqa: E402
 
 
 def main() -> int:

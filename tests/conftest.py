@@ -19,7 +19,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from kombu.asynchronous import set_event_loop
 
-from hookspawn.redis_server import RedisServer, redis_server_binary, redis_server_version
+from hookspawn.serve.redis_server import RedisServer, redis_server_binary, redis_server_version
 from tests import suite_marks, tool_marks, type_gate
 from tests.dispatch_target import DispatchTarget, dispatch_target
 from triggers.signature import sign

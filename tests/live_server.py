@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from hookspawn.redis_server import free_port
+from hookspawn.serve.redis_server import free_port
 from hookspawn.web.http_server import listen, web_config
 from hookspawn.web.listeners import listening_app
 from tests.conftest import wait_for

@@ -17,7 +17,7 @@ import pytest
 import redis
 import yaml
 
-from hookspawn.cli import _parser
+from hookspawn.cli.parser import _parser
 from tests.conftest import wait_for
 from tests.procs import environment, launch
 from workers.celery_app import PROCESS_DELIVERY, make_celery

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn import cli
-from hookspawn.doctor import TOOLS
+from hookspawn.cli import parser as cli
+from hookspawn.cli.doctor import TOOLS
 from tests.tool_marks import REQUIRE_ALL, require
 
 ROOT = Path(__file__).resolve().parents[1]

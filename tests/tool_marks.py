@@ -4,7 +4,7 @@ hand (`@pytest.mark.needs("srt")`), or asking at run time (`require("srt")`, fro
 such test goes through). Where the tool is missing from PATH the test is skipped, its reason
 naming the tool and the set-up command, and the run's summary says what was skipped; with
 HOOKSPAWN_TESTS_REQUIRE_ALL=1 (`.ci/run`) it fails instead. The tools, their binaries and what
-each runs are hookspawn.doctor's table, which `hookspawn doctor` reports."""
+each runs are hookspawn.cli.doctor's table, which `hookspawn doctor` reports."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from hookspawn.doctor import BY_NAME, SETUP_COMMAND, missing
+from hookspawn.cli.doctor import BY_NAME, SETUP_COMMAND, missing
 from tests.suite_marks import _within
 
 #: under this variable (set to 1) a missing tool fails the tests that need it
@@ -56,7 +56,7 @@ def require(*tools: str) -> None:
     """Skip (under REQUIRE_ALL: fail) the running test when one of `tools` is missing."""
     for tool in tools:
         if tool not in BY_NAME:
-            raise ValueError(f"unknown tool {tool!r}: hookspawn.doctor.TOOLS has the names")
+            raise ValueError(f"unknown tool {tool!r}: hookspawn.cli.doctor.TOOLS has the names")
     why = reason(tools)
     if why is None:
         return

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from hookspawn.redis_server import free_port
+from hookspawn.serve.redis_server import free_port
 from tests.conftest import wait_for
 from tests.procs import HOOKSPAWN, Proc, children_of, environment, launch, wait_answering
 

@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from agents.report import run_check
+from hookspawn.cli.check.report import run_check
 from tests.agents.conftest import BASE, Tree, find
 from triggers.coverage import Coverage
 from triggers.json_codec import load_body

@@ -30,7 +30,7 @@ import httpx
 import pytest
 import redis
 
-from hookspawn.redis_server import RedisServer, free_port
+from hookspawn.serve.redis_server import RedisServer, free_port
 from tests.conftest import WEBHOOKS, wait_for, webhook_headers
 from tests.dispatch_target import DispatchTarget
 from tests.github_standin import ROUTES, GitHubStandin, _Answer

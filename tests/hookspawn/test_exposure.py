@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn.cli import _parser
+from hookspawn.cli.parser import _parser
 from hookspawn.exposure import is_loopback, open_admin_refusal, open_admin_warning
 from tests.conftest import wait_for
 from tests.procs import environment, launch

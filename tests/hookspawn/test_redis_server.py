@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from hookspawn.redis_server import (
+from hookspawn.serve.redis_server import (
     DataDirInUse,
     RedisServer,
     redis_server_binary,

@@ -14,7 +14,7 @@ import httpx
 import pytest
 import redis
 
-from hookspawn.redis_server import RedisServer, free_port, servers_using
+from hookspawn.serve.redis_server import RedisServer, free_port, servers_using
 from tests.conftest import wait_for
 from tests.procs import environment, launch
 

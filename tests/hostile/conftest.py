@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import redis
 
-from hookspawn.redis_server import free_port
+from hookspawn.serve.redis_server import free_port
 from tests.conftest import SECRET, webhook_headers
 from tests.procs import HOOKSPAWN, Proc, environment, launch, wait_answering
 from tests.triggers.intake.test_receiver import snapshot

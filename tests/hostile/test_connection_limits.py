@@ -27,7 +27,7 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from hookspawn.redis_server import RedisServer
+from hookspawn.serve.redis_server import RedisServer
 from tests.conftest import WEBHOOKS, wait_for, webhook_headers
 from tests.hookspawn.test_serve import (
     served as served,  # `hookspawn serve`: embedded Redis, web, worker

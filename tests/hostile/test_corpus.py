@@ -23,7 +23,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 import redis
 
-from hookspawn.redis_server import RedisServer
+from hookspawn.serve.redis_server import RedisServer
 from hookspawn.web.api import create_app
 from tests.conftest import SECRET, make_settings, webhook_headers
 from tests.github_standin import GitHubStandin

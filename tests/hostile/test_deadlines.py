@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from hookspawn.redis_server import free_port
+from hookspawn.serve.redis_server import free_port
 from hookspawn.web.http_server import web_config
 from tests.conftest import make_settings, wait_for
 

@@ -34,7 +34,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis.core.failures import Failure, FailureGroup
 from schemathesis.core.result import Ok
 
-from hookspawn.redis_server import RedisServer
+from hookspawn.serve.redis_server import RedisServer
 from hookspawn.web.api import create_app
 from tests.conftest import make_settings
 from tests.live_server import live_server

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn import cli
-from hookspawn.client import DEFAULT_URL
-from hookspawn.redis_server import free_port
+from hookspawn.cli import parser as cli
+from hookspawn.cli.client import DEFAULT_URL
+from hookspawn.serve.redis_server import free_port
 
 CLI = Path(sys.executable).parent / "hookspawn"
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / ".auto"

@@ -11,8 +11,8 @@ from pathlib import Path
 import redis
 
 from agents import compile_dir
-from hookspawn import demo, samples
-from hookspawn.agents_notice import agents_notice
+from hookspawn.serve import demo, samples
+from hookspawn.serve.agents_notice import agents_notice
 from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
 from workers.github.client import GitHubApp

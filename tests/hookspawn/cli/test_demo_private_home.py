@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hookspawn.redis_server import free_port
+from hookspawn.serve.redis_server import free_port
 from tests.conftest import wait_for
 from tests.hookspawn.cli.test_quickstart import command, quick_start
 from tests.procs import environment, launch

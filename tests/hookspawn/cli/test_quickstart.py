@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hookspawn.redis_server import free_port
+from hookspawn.serve.redis_server import free_port
 from tests.conftest import wait_for
 from tests.procs import Proc, environment, launch
 from tests.workers.session.runner.conftest import git

@@ -6,7 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
-from hookspawn.cli import _parser
+from hookspawn.cli.parser import _parser
 
 README = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn.redis_server import free_port
+from hookspawn.serve.redis_server import free_port
 from tests.conftest import wait_for
 from tests.procs import environment, launch
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn import cli
-from hookspawn.cli_help import Formatter
-from hookspawn.redis_server import free_port
+from hookspawn.cli import parser as cli
+from hookspawn.cli.help import Formatter
+from hookspawn.serve.redis_server import free_port
 from tests.hookspawn.cli.test_cli_behaviour import in_process, one_line
 
 CLI = Path(sys.executable).parent / "hookspawn"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookspawn.summaries import (
+from hookspawn.cli.summaries import (
     connections_text,
     deliveries_text,
     delivery_text,

@@ -9,7 +9,7 @@ import pytest
 
 from agents import compile_dir
 from agents.app_manifest import app_manifest
-from hookspawn.cli import main
+from hookspawn.cli.parser import main
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / ".auto"
 
@@ -165,7 +165,7 @@ def test_create_prints_the_servers_registration_page(
 
 
 def test_the_serve_banner_prints_the_forward_command(tmp_path: Path) -> None:
-    from hookspawn.forward_notice import forward_lines
+    from hookspawn.serve.forward_notice import forward_lines
     from workers.settings import Settings
 
     settings = Settings.model_validate({"agents_dir": EXAMPLES, "data_dir": tmp_path})

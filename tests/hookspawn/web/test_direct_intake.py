@@ -14,7 +14,7 @@ from typing import Any, cast
 import pytest
 import uvicorn
 
-from hookspawn.redis_server import free_port
+from hookspawn.serve.redis_server import free_port
 from hookspawn.web.api import HookspawnApp, create_app
 from hookspawn.web.http_server import web_config
 from hookspawn.web.limits import BodyBudget, GuardedProtocol

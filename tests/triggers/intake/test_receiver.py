@@ -10,7 +10,7 @@ import httpx
 import pytest
 import redis
 
-from hookspawn.redis_server import RedisServer
+from hookspawn.serve.redis_server import RedisServer
 from hookspawn.web.api import create_app
 from tests.conftest import SECRET, make_settings, webhook_headers
 from tests.live_server import live_client

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from hookspawn.redis_server import RedisServer
+from hookspawn.serve.redis_server import RedisServer
 from workers import keys
 from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.record import NewDelivery

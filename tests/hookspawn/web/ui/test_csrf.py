@@ -16,7 +16,7 @@ import httpx
 import pytest
 import redis
 
-from hookspawn.redis_server import RedisServer, free_port
+from hookspawn.serve.redis_server import RedisServer, free_port
 from hookspawn.web import ui_logins
 from hookspawn.web.api import create_app
 from tests.conftest import make_settings, wait_for

@@ -7,7 +7,7 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
-from hookspawn.cli import main
+from hookspawn.cli.parser import main
 from tests.workers.delivery.pipeline.conftest import INSTALLATION, REPO, Hookspawn
 
 
@@ -70,7 +70,7 @@ def test_cli_round_trip(connected: Hookspawn) -> None:
 def test_worker_processes_default_to_twice_the_cores(monkeypatch: Any) -> None:
     import os
 
-    from hookspawn import cli
+    from hookspawn.cli import parser as cli
 
     for cores, expected in ((1, 2), (2, 4), (None, 2), (8, 16)):
         monkeypatch.setattr(os, "cpu_count", lambda cores=cores: cores)

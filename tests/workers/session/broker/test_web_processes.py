@@ -23,7 +23,7 @@ import redis
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from hookspawn.redis_server import free_port
+from hookspawn.serve.redis_server import free_port
 from tests.dispatch_target import DispatchTarget, dispatch_target
 from tests.github_standin import GitHubStandin
 from tests.procs import Proc

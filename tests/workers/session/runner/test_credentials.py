@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hookspawn.demo import record_connection
+from hookspawn.serve.demo import record_connection
 from tests.workers.session.runner.conftest import (
     Hookspawn,
     Origin,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hookspawn.demo_repository import PULL_NUMBER, demo_repository
+from hookspawn.serve.demo_repository import PULL_NUMBER, demo_repository
 from tests.workers.session.runner.conftest import (
     Origin,
     git,

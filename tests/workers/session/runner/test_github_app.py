@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hookspawn.redis_server import free_port
+from hookspawn.serve.redis_server import free_port
 from tests.conftest import running_worker, wait_for
 from tests.git_server import GitServer
 from tests.github_standin import GitHubStandin

@@ -10,7 +10,7 @@ import httpx
 import pytest
 import redis
 
-from hookspawn.redis_server import free_port
+from hookspawn.serve.redis_server import free_port
 from tests.conftest import wait_for
 from tests.procs import process_tree
 from tests.workers.session.runner.conftest import (

@@ -300,7 +300,7 @@ def test_rewrites_are_from_to_pairs() -> None:
 
 
 def _closed_port() -> int:
-    from hookspawn.redis_server import free_port
+    from hookspawn.serve.redis_server import free_port
 
     return free_port()
 

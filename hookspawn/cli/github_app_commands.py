@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 
 from agents import CompiledAgent, compile_dir
 from agents.app_manifest import AppManifest, app_manifest, webhook_url
-from hookspawn.client import DEFAULT_URL, CommandError
-from hookspawn.commands import load_settings
+from hookspawn.cli.client import DEFAULT_URL, CommandError
+from hookspawn.cli.process_commands import load_settings
 from workers.settings import Settings
 
 __all__ = [
@@ -114,7 +114,7 @@ def agents_forward_commands(
 def _secret(settings: Settings) -> str:
     if settings.webhook_secret:
         return settings.webhook_secret[0]
-    from hookspawn.serve import data_dir_secret
+    from hookspawn.serve.supervisor import data_dir_secret
 
     secret = data_dir_secret(settings.data_dir, create=True)
     assert secret is not None

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from hookspawn.client import CommandError, Server, error_line
-from hookspawn.commands import load_settings
-from hookspawn.summaries import (
+from hookspawn.cli.client import CommandError, Server, error_line
+from hookspawn.cli.process_commands import load_settings
+from hookspawn.cli.summaries import (
     connections_text,
     deliveries_text,
     delivery_text,
@@ -53,7 +53,7 @@ def _secret(settings: Settings, given: str | None) -> str:
         return given
     if settings.webhook_secret:
         return settings.webhook_secret[0]
-    from hookspawn.serve import data_dir_secret
+    from hookspawn.serve.supervisor import data_dir_secret
 
     kept = data_dir_secret(settings.data_dir, create=False)
     if kept:
@@ -74,7 +74,7 @@ def _read(path: str) -> bytes:
 
 def _payload_to_send(args: argparse.Namespace) -> tuple[str, bytes] | None:
     """(event, body) from FILE --event or --example; None when --example only asks the list."""
-    from hookspawn import samples
+    from hookspawn.serve import samples
 
     if args.example is not None:
         if args.file is not None:
@@ -95,7 +95,7 @@ def _payload_to_send(args: argparse.Namespace) -> tuple[str, bytes] | None:
 
 def send(args: argparse.Namespace) -> int:
     """Sign and post a payload: FILE --event NAME, or a sample with --example NAME."""
-    from hookspawn import samples
+    from hookspawn.serve import samples
 
     chosen = _payload_to_send(args)
     if chosen is None:

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from agents import Diagnostic, compile_dir
-from agents.report import run_check
-from hookspawn.cli import main
-from hookspawn.schema_check.event_checks import branch_sources, check_agents, check_event_paths
-from hookspawn.schema_check.event_schemas import EventSchemas
+from hookspawn.cli.check.event_checks import branch_sources, check_agents, check_event_paths
+from hookspawn.cli.check.event_schemas import EventSchemas
+from hookspawn.cli.check.report import run_check
+from hookspawn.cli.parser import main
 from tests.agents.conftest import BASE, Tree
 
 
@@ -300,7 +300,7 @@ def test_a_thousand_agents_are_checked_with_a_cache(thousand: Path) -> None:
 def test_models_are_imported_per_event_in_use() -> None:
     code = (
         "import sys\n"
-        "import hookspawn.schema_check.event_checks, hookspawn.schema_check.event_schemas as m\n"
+        "import hookspawn.cli.check.event_checks, hookspawn.cli.check.event_schemas as m\n"
         "loaded = lambda: sorted(k for k in sys.modules if k.startswith('githubkit_schemas') "
         "and '.webhooks.' in k and not k.endswith(('._namespace', '._types')))\n"
         "before = loaded()\n"

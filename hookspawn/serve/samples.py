@@ -9,7 +9,7 @@ from hookspawn.errors import HookspawnError
 __all__ = ["PAYLOADS_DIR", "SampleNotFound", "event_of", "names", "path_of"]
 
 #: package data: `EVENT.VARIANT.json` files (see the README.md beside them)
-PAYLOADS_DIR = Path(__file__).resolve().parent / "examples" / "payloads"
+PAYLOADS_DIR = Path(__file__).resolve().parents[1] / "examples" / "payloads"
 
 
 class SampleNotFound(HookspawnError, LookupError):

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from agents import Diagnostic, compile_dir
-from hookspawn.schema_check.event_checks import check_agents, check_event_paths
-from hookspawn.schema_check.event_paths import INDEX_FILE, ExamplePaths, build_index, index_text
-from hookspawn.schema_check.event_schemas import EventSchemas
+from hookspawn.cli.check.event_checks import check_agents, check_event_paths
+from hookspawn.cli.check.event_paths import INDEX_FILE, ExamplePaths, build_index, index_text
+from hookspawn.cli.check.event_schemas import EventSchemas
 from tests.agents.conftest import BASE, Tree
 from triggers.envelope import camel
 

@@ -33,8 +33,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from hookspawn.cli.check.event_paths import ExamplePaths
 from hookspawn.errors import HookspawnError
-from hookspawn.schema_check.event_paths import ExamplePaths
 from triggers.envelope import camel
 
 __all__ = ["EventSchemas", "PathVerdict", "UnknownEvent"]

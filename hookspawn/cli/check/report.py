@@ -16,8 +16,8 @@ from agents.compiler import compile_dir
 from agents.errors import Diagnostic
 from agents.import_resolver import FILE_PATH
 from agents.model import CompileResult
-from agents.session.snapshot_sharing import sharing_groups
 from agents.unmounted import Locate, unmounted_check, unmounted_json, unmounted_line
+from hookspawn.cli.check.snapshot_sharing import sharing_groups
 
 __all__ = ["ExtraCheck", "directory_problem", "format_result", "run_check", "with_extra"]
 

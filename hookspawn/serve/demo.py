@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agents.sandbox.config import SandboxConfig
-from hookspawn.client import DEFAULT_URL
+from hookspawn.cli.client import DEFAULT_URL
 from workers.github.connections import ConnectionStore
 from workers.github.installation import Installation
 from workers.redis_connection import redis_client
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 #: package data: the example agents (examples/.auto in a checkout)
-AGENTS_DIR = (Path(__file__).parent / "examples" / "auto").resolve()
+AGENTS_DIR = (Path(__file__).parents[1] / "examples" / "auto").resolve()
 #: the demo connection: the installation the sample payloads name, covering acme/widgets
 INSTALLATION_ID = 424242
 ACCOUNT = "acme"

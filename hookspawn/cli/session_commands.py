@@ -10,8 +10,9 @@ import time
 from urllib.parse import quote
 
 from agents.session.harness_events import timeline
-from hookspawn import client_commands, commands
-from hookspawn.client import CommandError, Server, error_line
+from hookspawn.cli import client_commands
+from hookspawn.cli import process_commands as commands
+from hookspawn.cli.client import CommandError, Server, error_line
 from hookspawn.terminal_text import ControlStripper
 from workers.session.status import TERMINAL
 

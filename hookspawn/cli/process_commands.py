@@ -1,7 +1,7 @@
 """The subcommands that run a process or work locally, and the Settings every subcommand reads.
 
 `serve`, `web`, `worker`, `check` and `init`; the ones that talk to a running server are in
-hookspawn.client_commands, the argument parsing in hookspawn.cli.
+hookspawn.cli.client_commands, the argument parsing in hookspawn.cli.parser.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from agents.session.harness import PROGRAMS
-from hookspawn.agents_notice import log_agents
-from hookspawn.client import CommandError
-from hookspawn.start_checks import broker_port, require_port, require_redis, settings_message
+from hookspawn.cli.client import CommandError
+from hookspawn.serve.agents_notice import log_agents
+from hookspawn.serve.start_checks import broker_port, require_port, require_redis, settings_message
 from workers.secret_files import SecretFileError
 from workers.settings import Settings
 
@@ -55,9 +55,9 @@ def _logging(settings: Settings) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from hookspawn.demo import demo_settings
     from hookspawn.exposure import open_admin_refusal
-    from hookspawn.serve import serve as run
+    from hookspawn.serve.demo import demo_settings
+    from hookspawn.serve.supervisor import serve as run
 
     settings = demo_settings(load_settings()) if args.demo else load_settings()
     refusal = open_admin_refusal(
@@ -176,16 +176,16 @@ def worker(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
-    from agents.report import ExtraCheck, run_check
+    from hookspawn.cli.check.report import ExtraCheck, run_check
 
     settings = load_settings()
     auto_dir = Path(args.dir) if args.dir else settings.agents_dir
     extra: list[ExtraCheck] = []
     if not getattr(args, "no_event_schemas", False):
-        from hookspawn.schema_check.event_checks import check_event_paths
+        from hookspawn.cli.check.event_checks import check_event_paths
 
         extra.append(check_event_paths)
-    from hookspawn.schema_check.agent_lines import Locator
+    from hookspawn.cli.check.agent_lines import Locator
 
     harnesses: dict[str, list[str]] = {}
 
@@ -233,7 +233,7 @@ def harness_warnings(settings: Settings, harnesses: Mapping[str, Sequence[str]])
 
 
 def init(args: argparse.Namespace) -> int:
-    from hookspawn.starter import AlreadyThere, write_starter
+    from hookspawn.cli.starter import AlreadyThere, write_starter
 
     directory = Path(args.dir)
     try:

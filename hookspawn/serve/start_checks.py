@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 import socket
 
-from hookspawn.client import CommandError
+from hookspawn.cli.client import CommandError
 from workers.settings import Settings
 
 __all__ = ["broker_port", "require_port", "require_redis", "settings_message"]

@@ -1,9 +1,10 @@
 """Template, ref, filter and branch paths of compiled agents checked against GitHub's webhook
-events (`hookspawn check`): `check_event_paths` is the extra check `agents.report.run_check` runs.
+events (`hookspawn check`): `check_event_paths` is the extra check
+`hookspawn.cli.check.report.run_check` runs.
 
 What a path is checked against: for each event a trigger listens to, and each action it lists
 (every action of the event when it lists none), what the event carries for that action
-(hookspawn.schema_check.event_schemas: githubkit's models and GitHub's example payloads).
+(hookspawn.cli.check.event_schemas: githubkit's models and GitHub's example payloads).
 
 A path is, for one (event, action):
 - impossible: some segment names no field of its object (closed models) and no example payload
@@ -29,8 +30,8 @@ from typing import Any, Literal
 
 from agents.errors import Diagnostic
 from agents.model import CompiledAgent, CompileResult, Filter, Mount, Trigger
-from hookspawn.schema_check.agent_lines import Locator
-from hookspawn.schema_check.event_schemas import EventSchemas
+from hookspawn.cli.check.agent_lines import Locator
+from hookspawn.cli.check.event_schemas import EventSchemas
 from templating import Template
 from triggers.envelope_values import event_branch
 
@@ -90,7 +91,8 @@ def check_agents(
 
 
 def check_event_paths(result: CompileResult, auto_dir: Path) -> list[Diagnostic]:
-    """The `agents.report.run_check` hook: findings as diagnostics at their file and line."""
+    """The `hookspawn.cli.check.report.run_check` hook: findings as diagnostics at their file
+    and line."""
     findings = check_agents(result.agents)
     locator = Locator(Path(auto_dir))
     out = []

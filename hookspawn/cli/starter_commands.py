@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from hookspawn.client import CommandError
+from hookspawn.cli.client import CommandError
+from hookspawn.cli.starter import schema_files
 from hookspawn.schemas import schema_text
-from hookspawn.starter import schema_files
 
 __all__ = ["schema"]
 

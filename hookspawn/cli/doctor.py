@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from hookspawn.redis_server import redis_server_binary
+from hookspawn.serve.redis_server import redis_server_binary
 
 #: how a fresh machine gets them all (README: set-up on a fresh machine)
 SETUP_COMMAND = "scripts/setup"

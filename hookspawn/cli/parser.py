@@ -8,17 +8,17 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from hookspawn import (
+from hookspawn.cli import (
     client_commands,
-    commands,
     doctor,
     github_app_commands,
     sandbox_commands,
-    schema_commands,
     session_commands,
 )
-from hookspawn.cli_help import ActionHelp, Formatter, check_options
-from hookspawn.client import DEFAULT_URL, CommandError
+from hookspawn.cli import process_commands as commands
+from hookspawn.cli import starter_commands as schema_commands
+from hookspawn.cli.client import DEFAULT_URL, CommandError
+from hookspawn.cli.help import ActionHelp, Formatter, check_options
 from workers.session.status import SessionStatus
 
 #: sessions one `hookspawn runner` runs at once by default (workers.session.runner.service says why)

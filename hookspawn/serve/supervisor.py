@@ -12,18 +12,18 @@ import sys
 import time
 from pathlib import Path
 
-from hookspawn.agents_notice import agents_notice
-from hookspawn.demo import (
+from hookspawn.exposure import OPEN_FLAG, open_admin_refusal
+from hookspawn.serve.agents_notice import agents_notice
+from hookspawn.serve.demo import (
     demo_environment,
     demo_notes,
     demo_sandbox,
     harness_note,
     record_connection,
 )
-from hookspawn.demo_repository import demo_repository
-from hookspawn.exposure import OPEN_FLAG, open_admin_refusal
-from hookspawn.forward_notice import app_secret_note, forward_lines
-from hookspawn.redis_server import (
+from hookspawn.serve.demo_repository import demo_repository
+from hookspawn.serve.forward_notice import app_secret_note, forward_lines
+from hookspawn.serve.redis_server import (
     DataDirInUse,
     RedisServer,
     redis_server_version,
@@ -181,9 +181,9 @@ def serve(
     allow_open_admin: bool = False,
     demo: bool = False,
 ) -> int:
-    """`demo`: `settings` are the demo's (hookspawn.demo); its children get the demo's environment
-    and the demo connection is recorded in the store before they start. `broker_port`: the
-    session broker's own listener (None: the port after `port`)."""
+    """`demo`: `settings` are the demo's (hookspawn.serve.demo); its children get the demo's
+    environment and the demo connection is recorded in the store before they start.
+    `broker_port`: the session broker's own listener (None: the port after `port`)."""
     broker = port + 1 if broker_port is None else broker_port
     refusal = open_admin_refusal(
         "serve", host, token=settings.admin_token, allowed=allow_open_admin

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.report import run_check
-from hookspawn.schema_check.event_checks import check_event_paths
+from hookspawn.cli.check.event_checks import check_event_paths
+from hookspawn.cli.check.report import run_check
 from tests.agents.conftest import BASE, Tree
 
 # `mergedBy` is null until a pull request is merged; `labels.0` may be missing altogether

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.report import run_check
+from hookspawn.cli.check.report import run_check
 from tests.agents.conftest import BASE, Tree
 
 ROOT = Path(__file__).resolve().parents[2]

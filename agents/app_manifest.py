@@ -8,6 +8,7 @@ Which permission each webhook event needs: https://docs.github.com/en/webhooks/w
 from __future__ import annotations
 
 import ipaddress
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,13 +17,20 @@ from urllib.parse import urlsplit
 from agents.model import CompiledAgent
 
 __all__ = [
+    "DEFAULT_NAME",
     "EVENT_PERMISSIONS",
     "IMPLICIT_EVENTS",
     "AppManifest",
+    "agents_forward_commands",
     "app_manifest",
+    "forward_commands",
+    "mounted_repositories",
     "reachable_by_github",
     "webhook_url",
 ]
+
+#: the App's name when none is given (GitHub lets it be edited before creating)
+DEFAULT_NAME = "hookspawn"
 
 #: events every App receives without asking; GitHub refuses them in `default_events`
 IMPLICIT_EVENTS = frozenset({"installation", "installation_repositories"})
@@ -162,3 +170,48 @@ def app_manifest(agents: Iterable[CompiledAgent], *, public_url: str, name: str)
         "default_events": sorted(events),
     }
     return AppManifest(manifest, reasons)
+
+
+def mounted_repositories(agents: Iterable[CompiledAgent]) -> list[str]:
+    """The repositories (owner/name) the agents' githubApp mounts check out."""
+    return sorted(
+        {
+            mount.github_repository or mount.repository
+            for agent in agents
+            for mount in agent.mounts
+            if mount.auth.kind == "githubApp"
+        },
+        key=str.lower,
+    )
+
+
+def forward_commands(
+    repositories: Iterable[str], *, base_url: str, secret: str, events: list[str]
+) -> list[str]:
+    """One `gh webhook forward` command per repository, for `events`, to this server."""
+    if not events:
+        return []
+    return [
+        shlex.join(
+            [
+                "gh",
+                "webhook",
+                "forward",
+                f"--repo={repository}",
+                f"--events={','.join(events)}",
+                f"--url={webhook_url(base_url)}",
+                f"--secret={secret}",
+            ]
+        )
+        for repository in repositories
+    ]
+
+
+def agents_forward_commands(
+    agents: list[CompiledAgent], *, base_url: str, secret: str
+) -> list[str]:
+    """The forward commands for every repository the agents mount, with their events."""
+    events = app_manifest(agents, public_url=base_url, name=DEFAULT_NAME).events
+    return forward_commands(
+        mounted_repositories(agents), base_url=base_url, secret=secret, events=events
+    )

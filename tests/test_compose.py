@@ -17,7 +17,7 @@ import pytest
 import redis
 import yaml
 
-from hookspawn.cli.parser import _parser
+from hookspawn.cli.parser import build_parser
 from tests.conftest import wait_for
 from tests.procs import environment, launch
 from workers.celery_app import PROCESS_DELIVERY, make_celery
@@ -37,7 +37,9 @@ def test_every_hookspawn_command_is_a_real_subcommand(compose: dict[str, Any]) -
     hookspawn = [c for c in commands if c[0] == "hookspawn"]
     assert {c[1] for c in hookspawn} == {"web", "worker", "runner"}
     for command in hookspawn:
-        args = _parser().parse_args(command[1:])  # exits (fails the test) on a bad command line
+        args = build_parser().parse_args(
+            command[1:]
+        )  # exits (fails the test) on a bad command line
         assert args.command == command[1]
     assert ["hookspawn", "check"] not in commands
 
@@ -139,7 +141,7 @@ def test_the_runner_service_runs_sessions_from_the_runner_image(compose: dict[st
     assert runner["profiles"] == ["runner"]
     assert runner["build"] == {"context": ".", "target": "runner"}
     assert runner["command"][:2] == ["hookspawn", "runner"]
-    _parser().parse_args(runner["command"][1:])
+    build_parser().parse_args(runner["command"][1:])
     assert runner["environment"]["HOOKSPAWN_RUNNER"] == "local"
     web = compose["services"]["web"]["environment"]
     assert {k: v for k, v in runner["environment"].items() if k != "HOOKSPAWN_RUNNER"} == {

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn.cli import parser as cli
+from hookspawn import cli
 from hookspawn.cli.doctor import TOOLS
 from tests.tool_marks import REQUIRE_ALL, require
 

@@ -8,21 +8,12 @@ from typing import Any
 
 import httpx
 
-from hookspawn.errors import HookspawnError
+from hookspawn.errors import CommandError
 
-__all__ = ["DEFAULT_URL", "CommandError", "Server"]
+__all__ = ["DEFAULT_URL", "Server", "error_line"]
 
 #: where the client commands look for the server when neither --url nor HOOKSPAWN_URL is given
 DEFAULT_URL = "http://127.0.0.1:8000"
-
-
-class CommandError(HookspawnError):
-    """What a command prints as its one line on stderr before it exits with `exit_code`."""
-
-    def __init__(self, message: str, *, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.message = message
-        self.exit_code = exit_code
 
 
 @dataclass(frozen=True)

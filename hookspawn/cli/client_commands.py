@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from hookspawn.cli.client import CommandError, Server, error_line
-from hookspawn.cli.process_commands import load_settings
+from hookspawn.cli.client import Server, error_line
+from hookspawn.cli.settings import load_settings
 from hookspawn.cli.summaries import (
     connections_text,
     deliveries_text,
@@ -27,6 +27,7 @@ from hookspawn.cli.summaries import (
     sessions_text,
     sync_text,
 )
+from hookspawn.errors import CommandError
 from triggers.signature import sign
 from workers.settings import Settings
 
@@ -53,7 +54,7 @@ def _secret(settings: Settings, given: str | None) -> str:
         return given
     if settings.webhook_secret:
         return settings.webhook_secret[0]
-    from hookspawn.serve.supervisor import data_dir_secret
+    from workers.github.app_registration import data_dir_secret
 
     kept = data_dir_secret(settings.data_dir, create=False)
     if kept:

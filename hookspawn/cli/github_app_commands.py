@@ -5,28 +5,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlencode
 
 from agents import CompiledAgent, compile_dir
-from agents.app_manifest import AppManifest, app_manifest, webhook_url
-from hookspawn.cli.client import DEFAULT_URL, CommandError
-from hookspawn.cli.process_commands import load_settings
+from agents.app_manifest import (
+    DEFAULT_NAME,
+    AppManifest,
+    app_manifest,
+    forward_commands,
+    mounted_repositories,
+)
+from hookspawn.cli.client import DEFAULT_URL
+from hookspawn.cli.settings import load_settings
+from hookspawn.errors import CommandError
 from workers.settings import Settings
 
-__all__ = [
-    "DEFAULT_NAME",
-    "agents_forward_commands",
-    "forward_commands",
-    "github_app",
-    "mounted_repositories",
-]
-
-#: the App's name when --name is not given (GitHub lets it be edited before creating)
-DEFAULT_NAME = "hookspawn"
+__all__ = ["github_app", "github_apps_new_url"]
 
 
 def _agents(settings: Settings, given: str | None) -> list[CompiledAgent]:
@@ -66,55 +62,10 @@ def github_apps_new_url(org: str | None) -> str:
     )
 
 
-def mounted_repositories(agents: Iterable[CompiledAgent]) -> list[str]:
-    """The repositories (owner/name) the agents' githubApp mounts check out."""
-    return sorted(
-        {
-            mount.github_repository or mount.repository
-            for agent in agents
-            for mount in agent.mounts
-            if mount.auth.kind == "githubApp"
-        },
-        key=str.lower,
-    )
-
-
-def forward_commands(
-    repositories: Iterable[str], *, base_url: str, secret: str, events: list[str]
-) -> list[str]:
-    """One `gh webhook forward` command per repository, for `events`, to this server."""
-    if not events:
-        return []
-    return [
-        shlex.join(
-            [
-                "gh",
-                "webhook",
-                "forward",
-                f"--repo={repository}",
-                f"--events={','.join(events)}",
-                f"--url={webhook_url(base_url)}",
-                f"--secret={secret}",
-            ]
-        )
-        for repository in repositories
-    ]
-
-
-def agents_forward_commands(
-    agents: list[CompiledAgent], *, base_url: str, secret: str
-) -> list[str]:
-    """The forward commands for every repository the agents mount, with their events."""
-    events = app_manifest(agents, public_url=base_url, name=DEFAULT_NAME).events
-    return forward_commands(
-        mounted_repositories(agents), base_url=base_url, secret=secret, events=events
-    )
-
-
 def _secret(settings: Settings) -> str:
     if settings.webhook_secret:
         return settings.webhook_secret[0]
-    from hookspawn.serve.supervisor import data_dir_secret
+    from workers.github.app_registration import data_dir_secret
 
     secret = data_dir_secret(settings.data_dir, create=True)
     assert secret is not None

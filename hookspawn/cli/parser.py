@@ -1,25 +1,33 @@
-"""The `hookspawn` command line."""
+"""The `hookspawn` command line's parser: one function per verb adds its sub-parser (VERBS, in
+the order `hookspawn --help` lists them); `parse` reads a command line with it."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import NoReturn
 
 from hookspawn.cli import (
     client_commands,
     doctor,
     github_app_commands,
+    process_commands,
     sandbox_commands,
     session_commands,
+    starter_commands,
 )
-from hookspawn.cli import process_commands as commands
-from hookspawn.cli import starter_commands as schema_commands
-from hookspawn.cli.client import DEFAULT_URL, CommandError
-from hookspawn.cli.help import ActionHelp, Formatter, check_options
+from hookspawn.cli.check import command as check_command
+from hookspawn.cli.client import DEFAULT_URL
+from hookspawn.cli.help import ActionHelp, Formatter
 from workers.session.status import SessionStatus
+
+__all__ = ["VERBS", "build_parser", "default_concurrency", "parse"]
+
+#: what a verb runs: its parsed arguments → the exit status
+Command = Callable[[argparse.Namespace], int]
+#: adds one verb's sub-parser: (name, command, help) → the sub-parser, for its options
+AddVerb = Callable[[str, Command, str], argparse.ArgumentParser]
 
 #: sessions one `hookspawn runner` runs at once by default (workers.session.runner.service says why)
 DEFAULT_CONCURRENCY = 2
@@ -67,13 +75,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: one sub-parser per verb, each made by its function in VERBS."""
     p = _Parser(prog="hookspawn", description="GitHub webhooks in, agent sessions out.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(
-        name: str, func: Callable[[argparse.Namespace], int], help_: str
-    ) -> argparse.ArgumentParser:
+    def add(name: str, func: Command, help_: str) -> argparse.ArgumentParser:
         cmd = sub.add_parser(
             name, help=help_, description=help_, formatter_class=Formatter, add_help=False
         )
@@ -81,19 +88,27 @@ def _parser() -> argparse.ArgumentParser:
         cmd.set_defaults(func=func)
         return cmd
 
-    def server_url(cmd: argparse.ArgumentParser) -> None:
-        cmd.add_argument(
-            "--url",
-            default=None,
-            help=f"the running server (default: HOOKSPAWN_URL, else {DEFAULT_URL})",
-        )
+    for verb in VERBS:
+        verb(add)
+    return p
 
-    def as_json(cmd: argparse.ArgumentParser) -> None:
-        cmd.add_argument("--json", action="store_true", help="print the JSON answer")
 
+def _server_url(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--url",
+        default=None,
+        help=f"the running server (default: HOOKSPAWN_URL, else {DEFAULT_URL})",
+    )
+
+
+def _as_json(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--json", action="store_true", help="print the JSON answer")
+
+
+def _serve(add: AddVerb) -> None:
     serve = add(
         "serve",
-        commands.serve,
+        process_commands.serve,
         "run web + worker (+ embedded Redis when HOOKSPAWN_REDIS_URL is unset)",
     )
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
@@ -110,7 +125,9 @@ def _parser() -> argparse.ArgumentParser:
         "default (try `hookspawn send --example pull_request.opened`)",
     )
 
-    web = add("web", commands.web, "run the HTTP server (intake and API)")
+
+def _web(add: AddVerb) -> None:
+    web = add("web", process_commands.web, "run the HTTP server (intake and API)")
     web.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     web.add_argument("--port", type=int, default=8000, help="the port to listen on")
     web.add_argument("--broker-port", type=int, default=None, help=BROKER_PORT_HELP)
@@ -125,7 +142,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     web.add_argument("--allow-open-admin", action="store_true", help=OPEN_ADMIN_HELP)
 
-    worker = add("worker", commands.worker, "run a Celery worker that processes deliveries")
+
+def _worker(add: AddVerb) -> None:
+    worker = add("worker", process_commands.worker, "run a Celery worker that processes deliveries")
     worker.add_argument(
         "--concurrency", type=int, default=default_concurrency(), help=CONCURRENCY_HELP
     )
@@ -140,9 +159,11 @@ def _parser() -> argparse.ArgumentParser:
         "Redis round trips per task)",
     )
 
+
+def _runner(add: AddVerb) -> None:
     runner = add(
         "runner",
-        session_commands.runner,
+        process_commands.runner,
         "run sessions on this machine (HOOKSPAWN_RUNNER=local): stage, set up, run the harness",
     )
     runner.add_argument(
@@ -152,7 +173,9 @@ def _parser() -> argparse.ArgumentParser:
         help=f"sessions run at once (default {DEFAULT_CONCURRENCY})",
     )
 
-    check = add("check", commands.check, "compile the agent files and report every error")
+
+def _check(add: AddVerb) -> None:
+    check = add("check", check_command.check, "compile the agent files and report every error")
     check.add_argument(
         "dir", nargs="?", default=None, help="the .auto directory (default $HOOKSPAWN_AGENTS_DIR)"
     )
@@ -164,7 +187,9 @@ def _parser() -> argparse.ArgumentParser:
         help="skip checking template and filter paths against GitHub's webhook schemas",
     )
 
-    init = add("init", commands.init, "write a starter .auto directory (never overwrites)")
+
+def _init(add: AddVerb) -> None:
+    init = add("init", starter_commands.init, "write a starter .auto directory (never overwrites)")
     init.add_argument("dir", nargs="?", default=".auto", help="where (default .auto)")
     init.add_argument(
         "--repository",
@@ -172,9 +197,11 @@ def _parser() -> argparse.ArgumentParser:
         help="owner/name the starter agents check out (default: a placeholder to edit)",
     )
 
+
+def _schema(add: AddVerb) -> None:
     schema = add(
         "schema",
-        schema_commands.schema,
+        starter_commands.schema,
         "print the JSON Schema of an agent or fragment file as written (before imports merge)",
     )
     schema.add_argument(
@@ -188,6 +215,8 @@ def _parser() -> argparse.ArgumentParser:
         "(DIR/.schema/, where `init` puts them and its files' $schema lines point)",
     )
 
+
+def _send(add: AddVerb) -> None:
     send = add("send", client_commands.send, "sign and post a webhook payload to a running server")
     send.add_argument("file", nargs="?", default=None, help="the webhook body (JSON)")
     send.add_argument(
@@ -205,8 +234,10 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument(
         "--secret", default=None, help="default: HOOKSPAWN_WEBHOOK_SECRET or the data dir's"
     )
-    server_url(send)
+    _server_url(send)
 
+
+def _deliveries(add: AddVerb) -> None:
     deliveries = add(
         "deliveries",
         client_commands.deliveries,
@@ -214,8 +245,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     deliveries.add_argument("action", choices=["list", "show", "replay", "recover"])
     deliveries.add_argument("id", nargs="?", help="show, replay: the delivery")
-    server_url(deliveries)
-    as_json(deliveries)
+    _server_url(deliveries)
+    _as_json(deliveries)
     deliveries.add_argument(
         "--since",
         default="2h",
@@ -236,6 +267,8 @@ def _parser() -> argparse.ArgumentParser:
     deliveries.add_argument("--repository", default=None, help="list: only this owner/name")
     deliveries.add_argument("--limit", type=int, default=None, help="list: at most this many")
 
+
+def _explain(add: AddVerb) -> None:
     explain = add(
         "explain",
         client_commands.explain,
@@ -250,18 +283,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("--event", default=None, help="with FILE: the X-GitHub-Event name")
     explain.add_argument("--delivery", default=None, help="compute spawn ids for this delivery id")
-    as_json(explain)
-    server_url(explain)
+    _as_json(explain)
+    _server_url(explain)
 
+
+def _start(add: AddVerb) -> None:
     start = add("start", client_commands.start, "start a session of an agent by hand (no event)")
     start.add_argument("agent", help="the agent's name")
     start.add_argument("--title", default=None, help="displayTitle")
     start.add_argument("--prompt", default=None, help="initialPrompt")
     start.add_argument("--message", default=None, help="the session's message")
     start.add_argument("--idempotency-key", default=None, help="starting twice with it starts once")
-    server_url(start)
-    as_json(start)
+    _server_url(start)
+    _as_json(start)
 
+
+def _sessions(add: AddVerb) -> None:
     sessions = add(
         "sessions",
         session_commands.sessions,
@@ -286,9 +323,11 @@ def _parser() -> argparse.ArgumentParser:
         help="list: only sessions a local runner runs, with this status now",
     )
     sessions.add_argument("--limit", type=int, default=100, help="list: at most this many")
-    server_url(sessions)
-    as_json(sessions)
+    _server_url(sessions)
+    _as_json(sessions)
 
+
+def _connections(add: AddVerb) -> None:
     connections = add(
         "connections",
         client_commands.connections,
@@ -299,9 +338,11 @@ def _parser() -> argparse.ArgumentParser:
     connections.add_argument(
         "--installation", type=int, default=None, help="add: the installation id it is under"
     )
-    server_url(connections)
-    as_json(connections)
+    _server_url(connections)
+    _as_json(connections)
 
+
+def _github_app(add: AddVerb) -> None:
     app = add(
         "github-app",
         github_app_commands.github_app,
@@ -321,6 +362,8 @@ def _parser() -> argparse.ArgumentParser:
     app.add_argument("--org", default=None, help="manifest, create: register it for this org")
     app.add_argument("--repository", default=None, help="forward-command: only this OWNER/NAME")
 
+
+def _sandbox(add: AddVerb) -> None:
     sandbox = add(
         "sandbox",
         sandbox_commands.sandbox,
@@ -339,56 +382,52 @@ def _parser() -> argparse.ArgumentParser:
         help="check: also start the backend, running one confined command as "
         "HOOKSPAWN_RUNNER_USER (exit 1 naming why it cannot)",
     )
+
+
+def _doctor(add: AddVerb) -> None:
     add(
         "doctor",
         doctor.doctor,
         "the programs hookspawn and its tests use (git, srt, bubblewrap, …): found, version, "
         "what for; exit 1 when one the runner needs is missing",
     )
-    return p
 
 
-def _parse(
-    parser: argparse.ArgumentParser,
-    verbs: dict[str, argparse.ArgumentParser],
-    argv: list[str],
-) -> argparse.Namespace:
-    """A verb's options go anywhere among its arguments (`sessions logs --follow ID` as well as
+#: the verbs in the order `hookspawn --help` lists them
+VERBS: tuple[Callable[[AddVerb], None], ...] = (
+    _serve,
+    _web,
+    _worker,
+    _runner,
+    _check,
+    _init,
+    _schema,
+    _send,
+    _deliveries,
+    _explain,
+    _start,
+    _sessions,
+    _connections,
+    _github_app,
+    _sandbox,
+    _doctor,
+)
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+    """The arguments of `argv` and the parser of their verb.
+
+    A verb's options go anywhere among its arguments (`sessions logs --follow ID` as well as
     `sessions logs ID --follow`): the verb's own parser reads them intermixed. Anything that
     does not start with a known verb (`--help`, a misspelt verb) is the top parser's to answer;
     so is a help request, which shows the help of the action named before it
     (`connections sync --help`)."""
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    verbs: dict[str, argparse.ArgumentParser] = sub.choices
     if not argv or argv[0] not in verbs or {"-h", "--help"} & set(argv):
-        return parser.parse_args(argv)
-    args = verbs[argv[0]].parse_intermixed_args(argv[1:])
-    args.command = argv[0]
-    return args
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command. What goes wrong is one line on stderr and a non-zero exit, never a
-    traceback; output cut short by its reader (`| head`) ends quietly."""
-    parser = _parser()
-    (verbs,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    args = _parse(parser, verbs.choices, list(sys.argv[1:] if argv is None else argv))
-    check_options(verbs.choices[args.command], args)
-    func: Callable[[argparse.Namespace], int] = args.func
-    try:
-        code = func(args)
-        sys.stdout.flush()  # a closed pipe shows here, not at exit
-        return code
-    except CommandError as exc:
-        print(f"hookspawn {args.command}: {exc.message}", file=sys.stderr)
-        return exc.exit_code
-    except BrokenPipeError:
-        # the reader is gone: point stdout at /dev/null so the flush at exit cannot fail again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141  # what a shell reports for a command ended by SIGPIPE
-    except KeyboardInterrupt:
-        print(f"hookspawn {args.command}: interrupted", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        args = parser.parse_args(argv)
+    else:
+        args = verbs[argv[0]].parse_intermixed_args(argv[1:])
+        args.command = argv[0]
+    return args, verbs[args.command]

@@ -1,44 +1,18 @@
-"""The subcommands that run a process or work locally, and the Settings every subcommand reads.
-
-`serve`, `web`, `worker`, `check` and `init`; the ones that talk to a running server are in
-hookspawn.cli.client_commands, the argument parsing in hookspawn.cli.parser.
-"""
+"""The verbs that run a long-lived process: `serve`, `web`, `worker` and `runner`."""
 
 from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import sys
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
-from pydantic import ValidationError
-
-from agents.session.harness import PROGRAMS
-from hookspawn.cli.client import CommandError
+from hookspawn.cli.settings import load_settings
+from hookspawn.errors import CommandError
 from hookspawn.serve.agents_notice import log_agents
-from hookspawn.serve.start_checks import broker_port, require_port, require_redis, settings_message
-from workers.secret_files import SecretFileError
+from hookspawn.serve.start_checks import broker_port, require_port, require_redis
 from workers.settings import Settings
 
 log = logging.getLogger("hookspawn")
-
-
-def load_settings() -> Settings:
-    """The environment's settings, with the GitHub App `github-app create` kept in the data
-    directory for what the environment leaves unset."""
-    from workers.github.app_registration import with_registered_app
-
-    try:
-        return with_registered_app(Settings())
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        name = "HOOKSPAWN_" + "_".join(str(part) for part in first["loc"]).upper()
-        raise CommandError(f"{name}: {settings_message(first['msg'])}", exit_code=2) from None
-    except SecretFileError as exc:
-        raise CommandError(exc.message, exit_code=2) from None
 
 
 def _logging(settings: Settings) -> None:
@@ -175,77 +149,15 @@ def worker(args: argparse.Namespace) -> int:
         rt.close()
 
 
-def check(args: argparse.Namespace) -> int:
-    from hookspawn.cli.check.report import ExtraCheck, run_check
+def runner(args: argparse.Namespace) -> int:
+    from workers.errors import WorkerError
+    from workers.session.runner.service import run_runner
 
     settings = load_settings()
-    auto_dir = Path(args.dir) if args.dir else settings.agents_dir
-    extra: list[ExtraCheck] = []
-    if not getattr(args, "no_event_schemas", False):
-        from hookspawn.cli.check.event_checks import check_event_paths
-
-        extra.append(check_event_paths)
-    from hookspawn.cli.check.agent_lines import Locator
-
-    harnesses: dict[str, list[str]] = {}
-
-    def note_harnesses(result: Any, _: Path) -> list[Any]:
-        for agent in result.agents:
-            harnesses.setdefault(agent.harness, []).append(agent.name)
-        return []  # what this machine lacks is said apart: the files are not at fault
-
-    code = run_check(
-        auto_dir,
-        as_json=args.json,
-        secret_names=settings.secret_names,
-        out=sys.stdout,
-        extra_checks=[*extra, note_harnesses],
-        strict=bool(getattr(args, "strict", False)),
-        unmounted=settings.unmounted_capabilities,
-        locate=Locator(auto_dir).where,
-    )
-    # the JSON answer is about the files alone, and so is a run that found them at fault
-    if not args.json and code == 0:
-        for line in harness_warnings(settings, harnesses):
-            print(f"hookspawn check: warning: {line}", file=sys.stderr)
-    return code
-
-
-def harness_warnings(settings: Settings, harnesses: Mapping[str, Sequence[str]]) -> list[str]:
-    """For each harness the agents name that could not run on this machine (its program not
-    on the session PATH, its model key unset), which agents it leaves without one."""
-    from workers.session.runner.harness import unavailable
-    from workers.session.runner.run import SESSION_PATH
-
-    if settings.harness_command:
-        return []  # HOOKSPAWN_HARNESS_COMMAND runs for every agent
-    lines = []
-    for harness, names in sorted(harnesses.items()):
-        if harness not in PROGRAMS:
-            continue
-        problem = unavailable(harness, shutil.which(PROGRAMS[harness], path=SESSION_PATH), settings)
-        if problem is not None:
-            lines.append(
-                f"harness {harness} of {', '.join(sorted(names))} cannot run on this machine: "
-                f"{problem}"
-            )
-    return lines
-
-
-def init(args: argparse.Namespace) -> int:
-    from hookspawn.cli.starter import AlreadyThere, write_starter
-
-    directory = Path(args.dir)
+    _logging(settings)
+    if args.concurrency < 1:
+        raise CommandError(f"--concurrency {args.concurrency}: must be at least 1", exit_code=2)
     try:
-        written = write_starter(directory, repository=args.repository)
-    except AlreadyThere as exc:
-        raise CommandError(str(exc)) from None
-    except OSError as exc:
-        raise CommandError(f"cannot write in {directory}: {exc.strerror or exc}") from None
-    for path in written:
-        print(f"wrote {path}")
-    print(f"check them with `hookspawn check --strict {directory}`", end="")
-    if args.repository == "your-org/your-repo":
-        print("; then put your repository in place of your-org/your-repo", end="")
-    print()
-    return 0
+        return run_runner(settings, args.concurrency)
+    except (ValueError, KeyError, WorkerError) as exc:
+        raise CommandError(str(exc).strip("'\""), exit_code=2) from None

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from agents.sandbox.config import HostPaths, SandboxConfig, validate
 from agents.sandbox.migrate import migrate as migrated
-from hookspawn.cli.client import CommandError
-from hookspawn.cli.process_commands import load_settings
+from hookspawn.cli.settings import load_settings
+from hookspawn.errors import CommandError
 from workers.session.runner.command import account_of, runner_account
 from workers.session.runner.sandbox import host_paths_for, load_config, sandbox_available
 from workers.settings import Settings

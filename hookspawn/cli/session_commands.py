@@ -1,5 +1,5 @@
-"""`hookspawn runner`, `hookspawn sessions logs ID [--follow] [--raw]`, `sessions transcript ID
-[--raw]` and `sessions cancel ID`."""
+"""`hookspawn sessions logs ID [--follow] [--raw]`, `sessions transcript ID [--raw]` and
+`sessions cancel ID` (`list` and `show` are hookspawn.cli.client_commands')."""
 
 from __future__ import annotations
 
@@ -11,29 +11,15 @@ from urllib.parse import quote
 
 from agents.session.harness_events import timeline
 from hookspawn.cli import client_commands
-from hookspawn.cli import process_commands as commands
-from hookspawn.cli.client import CommandError, Server, error_line
+from hookspawn.cli.client import Server, error_line
+from hookspawn.errors import CommandError
 from hookspawn.terminal_text import ControlStripper
 from workers.session.status import TERMINAL
 
-__all__ = ["runner", "sessions"]
+__all__ = ["sessions"]
 
 #: how often `--follow` asks for more of the log
 _FOLLOW_POLL = 0.5
-
-
-def runner(args: argparse.Namespace) -> int:
-    from workers.errors import WorkerError
-    from workers.session.runner.service import run_runner
-
-    settings = commands.load_settings()
-    commands._logging(settings)
-    if args.concurrency < 1:
-        raise CommandError(f"--concurrency {args.concurrency}: must be at least 1", exit_code=2)
-    try:
-        return run_runner(settings, args.concurrency)
-    except (ValueError, KeyError, WorkerError) as exc:
-        raise CommandError(str(exc).strip("'\""), exit_code=2) from None
 
 
 def sessions(args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""`hookspawn schema [agent|fragment]`: the JSON Schema of an agent or fragment file as written."""
+"""The verbs that write agent files' scaffolding: `hookspawn init DIR` (a starter .auto
+directory) and `hookspawn schema [agent|fragment]` (the JSON Schema of a file as written)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from hookspawn.cli.client import CommandError
-from hookspawn.cli.starter import schema_files
+from hookspawn.cli.starter import AlreadyThere, schema_files, write_starter
+from hookspawn.errors import CommandError
 from hookspawn.schemas import schema_text
 
-__all__ = ["schema"]
+__all__ = ["init", "schema"]
 
 
 def schema(args: argparse.Namespace) -> int:
@@ -29,4 +30,21 @@ def schema(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
         print(f"wrote {path}")
+    return 0
+
+
+def init(args: argparse.Namespace) -> int:
+    directory = Path(args.dir)
+    try:
+        written = write_starter(directory, repository=args.repository)
+    except AlreadyThere as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"cannot write in {directory}: {exc.strerror or exc}") from None
+    for path in written:
+        print(f"wrote {path}")
+    print(f"check them with `hookspawn check --strict {directory}`", end="")
+    if args.repository == "your-org/your-repo":
+        print("; then put your repository in place of your-org/your-repo", end="")
+    print()
     return 0

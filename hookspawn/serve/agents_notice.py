@@ -9,7 +9,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from agents import compile_dir
-from hookspawn.cli.check.report import directory_problem
+from agents.auto_dir import directory_problem
 
 __all__ = ["agents_notice", "log_agents"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agents import compile_dir
-from hookspawn.cli.github_app_commands import agents_forward_commands
+from agents.app_manifest import agents_forward_commands
 from workers.github.app_registration import SECRET_FILE
 from workers.settings import Settings
 

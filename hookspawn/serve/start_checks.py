@@ -6,13 +6,10 @@ from __future__ import annotations
 import errno
 import socket
 
-from hookspawn.cli.client import CommandError
+from hookspawn.errors import CommandError
 from workers.settings import Settings
 
-__all__ = ["broker_port", "require_port", "require_redis", "settings_message"]
-
-#: the prefix pydantic puts before a validator's own message
-_PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
+__all__ = ["broker_port", "require_port", "require_redis"]
 
 
 def broker_port(settings: Settings, port: int, given: int | None) -> int:
@@ -59,10 +56,3 @@ def require_redis(settings: Settings, verb: str) -> None:
             f"starts its own; `{verb}` runs beside one)",
             exit_code=2,
         )
-
-
-def settings_message(message: str) -> str:
-    """A settings error's message as a person reads it: without pydantic's prefix."""
-    for prefix in _PYDANTIC_PREFIXES:
-        message = message.removeprefix(prefix)
-    return message

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -29,28 +28,13 @@ from hookspawn.serve.redis_server import (
     redis_server_version,
     stop_servers_using,
 )
+from workers.github.app_registration import SECRET_FILE, data_dir_secret
 from workers.lifeline import tied_to_this_process
 from workers.session.runner.roots import WorkspacesUnavailable, open_workspaces, runner_readable_dir
 from workers.settings import Settings
 
-SECRET_FILE = "webhook-secret"  # noqa: S105 - a file name
 #: held (flock) by the one `serve` running on a data directory; holds its pid
 LOCK_FILE = "serve.lock"
-
-
-def data_dir_secret(data_dir: Path, *, create: bool) -> str | None:
-    """The webhook secret kept in the data dir, generated (mode 0600) on first use."""
-    path = data_dir / SECRET_FILE
-    if path.exists():
-        return path.read_text().strip() or None
-    if not create:
-        return None
-    data_dir.mkdir(parents=True, exist_ok=True)
-    value = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(value + "\n")
-    return value
 
 
 def lock_data_dir(data_dir: Path) -> int | str:

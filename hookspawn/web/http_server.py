@@ -12,7 +12,7 @@ from typing import Any
 
 import uvicorn
 
-from hookspawn.cli.client import CommandError
+from hookspawn.errors import CommandError
 from hookspawn.web.direct_intake import DirectIntakeProtocol
 from hookspawn.web.limits import Limits, protocol
 from workers.runtime import Runtime

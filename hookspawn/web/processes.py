@@ -37,7 +37,7 @@ from typing import Any
 
 import uvicorn
 
-from hookspawn.cli.client import CommandError
+from hookspawn.errors import CommandError
 from hookspawn.web.http_server import BACKLOG, broker_line, settle_heap, web_config
 from workers.session.sealed_tokens import new_key
 from workers.settings import Settings

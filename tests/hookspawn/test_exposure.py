@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn.cli.parser import _parser
+from hookspawn.cli.parser import build_parser
 from hookspawn.exposure import is_loopback, open_admin_refusal, open_admin_warning
 from tests.conftest import wait_for
 from tests.procs import environment, launch
@@ -43,8 +43,8 @@ def test_other_hosts_need_the_token_or_the_flag(host: str) -> None:
 
 @pytest.mark.parametrize("command", ["web", "serve"])
 def test_the_flag_is_off_unless_given(command: str) -> None:
-    assert _parser().parse_args([command]).allow_open_admin is False
-    assert _parser().parse_args([command, "--allow-open-admin"]).allow_open_admin is True
+    assert build_parser().parse_args([command]).allow_open_admin is False
+    assert build_parser().parse_args([command, "--allow-open-admin"]).allow_open_admin is True
 
 
 def test_web_opened_on_purpose_warns_at_start(tmp_path: Path) -> None:

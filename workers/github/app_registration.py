@@ -31,6 +31,7 @@ __all__ = [
     "InvalidState",
     "RegisteredApp",
     "convert_code",
+    "data_dir_secret",
     "github_web_url",
     "issue_state",
     "save_app",
@@ -41,7 +42,7 @@ __all__ = [
 #: in the data directory: the App's id and names (no secret), its private key, its webhook secret
 APP_FILE = "github-app.json"
 KEY_FILE = "github-app.pem"
-SECRET_FILE = "webhook-secret"  # noqa: S105 - a file name; the one `serve` keeps its secret in
+SECRET_FILE = "webhook-secret"  # noqa: S105 - a file name; `serve` keeps its own secret there too
 #: how long a registration may take between the form and GitHub's redirect back
 STATE_TTL_SECONDS = 3600
 _CODE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
@@ -141,6 +142,22 @@ def convert_code(api_url: str, code: str | None, *, timeout: float = 15.0) -> di
             "GitHub's conversion answer lacks the App's id, pem or webhook_secret"
         )
     return cast(dict[str, Any], app)
+
+
+def data_dir_secret(data_dir: Path, *, create: bool) -> str | None:
+    """The webhook secret kept in the data dir (the registered App's, or the one `serve`
+    generated, mode 0600, on first use when `create`); None when there is none."""
+    path = data_dir / SECRET_FILE
+    if path.exists():
+        return path.read_text().strip() or None
+    if not create:
+        return None
+    data_dir.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(value + "\n")
+    return value
 
 
 def _write_secret(path: Path, text: str) -> None:

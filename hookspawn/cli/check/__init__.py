@@ -1,1 +1,4 @@
-"""The agent-file event checks of `hookspawn check`: paths against GitHub's event schemas."""
+"""`hookspawn check`: `command` (the verb) runs `report` (compile a .auto directory, print its
+diagnostics and agents, with `snapshot_sharing`, its account of who shares a setup snapshot) and
+the event checks: `event_checks` over `event_schemas` (githubkit's models), `event_paths` (+
+`event_paths.json`) and `agent_lines`."""

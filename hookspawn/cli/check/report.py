@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from agents.auto_dir import directory_problem, relative_openable
 from agents.capability_defaults import capability_lines
 from agents.compiler import compile_dir
 from agents.errors import Diagnostic
@@ -19,7 +20,7 @@ from agents.model import CompileResult
 from agents.unmounted import Locate, unmounted_check, unmounted_json, unmounted_line
 from hookspawn.cli.check.snapshot_sharing import sharing_groups
 
-__all__ = ["ExtraCheck", "directory_problem", "format_result", "run_check", "with_extra"]
+__all__ = ["ExtraCheck", "format_result", "run_check", "with_extra"]
 
 #: A check beyond compiling, supplied by the caller (the GitHub event-schema check lives at the
 #: edge, so this package stays free of githubkit): (compiled set, .auto dir) → diagnostics.
@@ -92,43 +93,6 @@ def with_extra(
     return dataclasses.replace(result, errors=tuple(errors), warnings=tuple(warnings))
 
 
-def directory_problem(auto_dir: Path, *, absolute: bool = False) -> str | None:
-    """What makes `auto_dir` not a `.auto` directory (missing, a file, the `agents/` folder
-    itself, no `agents/` folder), in one line naming what was expected; None when it is one.
-
-    Paths are named as they open from the current directory, or `absolute`ly (for logs)."""
-
-    def named(path: Path) -> str:
-        return os.path.abspath(path) if absolute else _relative_openable(path)
-
-    shown = named(auto_dir)
-    expected = "expected the .auto directory that holds agents/*.yaml"
-    if not auto_dir.exists():
-        return f"{shown}: no such directory ({expected})"
-    if not auto_dir.is_dir():
-        return f"{shown}: not a directory ({expected})"
-    if not (auto_dir / "agents").is_dir():
-        if auto_dir.resolve().name == "agents" and any(auto_dir.glob("*.yaml")):
-            parent = named(auto_dir.resolve().parent)
-            return (
-                f"{shown}: this is the agents/ folder; pass the .auto directory above it: {parent}"
-            )
-        starter = f"`hookspawn init {shown}` writes a starter set"
-        return f"{shown}: no agents/ folder ({expected}; {starter})"
-    if not any((auto_dir / "agents").glob("*.yaml")):
-        return f"{named(auto_dir / 'agents')}: no agent files ({expected})"
-    return None
-
-
-def _relative_openable(path: Path) -> str:
-    """`path` relative to the current directory when it is under it, else absolute."""
-    absolute = Path(os.path.abspath(path))
-    try:
-        return absolute.relative_to(Path.cwd()).as_posix() or "."
-    except ValueError:
-        return absolute.as_posix()
-
-
 def _openable_paths(result: CompileResult, auto_dir: Path) -> CompileResult:
     """Diagnostics name files relative to the `.auto` directory's name (`.auto/agents/a.yaml`);
     the user gets them as a path they can open from here."""
@@ -139,7 +103,7 @@ def _openable_paths(result: CompileResult, auto_dir: Path) -> CompileResult:
     named = re.compile(r"(?<![\w./-])" + re.escape(prefix) + r"[^\s(),]+")
 
     def openable(shown: str) -> str:
-        return _relative_openable(root / shown[len(prefix) :])
+        return relative_openable(root / shown[len(prefix) :])
 
     def fix(d: Diagnostic) -> Diagnostic:
         file = openable(d.file) if d.file.startswith(prefix) else d.file

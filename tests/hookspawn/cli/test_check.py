@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn.cli.parser import main
+from hookspawn.cli import main
 from tests.agents.conftest import BASE
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / ".auto"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn.cli.process_commands import harness_warnings
+from hookspawn.cli.check.command import harness_warnings
 from tests.conftest import make_settings
 from workers.session.runner.run import SESSION_PATH
 
@@ -48,7 +48,7 @@ def test_an_unknown_harness_is_the_compiler_s_business() -> None:
 def test_check_prints_the_warning_on_stderr_and_keeps_its_exit_status(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hookspawn.cli.parser import main
+    from hookspawn.cli import main
 
     examples = Path(__file__).parents[3] / "examples" / ".auto"
     monkeypatch.delenv("HOOKSPAWN_ANTHROPIC_API_KEY", raising=False)

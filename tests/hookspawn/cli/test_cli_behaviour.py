@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn.cli import parser as cli
+from hookspawn import cli
 from hookspawn.cli.client import DEFAULT_URL
+from hookspawn.cli.parser import build_parser
 from hookspawn.serve.redis_server import free_port
 
 CLI = Path(sys.executable).parent / "hookspawn"
@@ -104,7 +105,7 @@ def test_the_server_comes_from_hookspawn_url_then_the_default(tmp_path: Path) ->
         env={"HOOKSPAWN_URL": f"http://127.0.0.1:{port}"},
     )
     assert f"http://127.0.0.1:{other}" in one_line(done)
-    parser = cli._parser()
+    parser = build_parser()
     for command in client_commands(tmp_path / "x.json"):
         assert parser.parse_args(command).url is None  # resolved at run time: env, then default
     assert DEFAULT_URL == "http://127.0.0.1:8000"

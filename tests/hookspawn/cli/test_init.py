@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents import compile_dir
-from hookspawn.cli import parser as cli
+from hookspawn import cli
 from hookspawn.cli.starter import STARTER_FILES
 from hookspawn.serve.samples import path_of
 from triggers.envelope import build_envelope

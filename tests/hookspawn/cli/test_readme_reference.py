@@ -6,7 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
-from hookspawn.cli.parser import _parser
+from hookspawn.cli.parser import build_parser
 
 README = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
 
@@ -30,7 +30,7 @@ def documented() -> dict[str, tuple[set[str], set[str]]]:
 
 
 def parsed() -> dict[str, argparse.ArgumentParser]:
-    (sub,) = [a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     return dict(sub.choices)
 
 

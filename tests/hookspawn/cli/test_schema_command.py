@@ -17,7 +17,7 @@ from agents import compile_dir
 from agents.environments import PRESETS
 from agents.file_schema import file_schema
 from agents.model import Capabilities
-from hookspawn.cli import parser as cli
+from hookspawn import cli
 from hookspawn.schemas import schema_path, schema_text
 from tests.agents.conftest import assert_schema_accepts
 

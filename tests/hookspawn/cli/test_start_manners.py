@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn.cli import parser as cli
+from hookspawn import cli
 from hookspawn.cli.help import Formatter
+from hookspawn.cli.parser import build_parser
 from hookspawn.serve.redis_server import free_port
 from tests.hookspawn.cli.test_cli_behaviour import in_process, one_line
 
@@ -109,7 +110,7 @@ def test_web_without_a_webhook_secret_warns_at_start(tmp_path: Path, redis_url: 
 
 
 def _verbs() -> dict[str, argparse.ArgumentParser]:
-    (sub,) = [a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     return dict(sub.choices)
 
 

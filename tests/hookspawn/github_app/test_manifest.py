@@ -9,7 +9,7 @@ import pytest
 
 from agents import compile_dir
 from agents.app_manifest import app_manifest
-from hookspawn.cli.parser import main
+from hookspawn.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / ".auto"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from agents import Diagnostic, compile_dir
+from hookspawn.cli import main
 from hookspawn.cli.check.event_checks import branch_sources, check_agents, check_event_paths
 from hookspawn.cli.check.event_schemas import EventSchemas
 from hookspawn.cli.check.report import run_check
-from hookspawn.cli.parser import main
 from tests.agents.conftest import BASE, Tree
 
 

@@ -21,7 +21,7 @@ from hookspawn.cli.check.event_schemas import EventSchemas
 from tests.agents.conftest import BASE, Tree
 from triggers.envelope import camel
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 TOKEN_SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|0|[1-9][0-9]*")
 
 

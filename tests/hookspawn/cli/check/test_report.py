@@ -14,7 +14,7 @@ import pytest
 from hookspawn.cli.check.report import run_check
 from tests.agents.conftest import BASE, Tree
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 EXAMPLES = ROOT / "examples" / ".auto"
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from hookspawn.cli.parser import main
+from hookspawn.cli import main
 from tests.github_standin import GitHubStandin
 from tests.workers.delivery.pipeline.conftest import INSTALLATION, REPO, Hookspawn, start_hookspawn
 from workers import metrics

@@ -7,7 +7,7 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
-from hookspawn.cli.parser import main
+from hookspawn.cli import main
 from tests.workers.delivery.pipeline.conftest import INSTALLATION, REPO, Hookspawn
 
 
@@ -70,11 +70,11 @@ def test_cli_round_trip(connected: Hookspawn) -> None:
 def test_worker_processes_default_to_twice_the_cores(monkeypatch: Any) -> None:
     import os
 
-    from hookspawn.cli import parser as cli
+    from hookspawn.cli.parser import build_parser
 
     for cores, expected in ((1, 2), (2, 4), (None, 2), (8, 16)):
         monkeypatch.setattr(os, "cpu_count", lambda cores=cores: cores)
-        parser = cli._parser()
+        parser = build_parser()
         assert parser.parse_args(["worker"]).concurrency == expected
         assert parser.parse_args(["serve"]).concurrency == expected
         assert parser.parse_args(["worker", "--concurrency", "3"]).concurrency == 3

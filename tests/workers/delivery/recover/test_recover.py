@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from hookspawn.cli.parser import main
+from hookspawn.cli import main
 from tests.github_standin import GitHubStandin, other_private_key_pem
 from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.record import NewDelivery

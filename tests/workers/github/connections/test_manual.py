@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hookspawn.cli.parser import main
+from hookspawn.cli import main
 from tests.conftest import make_settings, running_worker, wait_for, webhook_headers
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client

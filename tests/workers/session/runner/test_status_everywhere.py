@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn.cli import parser as cli
+from hookspawn import cli
 from tests.conftest import wait_for
 from tests.workers.session.runner.conftest import (
     Hookspawn,

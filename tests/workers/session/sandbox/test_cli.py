@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hookspawn.cli.parser import main
+from hookspawn.cli import main
 from tests.workers.session.sandbox.test_config import (
     MICROSANDBOX_OVERLAY,
     MICROSANDBOX_REFERENCE,

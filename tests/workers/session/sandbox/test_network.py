@@ -20,7 +20,7 @@ import pytest
 from pydantic import ValidationError
 
 from agents.sandbox.config import SandboxConfig
-from hookspawn.cli.parser import main
+from hookspawn.cli import main
 from workers.session.runner.sandbox import confine, srt_scratch, srt_settings
 from workers.settings import Settings
 

@@ -30,6 +30,7 @@ from workers import keys
 
 __all__ = [
     "ALL",
+    "BUFFER",
     "COUNT_FIELD",
     "CREDENTIALS",
     "DELIVERIES",
@@ -41,7 +42,6 @@ __all__ = [
     "INTAKE_SECONDS",
     "OUTCOMES",
     "PROCESSING_RETRIES",
-    "RECORDER",
     "SESSIONS_ENDED",
     "SESSION_LATENCY",
     "SESSION_START_SECONDS",
@@ -49,7 +49,7 @@ __all__ = [
     "SUM_FIELD",
     "TOKEN_CACHE",
     "WEB_LOCAL",
-    "Recorder",
+    "MetricsBuffer",
     "Series",
     "bucket_label",
     "count_outcomes",
@@ -219,7 +219,7 @@ def _labels(series: Series, values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(str(v)[:MAX_LABEL] for v in values)
 
 
-class Recorder:
+class MetricsBuffer:
     """The in-memory buffer of one process: increments since the last flush."""
 
     def __init__(self) -> None:
@@ -283,16 +283,16 @@ class Recorder:
 
 
 #: this process's buffer
-RECORDER = Recorder()
-os.register_at_fork(after_in_child=RECORDER.reset)
+BUFFER = MetricsBuffer()
+os.register_at_fork(after_in_child=BUFFER.reset)
 
 
 def inc(series: Series, *labels: str, amount: int = 1) -> None:
-    RECORDER.inc(series, *labels, amount=amount)
+    BUFFER.inc(series, *labels, amount=amount)
 
 
 def observe(series: Series, value: float, *labels: str) -> None:
-    RECORDER.observe(series, value, *labels)
+    BUFFER.observe(series, value, *labels)
 
 
 def session_created(received_at: float, count: int = 1) -> None:
@@ -306,7 +306,7 @@ def session_created(received_at: float, count: int = 1) -> None:
 
 
 def flush(client: redis.Redis) -> bool:
-    return RECORDER.flush(client)
+    return BUFFER.flush(client)
 
 
 class Flusher:
@@ -338,7 +338,7 @@ class Flusher:
         while self._pid == pid:
             time.sleep(self.interval)
             if self._client is not None:
-                RECORDER.flush(self._client)
+                BUFFER.flush(self._client)
 
 
 #: this process's periodic flusher

@@ -58,8 +58,10 @@ def lock_data_dir(data_dir: Path) -> int | str:
     return fd
 
 
-class Supervisor:
-    """Runs child processes; when one exits or we are signalled, stops them all.
+class ProgramGroup:
+    """`serve`'s programs (web, worker, runner) as child processes that live and stop together:
+    when one exits or we are signalled, all are stopped; none is ever restarted (the web's
+    process supervisor, hookspawn.web.processes.Supervisor, is the one that replaces a child).
 
     Each child leads a process group of its own (a worker's pool processes join it), so
     `stop` reaches what a child started too; and each dies with us if we are killed
@@ -125,12 +127,12 @@ def _embedded_redis(data_dir: Path) -> RedisServer:
 
 
 def _spawn_workers(
-    supervisor: Supervisor, env: dict[str, str], concurrency: int, *, runner: bool
+    programs: ProgramGroup, env: dict[str, str], concurrency: int, *, runner: bool
 ) -> None:
     """The delivery worker, and with HOOKSPAWN_RUNNER=local (or the demo) the session runner."""
-    supervisor.spawn("worker", _child_command("worker", "--concurrency", str(concurrency)), env)
+    programs.spawn("worker", _child_command("worker", "--concurrency", str(concurrency)), env)
     if runner:
-        supervisor.spawn("runner", _child_command("runner"), env)
+        programs.spawn("runner", _child_command("runner"), env)
 
 
 def _prepare_demo(settings: Settings, env: dict[str, str], base_url: str) -> list[str]:
@@ -182,10 +184,10 @@ def serve(
     env = demo_environment(os.environ) if demo else dict(os.environ)
     notes: list[str] = []
     redis_server: RedisServer | None = None
-    supervisor = Supervisor()
+    programs = ProgramGroup()
 
     def on_signal(signum: int, frame: object) -> None:
-        supervisor.stopping = True
+        programs.stopping = True
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -212,8 +214,8 @@ def serve(
         web = ["web", "--host", host, "--port", str(port), "--broker-port", str(broker)]
         if allow_open_admin:
             web.append(OPEN_FLAG)
-        supervisor.spawn("web", _child_command(*web), env)
-        _spawn_workers(supervisor, env, concurrency, runner=demo or settings.runner == "local")
+        programs.spawn("web", _child_command(*web), env)
+        _spawn_workers(programs, env, concurrency, runner=demo or settings.runner == "local")
         print(f"hookspawn: serving on http://{host}:{port}", flush=True)
         print(f"hookspawn: webhook URL   http://{host}:{port}/webhooks/github", flush=True)
         print(f"hookspawn: webhook secret {secret_note}", flush=True)
@@ -235,10 +237,10 @@ def serve(
         notes = forward_lines(settings, env, f"http://{host}:{port}", demo=demo) + notes
         for note in notes:
             print(f"hookspawn: {note}", flush=True)
-        return supervisor.wait()
+        return programs.wait()
     finally:
         # the runner gives its sessions their grace, then records them stopped: wait for it
-        supervisor.stop(timeout=max(20.0, settings.runner_stop_grace.total_seconds() + 30))
+        programs.stop(timeout=max(20.0, settings.runner_stop_grace.total_seconds() + 30))
         if redis_server:
             redis_server.stop()
         os.close(lock)

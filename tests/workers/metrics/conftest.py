@@ -19,9 +19,9 @@ from workers import metrics
 @pytest.fixture(autouse=True)
 def fresh_recorder() -> Iterator[None]:
     """Start from an empty buffer: other tests in this process may have recorded without a flush."""
-    metrics.RECORDER.reset()
+    metrics.BUFFER.reset()
     yield
-    metrics.RECORDER.reset()
+    metrics.BUFFER.reset()
 
 
 @dataclass(frozen=True)

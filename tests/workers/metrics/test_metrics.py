@@ -228,7 +228,7 @@ def test_metrics_needs_the_admin_token(redis_url: str, tmp_path: Path) -> None:
 
 
 def test_flush_that_fails_keeps_its_counts_for_the_next(redis_url: str) -> None:
-    recorder = metrics.Recorder()
+    recorder = metrics.MetricsBuffer()
     recorder.inc(metrics.OUTCOMES, "failed", "dispatch_failed")
     recorder.observe(metrics.SESSION_LATENCY, 0.2)
     down = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
@@ -256,7 +256,7 @@ def test_the_celery_queue_key_is_the_queue_celery_uses() -> None:
 
 def test_labels_must_match_the_series() -> None:
     with pytest.raises(ValueError, match="hookspawn_outcomes_total takes labels"):
-        metrics.Recorder().inc(metrics.OUTCOMES, "dispatched")
+        metrics.MetricsBuffer().inc(metrics.OUTCOMES, "dispatched")
 
 
 def test_replays_and_repeated_idempotency_keys_are_not_sessions_created(hs: Hookspawn) -> None:

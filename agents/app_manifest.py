@@ -1,5 +1,6 @@
 """The GitHub App manifest the agents need (pure): the permissions their mounts ask for and the
-events their triggers listen to, in GitHub's manifest format.
+events their triggers listen to, in GitHub's manifest format; and the `gh webhook forward`
+commands that bring those events for the repositories they mount.
 
 GitHub's manifest format: https://docs.github.com/en/apps/sharing-github-apps/registering-a-github-app-from-a-manifest
 Which permission each webhook event needs: https://docs.github.com/en/webhooks/webhook-events-and-payloads

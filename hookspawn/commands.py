@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agents.session.harness import PROGRAMS
 from hookspawn.agents_notice import log_agents
 from hookspawn.client import CommandError
 from hookspawn.start_checks import broker_port, require_port, require_redis, settings_message
+from triggers.session.harness import PROGRAMS
 from workers.secret_files import SecretFileError
 from workers.settings import Settings
 

@@ -9,10 +9,10 @@ import sys
 import time
 from urllib.parse import quote
 
-from agents.session.harness_events import timeline
 from hookspawn import client_commands, commands
 from hookspawn.client import CommandError, Server, error_line
 from hookspawn.terminal_text import ControlStripper
+from triggers.session.harness_events import timeline
 from workers.session.status import TERMINAL
 
 __all__ = ["runner", "sessions"]

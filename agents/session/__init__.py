@@ -1,1 +1,1 @@
-"""A locally run session's environment and its setup snapshot: key, scope, sharing."""
+"""`hookspawn check`'s account of which agents share a setup snapshot."""

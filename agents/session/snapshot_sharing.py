@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.model import CompiledAgent, Mount
-from agents.session.snapshot import snapshot_key
-from agents.session.snapshot_scope import PULL_REF, privileges
+from triggers.session.snapshot import snapshot_key
+from triggers.session.snapshot_scope import PULL_REF, privileges
 
 __all__ = ["SharingGroup", "sharing_groups"]
 

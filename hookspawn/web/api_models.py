@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers.session.runs import SessionWithRun
 
 __all__ = [

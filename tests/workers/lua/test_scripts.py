@@ -10,7 +10,7 @@ import redis
 
 from tests.conftest import wait_for
 from triggers.envelope import build_envelope, session_input
-from triggers.session_spec import Origin, SessionEnvironment, SessionSpec
+from triggers.session.spec import Origin, SessionEnvironment, SessionSpec
 from workers import keys
 from workers.delivery import scripts
 from workers.delivery.scripts import Arg, finish_call

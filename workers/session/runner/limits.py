@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers.errors import SessionFailed
 from workers.session.runner.cgroup import (
     CgroupLimits,

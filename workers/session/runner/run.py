@@ -18,8 +18,8 @@ import redis
 from pydantic import ValidationError
 
 from agents.sandbox.config import SandboxConfig
-from agents.session.env import MissingSecret, resolve_env
-from agents.session.harness import (
+from triggers.session.env import MissingSecret, resolve_env
+from triggers.session.harness import (
     BASE_URL_SETTINGS,
     KEY_SETTINGS,
     PROGRAMS,
@@ -29,8 +29,8 @@ from agents.session.harness import (
     build_invocation,
     session_prompt,
 )
-from agents.session.harness_events import EventReader
-from triggers.session_spec import SessionSpec
+from triggers.session.harness_events import EventReader
+from triggers.session.spec import SessionSpec
 from workers import metrics
 from workers.errors import SessionFailed
 from workers.session.runner import setup_steps

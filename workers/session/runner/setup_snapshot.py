@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.session.snapshot import cache_files, files_digest, snapshot_key, ttl_seconds
-from agents.session.snapshot_scope import Candidate, ScopePlan, may_restore, plan_scopes
-from triggers.session_spec import SessionSpec
+from triggers.session.snapshot import cache_files, files_digest, snapshot_key, ttl_seconds
+from triggers.session.snapshot_scope import Candidate, ScopePlan, may_restore, plan_scopes
+from triggers.session.spec import SessionSpec
 from workers.errors import SessionFailed
 from workers.session.runner.command import Account
 from workers.session.runner.disk_usage import format_size

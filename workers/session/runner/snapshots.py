@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.session.snapshot import DEFAULT_TTL_SECONDS
+from triggers.session.snapshot import DEFAULT_TTL_SECONDS
 from workers.session.runner.command import Account
 from workers.session.runner.disk_usage import disk_usage
 from workers.session.runner.staging import inside

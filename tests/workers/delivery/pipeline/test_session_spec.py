@@ -13,7 +13,7 @@ import redis
 from tests.agents.conftest import Tree
 from triggers.envelope import build_envelope, envelope_view, session_input
 from triggers.json_codec import load_body
-from triggers.session_spec import (
+from triggers.session.spec import (
     Origin,
     Requester,
     SessionEnvironment,

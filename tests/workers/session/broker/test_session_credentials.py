@@ -10,7 +10,7 @@ import redis
 
 from tests.dispatch_target import DispatchTarget
 from tests.secret_scan import leaks, redis_haystacks
-from triggers.session_spec import BrokerAccess, Origin, SessionEnvironment, SessionSpec
+from triggers.session.spec import BrokerAccess, Origin, SessionEnvironment, SessionSpec
 from workers import keys
 from workers.delivery.credential_handover import CredentialHandover
 from workers.delivery.dispatch import HttpDispatcher

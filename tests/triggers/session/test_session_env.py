@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from agents.session.env import MissingSecret, resolve_env
-from agents.session.snapshot import (
+from triggers.session.env import MissingSecret, resolve_env
+from triggers.session.snapshot import (
     DEFAULT_TTL_SECONDS,
     cache_files,
     files_digest,

@@ -25,7 +25,7 @@ __all__ = [
 
 
 class ScopedMount(Protocol):
-    """What the scopes read of a session spec's mount (triggers.session_spec.SessionMount)."""
+    """What the scopes read of a session spec's mount (triggers.session.spec.SessionMount)."""
 
     @property
     def repository(self) -> str: ...

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.session.snapshot_scope import Candidate, may_restore, plan_scopes, privileges
-from triggers.session_spec import SessionMount
+from triggers.session.snapshot_scope import Candidate, may_restore, plan_scopes, privileges
+from triggers.session.spec import SessionMount
 
 REPO = "acme/widgets"
 READ = {"contents": "read", "pullRequests": "read", "issues": "none"}

@@ -94,8 +94,8 @@ class SessionLimits:
 
     @property
     def limits(self) -> CgroupLimits:
-        spec = self.session.environment.spec
-        return CgroupLimits.of(spec.get("resources"), self.runner.settings.session_max_processes)
+        resources = self.session.environment.spec.resources
+        return CgroupLimits.of(resources, self.runner.settings.session_max_processes)
 
     def _open(self) -> None:
         if self._opened:

@@ -32,7 +32,16 @@ def _spec(*mounts: dict[str, Any], tools: list[dict[str, Any]] | None = None) ->
             "id": "hs-rules",
             "agent": "rules",
             "harness": "claude-code",
-            "environment": {"name": "default", "resource": {}},
+            "environment": {
+                "name": "runtime",
+                "resource": {
+                    "name": "runtime",
+                    "spec": {
+                        "image": {"kind": "preset", "name": "node24"},
+                        "baseImage": "node:24-bookworm-slim",
+                    },
+                },
+            },
             "origin": {"kind": "manual"},
             "createdAt": "2026-01-01T00:00:00Z",
             "mounts": [{"ref": None, "depth": 1, **mount} for mount in mounts],

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 import redis
 
+from agents.environment_spec import EnvironmentResource
 from tests.dispatch_target import DispatchTarget
 from tests.secret_scan import leaks, redis_haystacks
 from triggers.session.spec import BrokerAccess, Origin, SessionEnvironment, SessionSpec
@@ -18,6 +19,17 @@ from workers.errors import DispatchUnavailable, SessionEnded
 from workers.session.credentials import SessionCredentials
 from workers.sessions import SessionStore
 
+#: an environment with only what every one has
+RUNTIME = EnvironmentResource.model_validate(
+    {
+        "name": "runtime",
+        "spec": {
+            "image": {"kind": "preset", "name": "node24"},
+            "baseImage": "node:24-bookworm-slim",
+        },
+    }
+)
+
 
 def session_spec(session_id: str = "hs-cred") -> SessionSpec:
     """A session spec with only what every spec has, and a broker url."""
@@ -25,7 +37,7 @@ def session_spec(session_id: str = "hs-cred") -> SessionSpec:
         id=session_id,
         agent="writer",
         harness="claude-code",
-        environment=SessionEnvironment(name="runtime", resource={}),
+        environment=SessionEnvironment(name="runtime", resource=RUNTIME),
         origin=Origin(kind="manual"),
         created_at="2026-01-01T00:00:00Z",
         broker=BrokerAccess(url=f"http://hookspawn.test/sessions/{session_id}"),

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from agents import compile_dir
 from agents.environment_spec import (
     BaseImage,
     EnvironmentResource,
@@ -16,7 +18,10 @@ from agents.environment_spec import (
     Resources,
     SecretRef,
 )
-from triggers.session.spec import SessionSpec
+from triggers.session.spec import Origin, SessionSpec
+from triggers.spawn_rules import build_spec
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / ".auto"
 
 #: a session record as the store held it before the environment was typed (written by the
 #: dict-built resource: every optional part present)
@@ -120,3 +125,27 @@ def test_a_stored_environment_that_is_not_one_is_refused_naming_where(
         SessionSpec.model_validate(document)
     places = [".".join(map(str, error["loc"])) for error in refused.value.errors()]
     assert any(place.startswith(where) for place in places), places
+
+
+def test_what_the_compiler_built_is_what_the_session_reads_back() -> None:
+    result = compile_dir(EXAMPLES, secret_names={"tailscale-authkey"})
+    assert result.ok and result.agents
+    for agent in result.agents:
+        spec = build_spec(
+            session_id=f"s-{agent.name}",
+            agent=agent,
+            refs=[m.ref for m in agent.mounts],
+            grants=[None for _ in agent.mounts],
+            texts=(None, None, None),
+            session_input=None,
+            requester=None,
+            origin=Origin(kind="manual"),
+            created_at="2026-12-01T10:00:00Z",
+        )
+        stored = SessionSpec.model_validate_json(spec.without_input())
+        assert stored.environment.resource == agent.environment_resource
+        assert stored.env == agent.env
+        assert (
+            json.loads(spec.without_input())["environment"]["resource"]
+            == (agent.to_json()["environmentResource"])
+        )

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
 
+from agents.environment_spec import EnvironmentResource, EnvValue
 from agents.environments import (
     GeneratedEnvironment,
     SecretUse,
@@ -103,13 +104,13 @@ class _Pending:
     file: str
     env_name: str
     env_loc: Loc
-    env_resource: dict[str, Any] | None
+    env_resource: EnvironmentResource | None
     mounts: list[Mount]
     triggers: list[Trigger]
     working_directory: str | None
     system_prompt: str | None
     tools: list[dict[str, Any]]
-    env: dict[str, Any]
+    env: dict[str, EnvValue]
     secrets: list[SecretUse] = field(default_factory=list)
 
 
@@ -144,7 +145,7 @@ def _compile_agent(sink: Sink, doc: YMap, file: str) -> _Pending | None:
     if (
         env_resource is not None
         and harness == "claude-code"
-        and env_resource["spec"]["approval"] == "prompt"
+        and env_resource.spec.approval == "prompt"
         and env_node is not None
     ):
         sink.warning(
@@ -194,12 +195,12 @@ def _warn_unstartable(sink: Sink, node: YNode | None, mounts: list[Mount]) -> No
 
 def _environment(
     sink: Sink, node: YNode | None, secrets: list[SecretUse]
-) -> tuple[str | None, dict[str, Any] | None]:
+) -> tuple[str | None, EnvironmentResource | None]:
     if node is None:
         return None, None
     if isinstance(node, YMap):
         resource = compile_environment(sink, node, "environment", secrets)
-        return (resource["name"], resource) if resource is not None else (None, None)
+        return (resource.name, resource) if resource is not None else (None, None)
     if isinstance(node, YScalar) and isinstance(node.value, str):
         name = opt_str(sink, node, "environment", pattern=NAME_RE, rule=_NAME_RULE, strip=True)
         return name, None
@@ -229,6 +230,7 @@ def _finish(
                 "environment",
                 f"Conflicting generated resource: environment {agent.env_name!r}: {problem}",
             )
+    environments = {name: entry.resource for name, entry in generated.items()}
     compiled: list[CompiledAgent] = []
     names: dict[str, str] = {}
     for agent in pending:
@@ -240,7 +242,7 @@ def _finish(
                 f"agent name {agent.name!r} is already used by {names[agent.name]}",
             )
         names.setdefault(agent.name, agent.file)
-        entry = generated.get(agent.env_name)
+        entry = environments.get(agent.env_name)
         if entry is None and agent.env_name not in declared:
             # (A declared one that failed to compile has its own errors already.)
             sink.error(
@@ -266,7 +268,7 @@ def _finish(
                 name=agent.name,
                 harness=agent.harness,
                 environment=agent.env_name,
-                environment_resource=entry.resource,
+                environment_resource=entry,
                 source_file=agent.file,
                 mounts=tuple(agent.mounts),
                 triggers=tuple(agent.triggers),
@@ -276,12 +278,11 @@ def _finish(
                 env=agent.env,
             )
         )
-    environments = {name: entry.resource for name, entry in generated.items()}
     return _result(sink, compiled, environments)
 
 
-def _warn_setup_skipped(sink: Sink, agent: _Pending, entry: GeneratedEnvironment) -> None:
-    if agent.working_directory is None and entry.resource["spec"]["setup"]:
+def _warn_setup_skipped(sink: Sink, agent: _Pending, entry: EnvironmentResource) -> None:
+    if agent.working_directory is None and entry.spec.setup:
         sink.warning(
             agent.env_loc,
             "environment.setup",
@@ -292,7 +293,7 @@ def _warn_setup_skipped(sink: Sink, agent: _Pending, entry: GeneratedEnvironment
 
 
 def _result(
-    sink: Sink, agents: list[CompiledAgent], environments: dict[str, dict[str, Any]]
+    sink: Sink, agents: list[CompiledAgent], environments: dict[str, EnvironmentResource]
 ) -> CompileResult:
     return CompileResult(
         agents=tuple(agents),

@@ -1,12 +1,27 @@
-"""Inline environment objects → generated environment resources, with every field constraint."""
+"""Inline environment objects → generated environment resources (`environment_spec`'s models),
+with every field constraint."""
 
 from __future__ import annotations
 
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
+from agents.environment_spec import (
+    DEFAULT_SETUP_CACHE_TTL,
+    TTL_RE,
+    BaseImage,
+    EnvironmentResource,
+    EnvironmentSpec,
+    EnvValue,
+    Image,
+    PresetImage,
+    Resources,
+    SecretRef,
+    SetupCache,
+    SetupEntry,
+    SetupEntryCache,
+)
 from agents.errors import Loc
 from agents.sandbox.env import protected_env_name
 from agents.schema import (
@@ -23,7 +38,6 @@ from agents.schema import (
 from agents.source import YMap, YNode, YScalar, YSeq, describe
 
 __all__ = [
-    "DEFAULT_SETUP_CACHE_TTL",
     "PRESETS",
     "GeneratedEnvironment",
     "SecretUse",
@@ -39,10 +53,8 @@ PRESETS = {
 }
 ENV_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SECRET_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,128}")
-TTL_RE = re.compile(r"[1-9][0-9]*(s|m|h|d)")
 BASE_REF_FORBIDDEN = re.compile(r"[\s#\\]")
 NAME_RULE = "1-128 characters of [A-Za-z0-9_.-]"
-DEFAULT_SETUP_CACHE_TTL = "7d"  # the environments seed's reuse window when setupCache is absent
 
 _ENV_KEYS = {
     "name",
@@ -69,8 +81,8 @@ class SecretUse:
 
 def compile_environment(
     sink: Sink, node: YMap, path: str, secrets: list[SecretUse]
-) -> dict[str, Any] | None:
-    """The generated resource ``{name, labels, annotations, spec}``, or None after errors."""
+) -> EnvironmentResource | None:
+    """The generated resource (name, labels, annotations, spec), or None after errors."""
     before = sink.error_count
     strict_map(sink, node, path, allowed=_ENV_KEYS, required=("name", "image"), what="environment")
     name = opt_str(
@@ -78,31 +90,37 @@ def compile_environment(
     )
     labels = _string_map(sink, node.get("labels"), join(path, "labels"))
     annotations = _string_map(sink, node.get("annotations"), join(path, "annotations"))
-    spec: dict[str, Any] = {}
-    image = node.get("image")
-    if image is not None:
-        spec.update(_image(sink, image, join(path, "image")))
-    spec["steps"] = opt_str_list(sink, node.get("steps"), join(path, "steps")) or []
-    spec["setup"] = _setup(sink, node.get("setup"), join(path, "setup"))
-    cache = node.get("setupCache")
-    if cache is not None:
-        spec["setupCache"] = _setup_cache(sink, cache, join(path, "setupCache"))
-    else:
-        spec["setupCache"] = {"ttl": DEFAULT_SETUP_CACHE_TTL}
-    resources = node.get("resources")
-    if resources is not None:
-        spec["resources"] = _resources(sink, resources, join(path, "resources"))
-    spec["env"] = compile_env_map(sink, node.get("env"), join(path, "env"), secrets)
+    image_node = node.get("image")
+    image = _image(sink, image_node, join(path, "image")) if image_node is not None else None
+    steps = opt_str_list(sink, node.get("steps"), join(path, "steps")) or []
+    setup = _setup(sink, node.get("setup"), join(path, "setup"))
+    cache_node = node.get("setupCache")
+    setup_cache = (
+        _setup_cache(sink, cache_node, join(path, "setupCache"))
+        if cache_node is not None
+        else SetupCache(written=DEFAULT_SETUP_CACHE_TTL)
+    )
+    resources_node = node.get("resources")
+    resources = (
+        _resources(sink, resources_node, join(path, "resources"))
+        if resources_node is not None
+        else None
+    )
+    env = compile_env_map(sink, node.get("env"), join(path, "env"), secrets)
     approval = opt_enum(sink, node.get("approval"), join(path, "approval"), ("bypass", "prompt"))
-    spec["approval"] = approval or "bypass"
-    if sink.error_count > before or name is None:
+    if sink.error_count > before or name is None or image is None or setup_cache is None:
         return None
-    return {
-        "name": name,
-        "labels": labels,
-        "annotations": annotations,
-        "spec": spec,
-    }
+    spec = EnvironmentSpec(
+        image=image[0],
+        base_image=image[1],
+        steps=tuple(steps),
+        setup=tuple(setup),
+        setup_cache=setup_cache,
+        resources=resources,
+        env=env,
+        approval="prompt" if approval == "prompt" else "bypass",
+    )
+    return EnvironmentResource(name=name, labels=labels, annotations=annotations, spec=spec)
 
 
 @dataclass
@@ -113,40 +131,60 @@ class GeneratedEnvironment:
     labels and annotations merge key by key, and one key with two values is a conflict.
     """
 
-    resource: dict[str, Any]
+    name: str
+    spec: EnvironmentSpec
     file: str
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
     _sources: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @classmethod
-    def first(cls, resource: dict[str, Any], file: str) -> GeneratedEnvironment:
-        copy = {**resource, "labels": dict(resource["labels"])}
-        copy["annotations"] = dict(resource["annotations"])
-        found = cls(copy, file)
-        for kind in ("labels", "annotations"):
-            found._sources.update({(kind, key): file for key in resource[kind]})
+    def first(cls, resource: EnvironmentResource, file: str) -> GeneratedEnvironment:
+        found = cls(resource.name, resource.spec, file)
+        found._merge(resource, file)
         return found
 
-    def absorb(self, resource: dict[str, Any], file: str) -> str | None:
+    @property
+    def resource(self) -> EnvironmentResource:
+        """The resource with every copy's labels and annotations."""
+        return EnvironmentResource(
+            name=self.name, labels=self.labels, annotations=self.annotations, spec=self.spec
+        )
+
+    def absorb(self, resource: EnvironmentResource, file: str) -> str | None:
         """Merge another file's copy in; why it conflicts, or None."""
-        ours, theirs = self.resource["spec"], resource["spec"]
+        ours, theirs = self.spec, resource.spec
         if ours != theirs:
-            differ = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k))
+            differ = sorted(
+                info.alias or name
+                for name, info in EnvironmentSpec.model_fields.items()
+                if getattr(ours, name) != getattr(theirs, name)
+            )
             return (
                 f"{file} differs from the one generated by {self.file} "
                 f"(spec fields {', '.join(differ)})"
             )
-        for kind in ("labels", "annotations"):
-            merged = self.resource[kind]
-            for key, value in resource[kind].items():
+        for kind, merged, theirs_map in (
+            ("labels", self.labels, resource.labels),
+            ("annotations", self.annotations, resource.annotations),
+        ):
+            for key, value in theirs_map.items():
                 if key in merged and merged[key] != value:
                     return (
                         f"{kind}.{key} is {value!r} in {file} but {merged[key]!r} in "
                         f"{self._sources[kind, key]}"
                     )
-            for key, value in resource[kind].items():
+        self._merge(resource, file)
+        return None
+
+    def _merge(self, resource: EnvironmentResource, file: str) -> None:
+        for kind, merged, theirs_map in (
+            ("labels", self.labels, resource.labels),
+            ("annotations", self.annotations, resource.annotations),
+        ):
+            for key, value in theirs_map.items():
                 merged[key] = value
                 self._sources.setdefault((kind, key), file)
-        return None
 
 
 def _string_map(sink: Sink, node: YNode | None, path: str) -> dict[str, str]:
@@ -163,14 +201,15 @@ def _string_map(sink: Sink, node: YNode | None, path: str) -> dict[str, str]:
     return out
 
 
-def _image(sink: Sink, node: YNode, path: str) -> dict[str, Any]:
+def _image(sink: Sink, node: YNode, path: str) -> tuple[Image, str] | None:
+    """The image as written and the base image it stands for, or None after errors."""
     if not isinstance(node, YMap):
         sink.error(
             node.loc,
             path,
             f"must be {{kind: preset, name}} or {{kind: base, ref}}, got {describe(node)}",
         )
-        return {}
+        return None
     kind = opt_enum(sink, node.get("kind"), join(path, "kind"), ("preset", "base"))
     if "kind" not in node.entries:
         sink.error(
@@ -182,21 +221,21 @@ def _image(sink: Sink, node: YNode, path: str) -> dict[str, Any]:
         )
         preset = opt_str(sink, node.get("name"), join(path, "name"))
         if preset is None:
-            return {}
+            return None
         if preset not in PRESETS:
             known = ", ".join(PRESETS)
             sink.error(
                 node.loc, join(path, "name"), f"Unknown runtime preset {preset!r} (known: {known})"
             )
-            return {}
-        return {"image": {"kind": "preset", "name": preset}, "baseImage": PRESETS[preset]}
+            return None
+        return PresetImage(kind="preset", name=preset), PRESETS[preset]
     if kind == "base":
         strict_map(
             sink, node, path, allowed=("kind", "ref"), required=("ref",), what="a base image"
         )
         ref = opt_str(sink, node.get("ref"), join(path, "ref"), strip=True)
         if ref is None:
-            return {}
+            return None
         ref_node = node.get("ref")
         assert ref_node is not None
         if len(ref) > 512:
@@ -211,11 +250,11 @@ def _image(sink: Sink, node: YNode, path: str) -> dict[str, Any]:
                 "not starting with '-'",
             )
         else:
-            return {"image": {"kind": "base", "ref": ref}, "baseImage": ref}
-    return {}
+            return BaseImage(kind="base", ref=ref), ref
+    return None
 
 
-def _setup(sink: Sink, node: YNode | None, path: str) -> list[dict[str, Any]]:
+def _setup(sink: Sink, node: YNode | None, path: str) -> list[SetupEntry]:
     if node is None:
         return []
     if not isinstance(node, YSeq):
@@ -238,20 +277,20 @@ def _setup(sink: Sink, node: YNode | None, path: str) -> list[dict[str, Any]]:
         commands = opt_str_list(
             sink, entry.get("commands"), join(here, "commands"), non_empty_list=True
         )
-        compiled: dict[str, Any] = {"name": name, "commands": commands}
-        cache = entry.get("cache")
-        if cache is not None:
-            compiled["cache"] = _cache(sink, cache, join(here, "cache"))
-        out.append(compiled)
+        cache_node = entry.get("cache")
+        cache = _cache(sink, cache_node, join(here, "cache")) if cache_node is not None else None
+        if name is None or commands is None or (cache_node is not None and cache is None):
+            continue  # reported
+        out.append(SetupEntry(name=name, commands=tuple(commands), cache=cache))
     return out
 
 
-def _cache(sink: Sink, node: YNode, path: str) -> dict[str, Any]:
+def _cache(sink: Sink, node: YNode, path: str) -> SetupEntryCache | None:
     entry = strict_map(
         sink, node, path, allowed=("key", "files", "paths"), required=("key",), what="a setup cache"
     )
     if entry is None:
-        return {}
+        return None
     key = opt_str(sink, entry.get("key"), join(path, "key"), pattern=NAME_RE, rule=NAME_RULE)
     files = opt_str_list(sink, entry.get("files"), join(path, "files")) or []
     for index, item in _strings(entry.get("files")):
@@ -270,7 +309,9 @@ def _cache(sink: Sink, node: YNode, path: str) -> dict[str, Any]:
                 join(join(path, "paths"), index),
                 f"{item.value!r} must be an absolute path under /home/user",
             )
-    return {"key": key, "files": files, "paths": paths}
+    if key is None:
+        return None
+    return SetupEntryCache(key=key, files=tuple(files), paths=tuple(paths))
 
 
 def _strings(node: YNode | None) -> list[tuple[int, YScalar]]:
@@ -284,10 +325,10 @@ def _strings(node: YNode | None) -> list[tuple[int, YScalar]]:
     ]
 
 
-def _setup_cache(sink: Sink, node: YNode, path: str) -> dict[str, Any]:
+def _setup_cache(sink: Sink, node: YNode, path: str) -> SetupCache | None:
     entry = strict_map(sink, node, path, allowed=("ttl",), required=("ttl",), what="setupCache")
     if entry is None:
-        return {}
+        return None
     ttl = opt_str(
         sink,
         entry.get("ttl"),
@@ -295,28 +336,23 @@ def _setup_cache(sink: Sink, node: YNode, path: str) -> dict[str, Any]:
         pattern=TTL_RE,
         rule="a duration like 30m, 24h or 7d ([1-9][0-9]*(s|m|h|d))",
     )
-    return {"ttl": ttl}
+    return None if ttl is None else SetupCache(written=ttl)
 
 
-def _resources(sink: Sink, node: YNode, path: str) -> dict[str, Any]:
+def _resources(sink: Sink, node: YNode, path: str) -> Resources | None:
     entry = strict_map(sink, node, path, allowed=("cpuCount", "memoryMB"), what="resources")
     if entry is None:
-        return {}
+        return None
     if not entry.entries:
         sink.error(entry.loc, path, "set at least one of cpuCount, memoryMB")
-    out: dict[str, Any] = {}
     cpu = opt_int(sink, entry.get("cpuCount"), join(path, "cpuCount"), minimum=1)
-    if cpu is not None:
-        out["cpuCount"] = cpu
     memory = opt_int(sink, entry.get("memoryMB"), join(path, "memoryMB"), minimum=128)
-    if memory is not None:
-        out["memoryMB"] = memory
-    return out
+    return Resources(cpu_count=cpu, memory_mb=memory)
 
 
 def compile_env_map(
     sink: Sink, node: YNode | None, path: str, secrets: list[SecretUse]
-) -> dict[str, Any]:
+) -> dict[str, EnvValue]:
     """An env map: keys ``[A-Za-z_][A-Za-z0-9_]*`` the sandbox does not set itself, values a
     string or ``{$secret, optional}``."""
     if node is None:
@@ -324,7 +360,7 @@ def compile_env_map(
     if not isinstance(node, YMap):
         sink.error(node.loc, path, f"must be a map of variables, got {describe(node)}")
         return {}
-    out: dict[str, Any] = {}
+    out: dict[str, EnvValue] = {}
     for key, (key_loc, value) in node.entries.items():
         here = join(path, key)
         if not ENV_KEY_RE.fullmatch(key):
@@ -367,7 +403,7 @@ def compile_env_map(
         optional = opt_bool(sink, ref.get("optional"), join(here, "optional"))
         if secret is None:
             continue
-        out[key] = {"$secret": secret, "optional": bool(optional)}
+        out[key] = SecretRef(secret=secret, optional=bool(optional))
         if not optional:
             secret_node = ref.get("$secret")
             assert secret_node is not None

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from agents.compiler import _AGENT_KEYS
-from agents.environments import _ENV_KEYS, DEFAULT_SETUP_CACHE_TTL, PRESETS, TTL_RE
+from agents.environment_spec import DEFAULT_SETUP_CACHE_TTL, TTL_RE
+from agents.environments import _ENV_KEYS, PRESETS
 from agents.file_descriptions import TEXT
 from agents.import_resolver import DIRECTIVES
 from agents.merge import REMOVABLE

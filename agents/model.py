@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agents.environment_spec import EnvironmentResource, EnvValue
 from agents.errors import Diagnostic
 from templating import Template
 
@@ -16,7 +17,6 @@ __all__ = [
     "CapabilityLevel",
     "CompileResult",
     "CompiledAgent",
-    "EnvValue",
     "Filter",
     "FilterOp",
     "Harness",
@@ -27,8 +27,6 @@ __all__ = [
 Harness = Literal["claude-code", "codex"]
 CapabilityLevel = Literal["none", "read", "write"]
 FilterOp = Literal["equals", "in", "matches", "exists"]
-# A literal value, or {"$secret": name, "optional": bool}.
-EnvValue = str | dict[str, Any]
 
 # Capability attribute -> (JSON / authoring key, installation-token permission or None).
 CAPABILITY_FIELDS: tuple[tuple[str, str, str | None], ...] = (
@@ -203,7 +201,7 @@ class CompiledAgent:
     name: str
     harness: Harness
     environment: str
-    environment_resource: dict[str, Any]
+    environment_resource: EnvironmentResource
     source_file: str
     mounts: tuple[Mount, ...] = ()
     triggers: tuple[Trigger, ...] = ()
@@ -225,22 +223,26 @@ class CompiledAgent:
             "name": self.name,
             "harness": self.harness,
             "environment": self.environment,
-            "environmentResource": self.environment_resource,
+            "environmentResource": self.environment_resource.to_json(),
             "mounts": [mount.to_json() for mount in self.mounts],
             "triggers": [trigger.to_json() for trigger in self.triggers],
             "workingDirectory": self.working_directory,
             "systemPrompt": self.system_prompt,
             "tools": [dict(tool) for tool in self.tools],
-            "env": dict(self.env),
+            "env": {name: _env_json(value) for name, value in self.env.items()},
             "eventDependent": self.event_dependent,
             "sourceFile": self.source_file,
         }
 
 
+def _env_json(value: EnvValue) -> str | dict[str, Any]:
+    return value if isinstance(value, str) else value.to_json()
+
+
 @dataclass(frozen=True)
 class CompileResult:
     agents: tuple[CompiledAgent, ...]
-    environments: Mapping[str, dict[str, Any]]
+    environments: Mapping[str, EnvironmentResource]
     errors: tuple[Diagnostic, ...]
     warnings: tuple[Diagnostic, ...]
 
@@ -258,7 +260,7 @@ class CompileResult:
         return {
             "ok": self.ok,
             "agents": [agent.to_json() for agent in self.agents],
-            "environments": dict(self.environments),
+            "environments": {name: env.to_json() for name, env in self.environments.items()},
             "errors": [d.to_json() for d in self.errors],
             "warnings": [d.to_json() for d in self.warnings],
         }

@@ -28,7 +28,7 @@ from harness import Bench, pr_bodies, stage_deliveries
 import triggers.matching
 import workers.delivery.pipeline
 import workers.delivery.processing
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers.delivery.deliveries import DeliveryStore
 from workers.runtime import build_runtime
 from workers.settings import Settings

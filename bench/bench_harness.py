@@ -2,7 +2,7 @@
 runner confines a session's commands, against the model stand-ins of tests/model_standins.py.
 
 Each run makes a session root and starts the harness as the runner does: its command line,
-environment, configuration file and prompt from `agents.session.harness.build_invocation`,
+environment, configuration file and prompt from `triggers.session.harness.build_invocation`,
 confined by `workers.session.runner.sandbox.confine` (srt; the model's host:port the one
 allowed destination, NO_PROXY emptied of it), as the runner user (`nobody` when run as root);
 the model's script is one turn (it answers at once) or, with `--tool`, two (a shell command,
@@ -39,19 +39,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agents.sandbox.config import SandboxConfig  # noqa: E402
-from agents.session.harness import (  # noqa: E402
-    PROGRAMS,
-    HarnessInputs,
-    Invocation,
-    ModelAccess,
-    build_invocation,
-)
 from tests.model_standins import (  # noqa: E402
     Answer,
     AnthropicStandin,
     OpenAIStandin,
     ToolCall,
     Turn,
+)
+from triggers.session.harness import (  # noqa: E402
+    PROGRAMS,
+    HarnessInputs,
+    Invocation,
+    ModelAccess,
+    build_invocation,
 )
 from workers.session.runner.command import Account, account_of  # noqa: E402
 from workers.session.runner.sandbox import confine, srt_scratch  # noqa: E402
@@ -63,7 +63,7 @@ OWN = {"claude-code": {"claude", "claude.exe"}, "codex": {"codex", "node"}}
 
 
 def invocation(harness: str, model: AnthropicStandin | OpenAIStandin, root: Path) -> Invocation:
-    """The harness's start as the runner builds it (agents.session.harness), without MCP."""
+    """The harness's start as the runner builds it (triggers.session.harness), without MCP."""
     config_home = root / ".hookspawn" / "harness"
     config_home.mkdir(parents=True)
     return build_invocation(

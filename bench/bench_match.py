@@ -13,6 +13,7 @@ from typing import Any
 # Run as a script (`python bench/bench_match.py`): import the tree this file is in.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agents.environment_spec import EnvironmentResource
 from agents.model import CompiledAgent, Filter, Mount, Trigger
 from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
@@ -39,6 +40,17 @@ OTHER_EVENTS = (
 )
 SIZES = (10, 1_000, 10_000)
 
+#: an environment with only what every one has
+RUNTIME = EnvironmentResource.model_validate(
+    {
+        "name": "runtime",
+        "spec": {
+            "image": {"kind": "preset", "name": "node24"},
+            "baseImage": "node:24-bookworm-slim",
+        },
+    }
+)
+
 
 def trigger(event: str, index: int, **fields: Any) -> Trigger:
     return Trigger(index=index, key=f"{event}-{index}", event=event, **fields)
@@ -50,7 +62,7 @@ def agent(name: str, triggers: list[Trigger], repository: str) -> CompiledAgent:
         name=name,
         harness="claude-code",
         environment="runtime",
-        environment_resource={"name": "runtime"},
+        environment_resource=RUNTIME,
         source_file=f"agents/{name}.yaml",
         mounts=(mount,),
         triggers=tuple(triggers),

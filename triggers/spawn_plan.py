@@ -23,7 +23,7 @@ from triggers.coverage import (
     repository_of,
 )
 from triggers.envelope import session_input as make_session_input
-from triggers.session_spec import Origin, Requester, SessionSpec
+from triggers.session.spec import Origin, Requester, SessionSpec
 from triggers.spawn_rules import (
     MAX_SPAWN_DEPTH,
     Grant,

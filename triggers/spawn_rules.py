@@ -10,7 +10,7 @@ from typing import Any
 
 from agents import CompiledAgent, Mount, Trigger
 from templating import InvalidRefError, Template, TemplateError, UnresolvableTokenError, check_ref
-from triggers.session_spec import (
+from triggers.session.spec import (
     BrokerAccess,
     CommitAuthor,
     Origin,

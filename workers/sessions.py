@@ -12,7 +12,7 @@ import redis
 from triggers.body_codec import pack, unpack
 from triggers.envelope import build_envelope, session_input
 from triggers.json_codec import dump_json, load_body
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers import keys
 
 # Lua, shared by every script that writes sessions: store one session record (a hash whose

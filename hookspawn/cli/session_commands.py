@@ -9,11 +9,11 @@ import sys
 import time
 from urllib.parse import quote
 
-from agents.session.harness_events import timeline
 from hookspawn.cli import client_commands
 from hookspawn.cli.client import Server, error_line
 from hookspawn.errors import CommandError
 from hookspawn.terminal_text import ControlStripper
+from triggers.session.harness_events import timeline
 from workers.session.status import TERMINAL
 
 __all__ = ["sessions"]

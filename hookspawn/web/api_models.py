@@ -15,7 +15,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from triggers.session_spec import SessionSpec
+from agents.environment_spec import EnvironmentResource, EnvValue
+from triggers.session.spec import SessionSpec
 from workers.session.runs import SessionWithRun
 
 __all__ = [
@@ -277,13 +278,13 @@ class AgentView(_View):
     name: str
     harness: str
     environment: str
-    environment_resource: dict[str, Any]
+    environment_resource: EnvironmentResource
     mounts: list[AgentMount]
     triggers: list[AgentTrigger]
     working_directory: str | None
     system_prompt: str | None
     tools: list[dict[str, Any]]
-    env: dict[str, Any]
+    env: dict[str, EnvValue]
     event_dependent: bool
     source_file: str
 

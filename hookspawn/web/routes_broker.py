@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers.session.broker import Broker, GitRequest
 
 router = APIRouter()

@@ -29,7 +29,7 @@ from agents.github_tool_schemas import TOOL_SCHEMAS
 from hookspawn.web import http_errors
 from hookspawn.web.routes_broker import broker, tool_session
 from templating.errors import Error
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers.session.tool_calls import ToolCalls
 
 __all__ = ["PATH", "install"]

@@ -15,7 +15,7 @@ from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
 from hookspawn.web.http_errors import ApiError, StartRefused
 from hookspawn.web.routes_runner import run_view
 from triggers.outcome import Outcome
-from triggers.session_spec import SessionSpec, session_json_schema
+from triggers.session.spec import SessionSpec, session_json_schema
 from workers import metrics
 from workers.delivery.pipeline import SpawnPipeline
 from workers.delivery.starts import StartRequest, start_from_agent, start_manual

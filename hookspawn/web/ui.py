@@ -15,13 +15,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
-from agents.session.harness_events import Step, timeline
 from hookspawn.web import overview, ui_logins
 from hookspawn.web.deps import LOGIN_COOKIE, require_admin, runtime, same_origin
 from hookspawn.web.http_errors import ApiError
 from hookspawn.web.routes_deliveries import delivery_view
 from hookspawn.web.routes_runner import cancel_session, run_view
 from hookspawn.web.session_outcomes import latest_outcomes
+from triggers.session.harness_events import Step, timeline
 from workers.delivery.pipeline import SpawnPipeline
 from workers.runtime import Runtime
 from workers.session.runner.logs import read_transcript

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from tests.agents.conftest import Tree, find
@@ -33,7 +35,7 @@ def test_full_inline_environment_becomes_a_resource(tree: Tree) -> None:
     result = tree.compile()
     assert result.errors == ()
     resource = result.environments["tooled"]
-    assert resource == {
+    assert resource.to_json() == {
         "name": "tooled",
         "labels": {"team": "infra"},
         "annotations": {"owner": "platform@acme.dev"},
@@ -82,10 +84,10 @@ def test_presets_resolve(tree: Tree, preset: str, image: str) -> None:
     )
     result = tree.compile()
     assert result.ok
-    spec = result.environments["e"]["spec"]
-    assert spec["baseImage"] == image
-    assert spec["approval"] == "bypass"
-    assert spec["steps"] == [] and spec["setup"] == [] and spec["env"] == {}
+    spec = result.environments["e"].spec
+    assert spec.base_image == image
+    assert spec.approval == "bypass"
+    assert spec.steps == () and spec.setup == () and spec.env == {}
 
 
 def env_with(lines: str) -> str:
@@ -297,9 +299,10 @@ def test_defaults_are_filled_so_written_and_left_out_defaults_dedupe(tree: Tree)
     _two(tree, "  setupCache: {ttl: 7d}\n  approval: bypass\n  steps: []\n", "")
     result = tree.compile()
     assert result.errors == (), [str(e) for e in result.errors]
-    spec = result.environments["e"]["spec"]
-    assert spec["setupCache"] == {"ttl": "7d"}
-    assert spec["approval"] == "bypass"
+    spec = result.environments["e"].spec
+    assert spec.setup_cache is not None and spec.setup_cache.ttl == timedelta(days=7)
+    assert spec.to_json()["setupCache"] == {"ttl": "7d"}
+    assert spec.approval == "bypass"
     assert result.agents[0].environment_resource == result.agents[1].environment_resource
 
 
@@ -312,8 +315,8 @@ def test_labels_and_annotations_merge_when_they_agree_key_by_key(tree: Tree) -> 
     result = tree.compile()
     assert result.errors == (), [str(e) for e in result.errors]
     resource = result.environments["e"]
-    assert resource["labels"] == {"team": "infra", "tier": "one", "purpose": "agents"}
-    assert resource["annotations"] == {"owner": "a@acme.dev"}
+    assert resource.labels == {"team": "infra", "tier": "one", "purpose": "agents"}
+    assert resource.annotations == {"owner": "a@acme.dev"}
     assert all(agent.environment_resource == resource for agent in result.agents)
 
 
@@ -343,7 +346,7 @@ def test_string_environment_names_a_generated_one(tree: Tree) -> None:
     b = result.agent("b")
     assert b is not None
     assert b.environment == "shared"
-    assert b.environment_resource["spec"]["baseImage"] == "node:24-bookworm-slim"
+    assert b.environment_resource.spec.base_image == "node:24-bookworm-slim"
 
 
 def test_string_environment_that_nothing_generates(tree: Tree) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents import CompiledAgent, compile_dir
+from agents.environment_spec import SecretRef
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / ".auto"
 
@@ -48,7 +49,7 @@ def test_nightly_agent_is_static_and_shares_the_runtime() -> None:
     assert agent.mounts[0].ref == "main"
     assert agent.working_directory == "/workspace/widgets/packages/core"
     assert agent.env == {
-        "TS_AUTHKEY": {"$secret": "tailscale-authkey", "optional": True},
+        "TS_AUTHKEY": SecretRef(secret="tailscale-authkey", optional=True),
         "NODE_ENV": "development",
     }
     assert {a.environment for a in found.values()} == {"agent-runtime"}

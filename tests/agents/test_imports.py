@@ -75,8 +75,8 @@ env:
     assert agent.harness == "claude-code"
     assert agent.system_prompt == "own"  # the importing file wins
     resource = agent.environment_resource
-    assert resource["labels"] == {"team": "infra", "tier": "gold"}  # maps deep-merge
-    assert resource["spec"]["steps"] == ["RUN three"]  # arrays replace
+    assert resource.labels == {"team": "infra", "tier": "gold"}  # maps deep-merge
+    assert resource.spec.steps == ("RUN three",)  # arrays replace
     widgets, docs, extra = agent.mounts
     assert widgets.ref == "develop"
     assert widgets.auth.kind == "githubApp"  # deep-merged by name

@@ -8,7 +8,7 @@ the delivery gives up on the spawn (`abandon`): then every one of them is withdr
 
 from __future__ import annotations
 
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers.delivery.dispatch import Dispatcher
 from workers.errors import DispatchUnavailable
 from workers.session.credentials import SessionCredentials

@@ -16,7 +16,7 @@ from redis.exceptions import NoScriptError
 
 from triggers.body_codec import pack, unpack
 from triggers.json_codec import dump_json
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers import keys
 from workers.delivery.record import FAILED, QUEUED, Delivery, NewDelivery, iso, parse_record
 from workers.delivery.scripts import (

@@ -10,7 +10,7 @@ from typing import Protocol
 
 import httpx
 
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers import metrics
 from workers.errors import DispatchUnavailable
 from workers.sessions import SessionStore

@@ -26,7 +26,7 @@ from triggers.coverage import Connection, Coverage, repository_of
 from triggers.envelope import build_envelope
 from triggers.envelope_values import MISSING, lookup
 from triggers.matching import Decision, TriggerIndex
-from triggers.session_spec import Origin
+from triggers.session.spec import Origin
 from triggers.spawn_plan import (
     AlreadyDispatched,
     DirectStart,

@@ -14,7 +14,7 @@ from typing import Any
 
 from agents import CompiledAgent, Trigger
 from triggers.outcome import Outcome, OutcomeKind
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from triggers.spawn_plan import (
     AlreadyDispatched,
     DirectStart,

@@ -20,7 +20,7 @@ from triggers.envelope import envelope_view
 from triggers.json_codec import load_checked_body
 from triggers.matching import Decision
 from triggers.outcome import Outcome
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers import metrics
 from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.record import FAILED, PROCESSED, Delivery, iso

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers import keys
 from workers.sessions import STORE_SESSION_LUA
 

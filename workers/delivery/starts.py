@@ -11,7 +11,7 @@ import orjson
 import redis
 
 from triggers.outcome import Outcome
-from triggers.session_spec import Origin
+from triggers.session.spec import Origin
 from triggers.spawn_plan import DirectStart, Refused, startable
 from triggers.spawn_rules import (
     agent_spawn_id,

@@ -1,7 +1,7 @@
 """The credential broker: git credentials and GitHub tool decisions for a session.
 
 Authenticates the session credential (failures are counted and rate-limited per session, never
-audited), decides from the stored spec (triggers.session_access), re-checks coverage at every
+audited), decides from the stored spec (triggers.session.access), re-checks coverage at every
 request against only the installations the session was spawned with, and mints the session's
 own tokens (workers.session.tokens, never the spawn path's shared cache), which are revoked at
 GitHub when the session ends. A definitive refusal from GitHub prunes the store as at spawn.
@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, cast
 
 from templating.errors import Error
-from triggers.session_access import (
+from triggers.session.access import (
     AccessNotFound,
     AccessRefused,
     ToolGrant,
@@ -28,9 +28,9 @@ from triggers.session_access import (
     session_tools,
     tool_grant,
 )
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
+from triggers.session.url_rewrite import parse_rewrites
 from triggers.spawn_rules import Grant, Refusal
-from triggers.url_rewrite import parse_rewrites
 from workers import keys
 from workers.errors import (
     BrokerDenied,

@@ -12,7 +12,7 @@ import redis
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers import keys
 from workers.session.credentials import (
     CREDENTIAL_TTL,

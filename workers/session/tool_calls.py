@@ -20,7 +20,7 @@ from typing import Any
 from agents.github_tool_arguments import InvalidToolArgument, check_path_arguments
 from agents.github_tool_schemas import TOOL_SCHEMAS
 from templating.errors import Error
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers.errors import WorkerError
 from workers.github.tool_requests import run_tool, token_client
 from workers.session.broker import Broker

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.session.harness import PROGRAMS
 from hookspawn.cli.settings import load_settings
+from triggers.session.harness import PROGRAMS
 from workers.settings import Settings
 
 __all__ = ["check", "harness_warnings"]

@@ -62,7 +62,7 @@ def run_check(
         body = {
             "ok": result.ok,
             "agents": [agent.to_json() for agent in result.agents],
-            "environments": dict(result.environments),
+            "environments": {name: env.to_json() for name, env in result.environments.items()},
             "errors": [_json(d) for d in result.errors],
             "warnings": [_json(d) for d in result.warnings],
             "snapshots": [group.to_json() for group in sharing_groups(result.agents)],

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.model import CompiledAgent, Mount
-from agents.session.snapshot import snapshot_key
-from agents.session.snapshot_scope import PULL_REF, privileges
+from triggers.session.snapshot import snapshot_key
+from triggers.session.snapshot_scope import PULL_REF, privileges
 
 __all__ = ["SharingGroup", "sharing_groups"]
 
@@ -59,9 +59,8 @@ def _scoped(mount: Mount) -> _ScopedMount:
 
 
 def _key(agent: CompiledAgent, *, bare: bool = False) -> str:
-    spec = agent.environment_resource.get("spec", {})
     mounts = [_mount(m, bare=bare) for m in agent.mounts]
-    return snapshot_key(spec, mounts, agent.working_directory)
+    return snapshot_key(agent.environment_resource.spec, mounts, agent.working_directory)
 
 
 def _scope(agent: CompiledAgent) -> str:
@@ -90,7 +89,7 @@ def _scope(agent: CompiledAgent) -> str:
 
 
 def _restores(agent: CompiledAgent, scope: str) -> str:
-    env = agent.environment_resource.get("spec", {}).get("env") or {}
+    env = agent.environment_resource.spec.env
     reasons = privileges([_scoped(m) for m in agent.mounts], [env, agent.env])
     if scope.startswith("branch:") or scope == "unmounted":
         return "saves and restores there"
@@ -143,7 +142,7 @@ def sharing_groups(agents: Sequence[CompiledAgent]) -> list[SharingGroup]:
     snapshot, no setup or no working directory, left out)."""
     by_setup: dict[str, list[CompiledAgent]] = {}
     for agent in agents:
-        if agent.working_directory and agent.environment_resource.get("spec", {}).get("setup"):
+        if agent.working_directory and agent.environment_resource.spec.setup:
             by_setup.setdefault(_key(agent, bare=True), []).append(agent)
     groups = []
     for members in by_setup.values():

@@ -24,7 +24,7 @@ from hookspawn.web.http_errors import (
 )
 from templating.errors import Error, TemplateError
 from triggers.errors import IntakeError, InvalidSignature, PayloadTooLarge, TriggersError
-from triggers.session_access import AccessDenied
+from triggers.session.access import AccessDenied
 from workers.errors import (
     AccessRevoked,
     BrokerDenied,

@@ -10,8 +10,21 @@ from typing import Any
 
 import pytest
 
+from agents.environment_spec import EnvironmentResource
 from agents.model import CompiledAgent, Filter, FilterOp, Mount, Trigger
 from triggers.envelope import build_envelope
+
+#: an environment with only what every one has
+RUNTIME = EnvironmentResource.model_validate(
+    {
+        "name": "runtime",
+        "spec": {
+            "image": {"kind": "preset", "name": "node24"},
+            "baseImage": "node:24-bookworm-slim",
+        },
+    }
+)
+
 
 Envelope = dict[str, Any]
 Load = Callable[..., Envelope]
@@ -46,7 +59,7 @@ def agent(
         name=name,
         harness="claude-code",
         environment="runtime",
-        environment_resource={"name": "runtime"},
+        environment_resource=RUNTIME,
         source_file=f"agents/{name}.yaml",
         mounts=mounts,
         triggers=tuple(triggers),

@@ -8,9 +8,10 @@ from typing import Any, cast
 import pytest
 import redis
 
+from agents.environment_spec import EnvironmentResource
 from tests.conftest import wait_for
 from triggers.envelope import build_envelope, session_input
-from triggers.session_spec import Origin, SessionEnvironment, SessionSpec
+from triggers.session.spec import Origin, SessionEnvironment, SessionSpec
 from workers import keys
 from workers.delivery import scripts
 from workers.delivery.scripts import Arg, finish_call
@@ -19,6 +20,18 @@ from workers.sessions import CREATE
 NOW = 1_800_000_000.0
 TTL = 3600
 BODY = zlib.compress(b'{"action":"opened"}')
+
+
+#: an environment with only what every one has
+RUNTIME = EnvironmentResource.model_validate(
+    {
+        "name": "runtime",
+        "spec": {
+            "image": {"kind": "preset", "name": "node24"},
+            "baseImage": "node:24-bookworm-slim",
+        },
+    }
+)
 
 
 def run(client: redis.Redis, script: str, keys_: list[str], args: list[Arg]) -> Any:
@@ -50,7 +63,7 @@ def trigger_spec(sid: str, delivery_id: str = "d-1") -> SessionSpec:
         id=sid,
         agent="triage",
         harness="claude",
-        environment=SessionEnvironment(name="default", resource={"image": "x"}),
+        environment=SessionEnvironment(name="runtime", resource=RUNTIME),
         input=session_input(delivery_id, envelope),
         origin=Origin(kind="trigger", delivery_id=delivery_id),
         created_at="2026-11-29T00:00:00Z",

@@ -13,8 +13,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from agents.environment_spec import Resources
 from workers.errors import WorkerError
 
 __all__ = ["CgroupLimits", "CgroupsUnavailable", "SessionCgroup", "SessionCgroups"]
@@ -48,13 +48,14 @@ class CgroupLimits:
     processes: int
 
     @classmethod
-    def of(cls, resources: Mapping[str, Any] | None, processes: int) -> CgroupLimits:
+    def of(cls, resources: Resources | None, processes: int) -> CgroupLimits:
         """From an environment's `resources` (`memoryMB`, `cpuCount`) and the process cap."""
-        found = resources or {}
-        memory, cpus = found.get("memoryMB"), found.get("cpuCount")
+        if resources is None:
+            return cls(memory=None, cpus=None, processes=processes)
+        memory = resources.memory_mb
         return cls(
-            memory=int(memory) * _MIB if memory else None,
-            cpus=int(cpus) if cpus else None,
+            memory=memory * _MIB if memory else None,
+            cpus=resources.cpu_count or None,
             processes=processes,
         )
 

@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.session.harness import (
+from triggers.session.harness import (
     HARNESSES,
     KEY_SETTINGS,
     PROGRAMS,
     ModelAccess,
 )
-from agents.session.harness_events import EventReader
+from triggers.session.harness_events import EventReader
 from workers.session.runner.command import Account, CommandOutput
 from workers.settings import Settings
 

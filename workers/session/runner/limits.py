@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers.errors import SessionFailed
 from workers.session.runner.cgroup import (
     CgroupLimits,
@@ -94,8 +94,8 @@ class SessionLimits:
 
     @property
     def limits(self) -> CgroupLimits:
-        spec = self.session.environment.spec
-        return CgroupLimits.of(spec.get("resources"), self.runner.settings.session_max_processes)
+        resources = self.session.environment.spec.resources
+        return CgroupLimits.of(resources, self.runner.settings.session_max_processes)
 
     def _open(self) -> None:
         if self._opened:

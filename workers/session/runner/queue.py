@@ -7,7 +7,7 @@ from pathlib import Path
 
 import redis
 
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 from workers import keys
 from workers.celery_app import make_celery
 from workers.session.runner.roots import workspaces_root

@@ -17,9 +17,10 @@ from typing import Any
 import redis
 from pydantic import ValidationError
 
+from agents.environment_spec import EnvironmentSpec
 from agents.sandbox.config import SandboxConfig
-from agents.session.env import MissingSecret, resolve_env
-from agents.session.harness import (
+from triggers.session.env import MissingSecret, resolve_env
+from triggers.session.harness import (
     BASE_URL_SETTINGS,
     KEY_SETTINGS,
     PROGRAMS,
@@ -29,8 +30,8 @@ from agents.session.harness import (
     build_invocation,
     session_prompt,
 )
-from agents.session.harness_events import EventReader
-from triggers.session_spec import SessionSpec
+from triggers.session.harness_events import EventReader
+from triggers.session.spec import SessionSpec
 from workers import metrics
 from workers.errors import SessionFailed
 from workers.session.runner import setup_steps
@@ -361,11 +362,10 @@ class SessionRunner:
         if isinstance(self.sandbox, SandboxUnavailable):
             raise SessionFailed(self.sandbox.refusal(), code="sandbox_unavailable")
         session = run.session
-        spec = session.environment.spec
+        environment = session.environment.spec
         try:
             env = resolve_env(
-                [spec.get("env") or {}, session.env],
-                load_secrets(self.settings.secrets_file),
+                [environment.env, session.env], load_secrets(self.settings.secrets_file)
             )
         except MissingSecret as exc:
             raise SessionFailed(exc.message, code="secret_missing") from None
@@ -402,7 +402,7 @@ class SessionRunner:
         cwd = host_path(run.workspace, working) if working else run.workspace
         if working:
             make_dirs(run.workspace, cwd, self.account)
-            self._setup(run, spec, cwd, env)
+            self._setup(run, environment, cwd, env)
         else:
             run.note("no working directory: setup skipped")
         self._advance(run, SessionStatus.RUNNING)
@@ -431,14 +431,16 @@ class SessionRunner:
             metrics.observe(metrics.SESSION_START_SECONDS, time.time() - created.timestamp())
             self._flush_metrics()
 
-    def _setup(self, run: _Run, spec: Mapping[str, Any], cwd: Path, env: dict[str, str]) -> None:
-        entries = spec.get("setup") or []
+    def _setup(
+        self, run: _Run, environment: EnvironmentSpec, cwd: Path, env: dict[str, str]
+    ) -> None:
+        entries = environment.setup
         snapshot = SetupSnapshot(
             self.snapshots,
             self.runs,
             self.owner,
             run.session,
-            spec,
+            environment,
             workspace=run.workspace,
             home=run.home,
             cwd=cwd,
@@ -448,8 +450,8 @@ class SessionRunner:
         if entries:
             snapshot.restore()
         for entry in entries:
-            script = tools_on_path(run.helper_dir) + setup_steps.script(entry["commands"], run.home)
-            run.note(f"setup {entry['name']}")
+            script = tools_on_path(run.helper_dir) + setup_steps.script(entry.commands, run.home)
+            run.note(f"setup {entry.name}")
             try:
                 code = run.command(
                     ["/bin/sh", "-lc", script],
@@ -460,14 +462,14 @@ class SessionRunner:
                 )
             except CommandTimedOut:
                 raise SessionFailed(
-                    f"setup entry {entry['name']!r} ran longer than "
+                    f"setup entry {entry.name!r} ran longer than "
                     f"{self.settings.setup_timeout:g}s and was stopped",
                     code="setup_timeout",
                 ) from None
-            failed = setup_steps.failed_command(entry["commands"], run.home)
+            failed = setup_steps.failed_command(entry.commands, run.home)
             if code != 0:
                 at = f" at `{failed}`" if failed else ""
-                message = f"setup entry {entry['name']!r} exited with status {code}{at}"
+                message = f"setup entry {entry.name!r} exited with status {code}{at}"
                 raise SessionFailed(message, code="setup_failed")
         if entries:
             # past the disk limit nothing is saved: the session fails disk_limit_exceeded
@@ -526,7 +528,7 @@ class SessionRunner:
                     model=access,
                     mcp_url=env.get("HOOKSPAWN_MCP_URL"),
                     mcp_config=env.get("HOOKSPAWN_MCP_CONFIG"),
-                    approval=str(session.environment.spec.get("approval") or "bypass"),
+                    approval=session.environment.spec.approval,
                     config_home=str(home),
                     as_root=self.account is None and os.geteuid() == 0,
                 )

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from triggers.session_spec import SessionMount
-from triggers.url_rewrite import Rewrite, rewritten
+from triggers.session.spec import SessionMount
+from triggers.session.url_rewrite import Rewrite, rewritten
 from workers.errors import SessionFailed
 from workers.session.runner import credential_helper
 from workers.session.runner.command import (

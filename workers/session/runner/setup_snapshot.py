@@ -4,13 +4,13 @@ outcome recorded on the session's run."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from agents.session.snapshot import cache_files, files_digest, snapshot_key, ttl_seconds
-from agents.session.snapshot_scope import Candidate, ScopePlan, may_restore, plan_scopes
-from triggers.session_spec import SessionSpec
+from agents.environment_spec import EnvironmentSpec
+from triggers.session.snapshot import files_digest, snapshot_key
+from triggers.session.snapshot_scope import Candidate, ScopePlan, may_restore, plan_scopes
+from triggers.session.spec import SessionSpec
 from workers.errors import SessionFailed
 from workers.session.runner.command import Account
 from workers.session.runner.disk_usage import format_size
@@ -42,7 +42,7 @@ class SetupSnapshot:
         runs: SessionRuns,
         owner: str,
         session: SessionSpec,
-        environment: Mapping[str, Any],
+        environment: EnvironmentSpec,
         *,
         workspace: Path,
         home: Path,
@@ -55,12 +55,12 @@ class SetupSnapshot:
         self.workspace, self.home, self.account, self.note = workspace, home, account, note
         mounts = session.mounts
         self.mounts = mounts
-        self.ttl = ttl_seconds(environment)
+        self.ttl = environment.snapshot_ttl.total_seconds()
         #: the checkouts, staged afresh each session: never saved nor restored over
         self.skip = {host_path(workspace, m.mount_path) for m in mounts}
-        env = [environment.get("env") or {}, session.env]
+        env = [environment.env, session.env]
         self.plan: ScopePlan = plan_scopes(mounts, env, session.input)
-        hashes = {name: _file_hash(workspace, cwd / name) for name in cache_files(environment)}
+        hashes = {name: _file_hash(workspace, cwd / name) for name in environment.cache_files}
         self.files = files_digest(hashes)
         self.key = self._key(tuple(m.ref for m in mounts))
         self.restored: Candidate | None = None

@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.session.snapshot import DEFAULT_TTL_SECONDS
+from agents.environment_spec import DEFAULT_TTL
 from workers.session.runner.command import Account
 from workers.session.runner.disk_usage import disk_usage
 from workers.session.runner.staging import inside
@@ -149,7 +149,7 @@ class SnapshotCache:
         try:
             meta = json.loads((entry / _META).read_text())
             # a save that recorded no expiry is kept for the default reuse window
-            expires = meta.get("expiresAt", float(meta["savedAt"]) + DEFAULT_TTL_SECONDS)
+            expires = meta.get("expiresAt", float(meta["savedAt"]) + DEFAULT_TTL.total_seconds())
             return float(expires) < now
         except (OSError, ValueError, KeyError, TypeError):
             # no readable record: restore treats it as a miss; gone once it is surely not

@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from triggers.session_spec import CommitAuthor, Requester, SessionMount
-from triggers.url_rewrite import Rewrite, parse_rewrites, rewritten
+from triggers.session.spec import CommitAuthor, Requester, SessionMount
+from triggers.session.url_rewrite import Rewrite, parse_rewrites, rewritten
 from workers.errors import SessionFailed
 from workers.session.runner.command import Account, runner_account
 from workers.session.runner.network import (

@@ -18,7 +18,7 @@ from tests.workers.delivery.pipeline.test_spawn_plan import (
     covering,
 )
 from triggers.matching import TriggerIndex
-from triggers.session_spec import Origin
+from triggers.session.spec import Origin
 from triggers.spawn_plan import DirectStart, Planned, Refused, plan_start, startable
 from triggers.spawn_rules import MAX_SPAWN_DEPTH, manual_spawn_id
 from workers.agents_source import AgentSet

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 import redis
 
+from agents.environment_spec import EnvironmentResource
 from tests.agents.conftest import Tree
 from triggers.envelope import build_envelope, envelope_view, session_input
 from triggers.json_codec import load_body
-from triggers.session_spec import (
+from triggers.session.spec import (
     Origin,
     Requester,
     SessionEnvironment,
@@ -26,13 +27,24 @@ from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.record import NewDelivery
 from workers.sessions import SessionStore
 
+#: an environment with only what every one has
+RUNTIME = EnvironmentResource.model_validate(
+    {
+        "name": "runtime",
+        "spec": {
+            "image": {"kind": "preset", "name": "node24"},
+            "baseImage": "node:24-bookworm-slim",
+        },
+    }
+)
+
 
 def _spec(input_: dict[str, Any] | None, *, kind: str = "trigger", sid: str = "s-1") -> SessionSpec:
     return SessionSpec(
         id=sid,
         agent="pr-review",
         harness="claude",
-        environment=SessionEnvironment(name="default", resource={"image": "x"}),
+        environment=SessionEnvironment(name="runtime", resource=RUNTIME),
         display_title="Review #2",
         input=input_,
         origin=Origin(kind=kind, delivery_id="d-1" if kind == "trigger" else None),

@@ -12,7 +12,7 @@ from tests.agents.conftest import Tree
 from triggers.coverage import Coverage
 from triggers.envelope import build_envelope
 from triggers.json_codec import load_body
-from triggers.session_spec import Origin, Requester
+from triggers.session.spec import Origin, Requester
 from triggers.spawn_plan import DirectStart, Planned, Refused, Suppressed, TriggerStart, plan_spawn
 from triggers.spawn_rules import Grant, trigger_spawn_id
 from workers.github.installation import Installation

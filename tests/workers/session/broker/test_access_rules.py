@@ -12,7 +12,7 @@ import pytest
 
 from agents.github_tools import TOOLS, UNMOUNTED, tool_token_permissions
 from agents.model import Capabilities
-from triggers.session_access import (
+from triggers.session.access import (
     AccessDenied,
     AccessNotFound,
     AccessRefused,
@@ -22,8 +22,8 @@ from triggers.session_access import (
     session_tools,
     tool_grant,
 )
-from triggers.session_spec import SessionSpec
-from triggers.url_rewrite import parse_rewrites
+from triggers.session.spec import SessionSpec
+from triggers.session.url_rewrite import parse_rewrites
 
 
 def _spec(*mounts: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> SessionSpec:
@@ -32,7 +32,16 @@ def _spec(*mounts: dict[str, Any], tools: list[dict[str, Any]] | None = None) ->
             "id": "hs-rules",
             "agent": "rules",
             "harness": "claude-code",
-            "environment": {"name": "default", "resource": {}},
+            "environment": {
+                "name": "runtime",
+                "resource": {
+                    "name": "runtime",
+                    "spec": {
+                        "image": {"kind": "preset", "name": "node24"},
+                        "baseImage": "node:24-bookworm-slim",
+                    },
+                },
+            },
             "origin": {"kind": "manual"},
             "createdAt": "2026-01-01T00:00:00Z",
             "mounts": [{"ref": None, "depth": 1, **mount} for mount in mounts],
@@ -151,7 +160,7 @@ def test_capabilities_round_trip() -> None:
 
 def test_the_rules_are_pure() -> None:
     code = (
-        "import sys, triggers.session_access, agents.github_tools; "
+        "import sys, triggers.session.access, agents.github_tools; "
         "print(sorted(m for m in ('redis', 'celery', 'githubkit', 'httpx') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -8,15 +8,27 @@ from datetime import timedelta
 import pytest
 import redis
 
+from agents.environment_spec import EnvironmentResource
 from tests.dispatch_target import DispatchTarget
 from tests.secret_scan import leaks, redis_haystacks
-from triggers.session_spec import BrokerAccess, Origin, SessionEnvironment, SessionSpec
+from triggers.session.spec import BrokerAccess, Origin, SessionEnvironment, SessionSpec
 from workers import keys
 from workers.delivery.credential_handover import CredentialHandover
 from workers.delivery.dispatch import HttpDispatcher
 from workers.errors import DispatchUnavailable, SessionEnded
 from workers.session.credentials import SessionCredentials
 from workers.sessions import SessionStore
+
+#: an environment with only what every one has
+RUNTIME = EnvironmentResource.model_validate(
+    {
+        "name": "runtime",
+        "spec": {
+            "image": {"kind": "preset", "name": "node24"},
+            "baseImage": "node:24-bookworm-slim",
+        },
+    }
+)
 
 
 def session_spec(session_id: str = "hs-cred") -> SessionSpec:
@@ -25,7 +37,7 @@ def session_spec(session_id: str = "hs-cred") -> SessionSpec:
         id=session_id,
         agent="writer",
         harness="claude-code",
-        environment=SessionEnvironment(name="runtime", resource={}),
+        environment=SessionEnvironment(name="runtime", resource=RUNTIME),
         origin=Origin(kind="manual"),
         created_at="2026-01-01T00:00:00Z",
         broker=BrokerAccess(url=f"http://hookspawn.test/sessions/{session_id}"),

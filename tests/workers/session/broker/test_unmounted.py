@@ -16,7 +16,7 @@ from agents.model import Capabilities
 from tests.workers.session.broker.conftest import BrokerEnv, open_broker_env
 from tests.workers.session.broker.test_access_rules import _mount, _spec
 from tests.workers.session.broker.test_mcp_endpoint import _mcp, _text
-from triggers.session_access import AccessDenied, tool_grant
+from triggers.session.access import AccessDenied, tool_grant
 
 OTHER = {"owner": "acme", "repo": "unmounted"}
 WORKFLOW = {

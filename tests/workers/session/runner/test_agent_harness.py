@@ -33,7 +33,7 @@ from tests.workers.session.runner.conftest import (
 )
 from workers.session.runner.logs import log_path, transcript_path
 
-SAMPLES = Path(__file__).parents[3] / "agents" / "harness_samples"
+SAMPLES = Path(__file__).parents[3] / "triggers" / "session" / "harness_samples"
 ANTHROPIC_KEY = "sk-ant-test-7f3a9c1e5b"
 OPENAI_KEY = "sk-openai-test-2d8e4f6a"
 SYSTEM_PROMPT = "You review pull requests for acme."

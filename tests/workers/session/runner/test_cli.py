@@ -14,7 +14,7 @@ from tests.workers.session.runner.conftest import (
     settings_env,
     write_agent,
 )
-from triggers.session_spec import SessionSpec
+from triggers.session.spec import SessionSpec
 
 #: prints, then waits for the test to drop `$HOME/go`, then prints again
 GATED_HARNESS = (

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.environment_spec import Resources
 from workers.session.runner.cgroup import CgroupLimits, CgroupsUnavailable, _own_dirs
 from workers.session.runner.disk_usage import DiskWatch, disk_usage, format_size
 
@@ -69,7 +70,7 @@ def test_sizes_read_as_people_write_them() -> None:
 
 
 def test_limits_come_from_the_environments_resources() -> None:
-    limits = CgroupLimits.of({"memoryMB": 256, "cpuCount": 2}, 512)
+    limits = CgroupLimits.of(Resources(memory_mb=256, cpu_count=2), 512)
     assert limits == CgroupLimits(memory=256 * MIB, cpus=2, processes=512)
     assert limits.describe() == "memory 256 MiB, 2 CPUs, at most 512 processes"
     assert CgroupLimits.of(None, 64).describe() == "memory unlimited, any CPU, at most 64 processes"

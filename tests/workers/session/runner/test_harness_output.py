@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agents.session.harness_events import EventReader
+from triggers.session.harness_events import EventReader
 from workers.session.runner.harness import HarnessOutput, Redacting, Transcript
 from workers.session.runner.log_writer import SessionLog
 
 KEY = "sk-secret-key-123"
-SAMPLES = Path(__file__).parents[3] / "agents" / "harness_samples"
+SAMPLES = Path(__file__).parents[3] / "triggers" / "session" / "harness_samples"
 
 
 class Collected:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from triggers.session_spec import SessionMount
+from triggers.session.spec import SessionMount
 from workers.session.runner.session_git import (
     SRT_NO_PROXY,
     no_proxy,

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 import pytest
 
 from tests.workers.session.runner.conftest import PR_NUMBER, RUNNER_USER, Origin, git, hand_over
-from triggers.session_spec import Requester, SessionMount
+from triggers.session.spec import Requester, SessionMount
 from workers.errors import SessionFailed
 from workers.session.runner.command import account_of, run_command
 from workers.session.runner.staging import (

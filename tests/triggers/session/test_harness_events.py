@@ -1,12 +1,12 @@
 """The harnesses' JSON events read into log lines, the answer, usage and failures: recorded
-streams of the real Claude Code and Codex (tests/agents/harness_samples/)."""
+streams of the real Claude Code and Codex (tests/triggers/session/harness_samples/)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from agents.session.harness_events import (
+from triggers.session.harness_events import (
     RESULT_LIMIT,
     EventReader,
     summarize_input,

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from agents.session.env import MissingSecret, resolve_env
-from agents.session.snapshot import (
-    DEFAULT_TTL_SECONDS,
-    cache_files,
-    files_digest,
-    snapshot_key,
-    ttl_seconds,
-)
+from agents.environment_spec import EnvironmentSpec, SecretRef, parse_ttl
+from triggers.session.env import MissingSecret, resolve_env
+from triggers.session.snapshot import files_digest, snapshot_key
 
-SPEC: dict[str, Any] = {
+RAW: dict[str, Any] = {
     "image": {"kind": "preset", "name": "node24"},
+    "baseImage": "node:24-bookworm-slim",
     "steps": ["RUN true"],
     "setup": [{"name": "deps", "commands": ["npm ci"], "cache": {"key": "v1", "paths": []}}],
     "env": {},
@@ -38,7 +36,11 @@ def test_env_layers_literals_and_secrets() -> None:
     env = resolve_env(
         [
             {"A": "environment", "B": "environment"},
-            {"B": "agent", "S": {"$secret": "s"}, "O": {"$secret": "gone", "optional": True}},
+            {
+                "B": "agent",
+                "S": SecretRef(secret="s"),
+                "O": SecretRef(secret="gone", optional=True),
+            },
         ],
         {"s": "value"},
     )
@@ -47,23 +49,27 @@ def test_env_layers_literals_and_secrets() -> None:
 
 def test_a_missing_required_secret_names_variable_and_secret() -> None:
     with pytest.raises(MissingSecret) as missing:
-        resolve_env([{"TOKEN": {"$secret": "npm-token"}}], {})
+        resolve_env([{"TOKEN": SecretRef(secret="npm-token")}], {})
     assert (missing.value.variable, missing.value.secret) == ("TOKEN", "npm-token")
     assert "TOKEN" in missing.value.message and "'npm-token'" in missing.value.message
 
 
-def _changed(**change: Any) -> dict[str, Any]:
-    return {**SPEC, **change}
+def _changed(**change: Any) -> EnvironmentSpec:
+    return EnvironmentSpec.model_validate({**RAW, **change})
+
+
+SPEC = _changed()
 
 
 def test_the_snapshot_key_changes_with_what_setup_depends_on() -> None:
     key = snapshot_key(SPEC, MOUNTS, "/workspace/b")
-    assert key == snapshot_key(dict(reversed(list(SPEC.items()))), MOUNTS, "/workspace/b")
+    assert key == snapshot_key(_changed(env={"X": "y"}, approval="prompt"), MOUNTS, "/workspace/b")
     # how the ref was written is the scope's business, not the key's
     assert key == snapshot_key(SPEC, [{**MOUNTS[0], "eventDependent": True}], "/workspace/b")
     assert key == snapshot_key(SPEC, MOUNTS, "/workspace/b", files_digest({}))
     different = [
         snapshot_key(_changed(image={"kind": "preset", "name": "node22"}), MOUNTS, "/workspace/b"),
+        snapshot_key(_changed(image={"kind": "base", "ref": "node:24"}), MOUNTS, "/workspace/b"),
         snapshot_key(_changed(steps=["RUN false"]), MOUNTS, "/workspace/b"),
         snapshot_key(
             _changed(
@@ -101,12 +107,58 @@ def test_cache_files_are_every_entry_s_files_once() -> None:
             {"name": "c", "commands": ["z"], "cache": {"key": "k", "files": ["b.lock"]}},
         ]
     )
-    assert cache_files(spec) == ["a.lock", "b.lock"]
+    assert spec.cache_files == ["a.lock", "b.lock"]
     assert files_digest({"a": "1", "b": None}) == files_digest({"b": None, "a": "1"})
     assert files_digest({"a": "1"}) != files_digest({"a": "2"})
 
 
+def test_the_key_of_a_spec_as_stored_is_the_one_it_always_had() -> None:
+    """Snapshots saved before the environment was typed are still found: the key of a stored
+    spec is the digest the dict-reading code computed for it."""
+    spec = EnvironmentSpec.model_validate(
+        {
+            "image": {"kind": "preset", "name": "node24"},
+            "baseImage": "node:24-bookworm-slim",
+            "steps": ["apt-get install -y jq"],
+            "setup": [
+                {
+                    "name": "deps",
+                    "commands": ["npm ci"],
+                    "cache": {
+                        "key": "npm",
+                        "files": ["package-lock.json"],
+                        "paths": ["/home/user/.npm"],
+                    },
+                },
+                {"name": "build", "commands": ["npm run build", "echo done"]},
+            ],
+            "setupCache": {"ttl": "24h"},
+            "resources": {"memoryMB": 2048},
+            "env": {"NODE_ENV": "production", "TOKEN": {"$secret": "npm-token", "optional": False}},
+            "approval": "prompt",
+        }
+    )
+    mount = {
+        "url": "https://github.com/acme/app.git",
+        "mountPath": "/workspace/app",
+        "ref": "main",
+        "depth": 1,
+        "auth": "none",
+        "capabilities": None,
+    }
+    assert snapshot_key(spec, [mount], "/workspace/app", "abc") == (
+        "2d2b18aa1839dcfeff18307d034112ca"
+    )
+
+
 def test_ttl() -> None:
-    assert ttl_seconds({"setupCache": {"ttl": "30m"}}) == 1800
-    assert ttl_seconds({"setupCache": {"ttl": "2d"}}) == 2 * 86400
-    assert ttl_seconds({}) == DEFAULT_TTL_SECONDS == 7 * 86400
+    assert parse_ttl("30m") == timedelta(minutes=30)
+    assert parse_ttl("2d") == timedelta(days=2)
+    assert _changed(setupCache={"ttl": "45s"}).snapshot_ttl == timedelta(seconds=45)
+    # a spec compiled before the default was filled in has none: the default applies
+    assert SPEC.setup_cache is None and SPEC.snapshot_ttl == timedelta(days=7)
+    for wrong in ("0d", "7w", "1.5h", "", "d"):
+        with pytest.raises(ValueError, match="not a duration like 30m"):
+            parse_ttl(wrong)
+        with pytest.raises(ValidationError, match=r"setupCache\.ttl"):
+            _changed(setupCache={"ttl": wrong})

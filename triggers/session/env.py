@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from agents.errors import AgentsError
+from agents.environment_spec import EnvValue
+from triggers.errors import TriggersError
 
 __all__ = ["MissingSecret", "resolve_env"]
 
 
-class MissingSecret(AgentsError):
+class MissingSecret(TriggersError):
     """A required `$secret` reference names a secret the store does not hold."""
 
     def __init__(self, variable: str, secret: str) -> None:
@@ -22,25 +22,23 @@ class MissingSecret(AgentsError):
         self.message = str(self)
 
 
-def resolve_env(layers: Sequence[Mapping[str, Any]], secrets: Mapping[str, str]) -> dict[str, str]:
+def resolve_env(
+    layers: Sequence[Mapping[str, EnvValue]], secrets: Mapping[str, str]
+) -> dict[str, str]:
     """Merge `layers` (later wins: the environment's env, then the agent's) into plain values.
 
     A literal is kept; `{"$secret": name}` takes the secret's value; a missing secret marked
     `optional: true` leaves the variable out, a missing required one raises MissingSecret.
     """
-    merged: dict[str, Any] = {}
+    merged: dict[str, EnvValue] = {}
     for layer in layers:
         merged.update(layer)
     out: dict[str, str] = {}
     for variable, value in merged.items():
         if isinstance(value, str):
             out[variable] = value
-            continue
-        if not isinstance(value, Mapping) or not isinstance(value.get("$secret"), str):
-            continue  # the compiler admits only the two forms
-        name = value["$secret"]
-        if name in secrets:
-            out[variable] = secrets[name]
-        elif value.get("optional") is not True:
-            raise MissingSecret(variable, name)
+        elif value.secret in secrets:
+            out[variable] = secrets[value.secret]
+        elif not value.optional:
+            raise MissingSecret(variable, value.secret)
     return out

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.session.snapshot_scope import Candidate, may_restore, plan_scopes, privileges
-from triggers.session_spec import SessionMount
+from agents.environment_spec import EnvValue, SecretRef
+from triggers.session.snapshot_scope import Candidate, may_restore, plan_scopes, privileges
+from triggers.session.spec import SessionMount
 
 REPO = "acme/widgets"
 READ = {"contents": "read", "pullRequests": "read", "issues": "none"}
@@ -61,13 +62,14 @@ def test_a_pull_request_head_saves_into_its_pull_request_and_reads_its_base() ->
 
 
 def test_a_privileged_pull_request_session_reads_only_its_base_branch() -> None:
-    for mount, env in (
+    cases: tuple[tuple[SessionMount, dict[str, EnvValue]], ...] = (
         (_mount("refs/pull/2/head", pullRequests="write"), {}),
         (_mount("refs/pull/2/head", merge="write"), {}),
         (_mount("refs/pull/2/head", workflows="read"), {}),
         (_mount("refs/pull/2/head", secrets="read"), {}),
-        (_mount("refs/pull/2/head"), {"NPM_TOKEN": {"$secret": "npm", "optional": True}}),
-    ):
+        (_mount("refs/pull/2/head"), {"NPM_TOKEN": SecretRef(secret="npm", optional=True)}),
+    )
+    for mount, env in cases:
         plan = plan_scopes([mount], [{"PLAIN": "x"}, env], _pull_event())
         assert plan.privileged, (mount, env)
         assert plan.save == "pull:acme/widgets#2"
@@ -151,7 +153,7 @@ def test_privileges_name_what_makes_a_session_privileged() -> None:
     none_auth = _mount("main", contents="write").model_copy(update={"auth": "none"})
     assert privileges([none_auth], [{"A": "literal"}]) == []
     assert privileges(
-        [_mount("main", secrets="read", merge="none")], [{"S": {"$secret": "s"}}]
+        [_mount("main", secrets="read", merge="none")], [{"S": SecretRef(secret="s")}]
     ) == [
         "/workspace/widgets secrets: read",
         "env S: $secret",
@@ -159,7 +161,7 @@ def test_privileges_name_what_makes_a_session_privileged() -> None:
 
 
 def test_a_snapshot_saved_with_a_secret_goes_only_to_sessions_given_it() -> None:
-    writer = plan_scopes([_mount("main")], [{"TOKEN": {"$secret": "npm"}}], None)
+    writer = plan_scopes([_mount("main")], [{"TOKEN": SecretRef(secret="npm")}], None)
     assert writer.secrets == ("npm",)
     pull = plan_scopes([_mount("refs/pull/2/head")], [{}], _pull_event())
     base = pull.restore[-1]

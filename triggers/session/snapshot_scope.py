@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from agents.environment_spec import EnvValue, secret_refs
+
 __all__ = [
     "PULL_REF",
     "Candidate",
@@ -25,7 +27,7 @@ __all__ = [
 
 
 class ScopedMount(Protocol):
-    """What the scopes read of a session spec's mount (triggers.session_spec.SessionMount)."""
+    """What the scopes read of a session spec's mount (triggers.session.spec.SessionMount)."""
 
     @property
     def repository(self) -> str: ...
@@ -170,7 +172,7 @@ def classify(mount: ScopedMount, github: Mapping[str, Any]) -> Checkout:
     return Checkout("ref", repository, str(ref))
 
 
-def privileges(mounts: Sequence[ScopedMount], env: Sequence[Mapping[str, Any]]) -> list[str]:
+def privileges(mounts: Sequence[ScopedMount], env: Sequence[Mapping[str, EnvValue]]) -> list[str]:
     """Why a session is privileged: a capability at write (merge included), `workflows` or
     `secrets` granted at all, or an env value that is a `$secret` (`env`: each env layer)."""
     reasons = []
@@ -179,22 +181,13 @@ def privileges(mounts: Sequence[ScopedMount], env: Sequence[Mapping[str, Any]]) 
         for name, level in (capabilities or {}).items():
             if level == "write" or (name in ("workflows", "secrets") and level != "none"):
                 reasons.append(f"{mount.mount_path} {name}: {level}")
-    for layer in env:
-        for name, value in layer.items():
-            if isinstance(value, Mapping) and "$secret" in value:
-                reasons.append(f"env {name}: $secret")
+    reasons.extend(f"env {name}: $secret" for name, _ in secret_refs(env))
     return reasons
 
 
-def secret_names(env: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+def secret_names(env: Sequence[Mapping[str, EnvValue]]) -> tuple[str, ...]:
     """The secrets the env layers name (`$secret`), sorted, once each."""
-    names = {
-        str(value["$secret"])
-        for layer in env
-        for value in layer.values()
-        if isinstance(value, Mapping) and "$secret" in value
-    }
-    return tuple(sorted(names))
+    return tuple(sorted({ref.secret for _, ref in secret_refs(env)}))
 
 
 def _scope(kind: str, parts: Sequence[str]) -> str:
@@ -204,7 +197,7 @@ def _scope(kind: str, parts: Sequence[str]) -> str:
 
 def plan_scopes(
     mounts: Sequence[ScopedMount],
-    env: Sequence[Mapping[str, Any]],
+    env: Sequence[Mapping[str, EnvValue]],
     session_input: Mapping[str, Any] | None,
 ) -> ScopePlan:
     """Where a session (its spec's mounts, env layers and input) saves its snapshot and where

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 from pydantic.alias_generators import to_camel
 
+from agents.environment_spec import EnvironmentResource, EnvironmentSpec, EnvValue
 from triggers.envelope import plain
 from triggers.json_codec import dump_json
 
@@ -67,15 +68,15 @@ class BrokerAccess(_Model):
 
 
 class SessionEnvironment(_Model):
+    """The agent's environment: its name and generated resource, as the compiler built it."""
+
     name: str
-    resource: dict[str, Any]
+    resource: EnvironmentResource
 
     @property
-    def spec(self) -> Mapping[str, Any]:
-        """The generated resource's `spec` (image, steps, setup, env, resources, setupCache);
-        empty when the resource has none."""
-        found = self.resource.get("spec")
-        return found if isinstance(found, Mapping) else {}
+    def spec(self) -> EnvironmentSpec:
+        """The resource's `spec` (image, steps, setup, setupCache, resources, env, approval)."""
+        return self.resource.spec
 
 
 class Origin(_Model):
@@ -96,7 +97,7 @@ class SessionSpec(_Model):
     environment: SessionEnvironment
     system_prompt: str | None = None
     tools: list[dict[str, Any]] = Field(default_factory=list)
-    env: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, EnvValue] = Field(default_factory=dict)
     mounts: list[SessionMount] = Field(default_factory=list)
     working_directory: str | None = None
     display_title: str | None = None

@@ -22,8 +22,8 @@ from agents.github_tools import (
 )
 from agents.model import Capabilities
 from triggers.errors import TriggersError
-from triggers.session_spec import SessionSpec
-from triggers.url_rewrite import Rewrite, rewritten
+from triggers.session.spec import SessionSpec
+from triggers.session.url_rewrite import Rewrite, rewritten
 
 __all__ = [
     "AccessDenied",

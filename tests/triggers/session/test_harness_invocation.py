@@ -6,7 +6,7 @@ import tomllib
 
 import pytest
 
-from agents.session.harness import (
+from triggers.session.harness import (
     HarnessInputs,
     HarnessRefused,
     ModelAccess,

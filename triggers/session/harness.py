@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from agents.errors import AgentsError
+from agents.environment_spec import Approval
+from triggers.errors import TriggersError
 
 __all__ = [
     "HARNESSES",
@@ -43,7 +44,7 @@ CODEX_KEY_VARIABLE = "OPENAI_API_KEY"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-class HarnessRefused(AgentsError):
+class HarnessRefused(TriggersError):
     """The harness cannot be started for this session; the message says why and what to set."""
 
     code = "harness_unavailable"
@@ -77,7 +78,7 @@ class HarnessInputs:
     model: ModelAccess
     mcp_url: str | None = None
     mcp_config: str | None = None
-    approval: str = "bypass"
+    approval: Approval = "bypass"
     config_home: str = ""
     as_root: bool = False
 
@@ -232,8 +233,6 @@ def codex_config(inputs: HarnessInputs) -> str:
 
 
 def _codex(inputs: HarnessInputs) -> Invocation:
-    if inputs.approval not in ("bypass", "prompt"):
-        raise HarnessRefused(f"approval {inputs.approval!r} is neither bypass nor prompt")
     if not inputs.config_home:
         raise HarnessRefused("no configuration directory for codex (CODEX_HOME)")
     argv = [inputs.program, "exec", "--json", "--skip-git-repo-check"]

@@ -1,1 +1,0 @@
-"""A locally run session's environment and its setup snapshot: key, scope, sharing."""

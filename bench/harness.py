@@ -59,7 +59,7 @@ from workers.delivery.deliveries import DeliveryStore  # noqa: E402
 from workers.delivery.record import NewDelivery  # noqa: E402
 from workers.delivery.task_message import TaskMessages  # noqa: E402
 from workers.github.connections import ConnectionStore  # noqa: E402
-from workers.sessions import decode_session  # noqa: E402
+from workers.session.records import decode_session  # noqa: E402
 
 WEBHOOKS = ROOT / "tests" / "webhooks"
 SECRET = "bench-webhook-secret"

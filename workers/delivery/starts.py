@@ -21,7 +21,7 @@ from triggers.spawn_rules import (
 )
 from workers import keys
 from workers.delivery.pipeline import SpawnPipeline
-from workers.sessions import SessionStore
+from workers.session.records import SessionStore
 
 #: how long a start's `Idempotency-Key` stays bound to its body: GitHub's redelivery window,
 #: the default retention of deliveries

@@ -46,8 +46,8 @@ from workers.github.installation import Installation
 from workers.github.minting import mint_or_refuse
 from workers.session.audit import SessionAudit
 from workers.session.credentials import SessionCredentials
+from workers.session.records import SessionStore
 from workers.session.tokens import Revoked, SessionTokens
-from workers.sessions import SessionStore
 from workers.timestamps import iso_z
 
 __all__ = ["Broker", "GitRequest"]

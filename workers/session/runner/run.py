@@ -33,6 +33,7 @@ from agents.session.harness_events import EventReader
 from triggers.session_spec import SessionSpec
 from workers import metrics
 from workers.errors import SessionFailed
+from workers.session.records import SessionStore
 from workers.session.runner import setup_steps
 from workers.session.runner.command import (
     CommandCancelled,
@@ -90,7 +91,6 @@ from workers.session.runner.staging import (
 from workers.session.runner.stopping import RunnerStop
 from workers.session.runs import SessionRuns
 from workers.session.status import SessionStatus
-from workers.sessions import SessionStore
 from workers.settings import Settings
 
 __all__ = ["SessionRunner"]

@@ -19,7 +19,7 @@ import httpx
 
 from workers.errors import SessionEnded
 from workers.session.credentials import SessionCredentials
-from workers.sessions import SessionStore
+from workers.session.records import SessionStore
 
 __all__ = ["END_TIMEOUT", "RunCredentials"]
 

@@ -24,7 +24,7 @@ from triggers.spawn_rules import Grant, build_spec, named_requester, requester_o
 from workers import keys
 from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.record import NewDelivery
-from workers.sessions import SessionStore
+from workers.session.records import SessionStore
 
 
 def _spec(input_: dict[str, Any] | None, *, kind: str = "trigger", sid: str = "s-1") -> SessionSpec:

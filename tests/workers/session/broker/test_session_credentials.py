@@ -16,7 +16,7 @@ from workers.delivery.credential_handover import CredentialHandover
 from workers.delivery.dispatch import HttpDispatcher
 from workers.errors import DispatchUnavailable, SessionEnded
 from workers.session.credentials import SessionCredentials
-from workers.sessions import SessionStore
+from workers.session.records import SessionStore
 
 
 def session_spec(session_id: str = "hs-cred") -> SessionSpec:

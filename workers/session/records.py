@@ -1,19 +1,30 @@
-"""Sessions hookspawn created or dispatched, and the spawn records that make spawning idempotent."""
+"""Sessions hookspawn created or dispatched, and the spawn records that make spawning idempotent.
+
+A stored session is read here and nowhere else: `SessionStore.get` and `list` answer a
+`StoredSession` (the spec, its creation time, how a local runner runs it), parsed from the
+record by `parse_session`; past it, nothing reads a session's JSON.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 import redis
+from pydantic import ValidationError
 
 from triggers.body_codec import pack, unpack
 from triggers.envelope import build_envelope, session_input
 from triggers.json_codec import dump_json, load_body
 from triggers.session_spec import SessionSpec
 from workers import keys
+from workers.errors import SessionRecordInvalid
+from workers.session.run_record import SessionRun, parse_run
+from workers.session.status import SessionStatus
+from workers.timestamps import parse_iso
 
 # Lua, shared by every script that writes sessions: store one session record (a hash whose
 # first field is `spec`, the JSON spec without its input, then the given field/value pairs)
@@ -62,8 +73,9 @@ return 1
 )
 
 
-def decode_session(record: Mapping[bytes, bytes]) -> dict[str, Any]:
-    """A stored session record (the hash's fields) as the spec's JSON document."""
+def _document(record: Mapping[bytes, bytes]) -> dict[str, Any]:
+    """A stored session record (the hash's fields) as the spec's JSON document, its input
+    rebuilt (from the delivery's recorded body for a trigger-spawned session)."""
     spec: dict[str, Any] = load_body(record[b"spec"])
     if b"body" in record:
         delivery_id = record[b"deliveryId"].decode()
@@ -75,6 +87,89 @@ def decode_session(record: Mapping[bytes, bytes]) -> dict[str, Any]:
     else:
         spec["input"] = None
     return spec
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A session as stored: its spec (the input rebuilt), when it was created, and how a local
+    runner runs it (`run`; None when none does: HOOKSPAWN_RUNNER=dispatch, or not yet queued)."""
+
+    spec: SessionSpec
+    created_at: datetime
+    run: SessionRun | None = None
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def agent(self) -> str:
+        return self.spec.agent
+
+    @property
+    def status(self) -> SessionStatus | None:
+        """Its run's status; None when no local runner runs it."""
+        return self.run.status if self.run is not None else None
+
+    @property
+    def ended_at(self) -> datetime | None:
+        return self.run.ended_at if self.run is not None else None
+
+    @property
+    def updated_at(self) -> datetime:
+        """When it last moved: its run's latest time, else its creation."""
+        moved = self.run.updated_at if self.run is not None else None
+        return max(moved, self.created_at) if moved is not None else self.created_at
+
+    def spec_json(self) -> dict[str, Any]:
+        """The spec as stored and dispatched (JSON values; no broker credential, which is
+        never kept)."""
+        return self.spec.model_dump(mode="json", by_alias=True, exclude={"broker": {"credential"}})
+
+    def to_json(self) -> dict[str, Any]:
+        """The session as the API answers it: the spec, and the run's fields over it."""
+        return {**self.spec_json(), **(self.run.to_json() if self.run is not None else {})}
+
+
+def _upgrade(document: dict[str, Any]) -> dict[str, Any]:
+    """A spec stored before its present shape, in it: `requester` was a bare login."""
+    requester = document.get("requester")
+    if isinstance(requester, str):
+        document["requester"] = {"login": requester, "id": None}
+    return document
+
+
+def parse_session(
+    session_id: str, record: Mapping[bytes, bytes], run: Mapping[bytes, bytes] | None = None
+) -> StoredSession:
+    """A session record (and its run record's fields, when it has one) as a StoredSession;
+    SessionRecordInvalid, naming the session and where, for one that does not read as one."""
+    try:
+        spec = SessionSpec.model_validate(_upgrade(_document(record)))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise SessionRecordInvalid(
+            f"session {session_id}: the stored session is not a session spec: "
+            f"{where}: {first['msg']}",
+            sessionId=session_id,
+            field=where,
+        ) from exc
+    except (KeyError, ValueError) as exc:
+        raise SessionRecordInvalid(
+            f"session {session_id}: the stored record does not read as a session "
+            f"({type(exc).__name__}: {exc})",
+            sessionId=session_id,
+        ) from exc
+    try:
+        created_at = parse_iso(spec.created_at)
+    except ValueError as exc:
+        raise SessionRecordInvalid(
+            f"session {session_id}: its createdAt {spec.created_at!r} is not an ISO 8601 time",
+            sessionId=session_id,
+            field="createdAt",
+        ) from exc
+    return StoredSession(spec, created_at, parse_run(session_id, run) if run else None)
 
 
 #: how long sessions are kept unless told otherwise (like deliveries: HOOKSPAWN_RETENTION)
@@ -129,26 +224,42 @@ class SessionStore:
         )
         return bool(created)
 
-    def get(self, session_id: str) -> dict[str, Any] | None:
-        raw = cast(dict[bytes, bytes], self.client.hgetall(keys.session(session_id)))
-        return decode_session(raw) if raw else None
+    def exists(self, session_id: str) -> bool:
+        """Whether a session with this id is stored (its record is not read)."""
+        return bool(self.client.exists(keys.session(session_id)))
 
-    def spec(self, session_id: str) -> SessionSpec | None:
-        """The stored session, parsed once into its spec (its input rebuilt as `get` does);
-        None when there is none. Raises pydantic's ValidationError for a record that is not a
-        session spec."""
-        found = self.get(session_id)
-        return None if found is None else SessionSpec.model_validate(found)
+    def get(self, session_id: str) -> StoredSession | None:
+        """The stored session with its run record, in one round trip; None when there is none.
+        SessionRecordInvalid for a record that does not read as a session."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(keys.session(session_id))
+        pipe.hgetall(keys.session_run(session_id))
+        raw, run = cast(list[dict[bytes, bytes]], pipe.execute())
+        return parse_session(session_id, raw, run) if raw else None
 
-    def list(self, *, agent: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    def ids(self, *, agent: str | None = None, limit: int = 100) -> list[str]:
+        """The ids of the newest `limit` sessions (of `agent`), newest first; no record read."""
         index = keys.agent_sessions(agent) if agent else keys.SESSIONS
-        ids = cast(list[bytes], self.client.zrevrange(index, 0, limit - 1))
+        return [
+            raw.decode() for raw in cast(list[bytes], self.client.zrevrange(index, 0, limit - 1))
+        ]
+
+    def list(self, *, agent: str | None = None, limit: int = 100) -> list[StoredSession]:
+        """The newest `limit` sessions (of `agent`) with their run records, newest first, in two
+        round trips; those expired since they were indexed left out."""
+        ids = self.ids(agent=agent, limit=limit)
         if not ids:
             return []
         pipe = self.client.pipeline(transaction=False)
         for session_id in ids:
-            pipe.hgetall(keys.session(session_id.decode()))
-        return [decode_session(raw) for raw in pipe.execute() if raw]
+            pipe.hgetall(keys.session(session_id))
+            pipe.hgetall(keys.session_run(session_id))
+        found = cast(list[dict[bytes, bytes]], pipe.execute())
+        return [
+            parse_session(session_id, raw, run)
+            for session_id, raw, run in zip(ids, found[::2], found[1::2], strict=True)
+            if raw
+        ]
 
 
 class SpawnRecords:

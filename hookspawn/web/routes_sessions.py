@@ -155,9 +155,7 @@ async def list_sessions(
         # the status lives in the run record, not the session index: with a filter, a larger
         # window of the newest sessions is read, and `limit` of the matching ones kept
         window = limit if status is None else min(10 * limit, 10000)
-        items = rt.sessions.list(agent=agent, limit=window)
-        if status is not None:
-            items = [item for item in items if item.status == status]
+        items = rt.sessions.list(agent=agent, limit=window, status=status)
         return [item.to_json() for item in items[:limit]]
 
     return {"items": await run_in_threadpool(load)}

@@ -244,9 +244,12 @@ class SessionStore:
             raw.decode() for raw in cast(list[bytes], self.client.zrevrange(index, 0, limit - 1))
         ]
 
-    def list(self, *, agent: str | None = None, limit: int = 100) -> list[StoredSession]:
+    def list(
+        self, *, agent: str | None = None, limit: int = 100, status: SessionStatus | None = None
+    ) -> list[StoredSession]:
         """The newest `limit` sessions (of `agent`) with their run records, newest first, in two
-        round trips; those expired since they were indexed left out."""
+        round trips; those expired since they were indexed left out. With `status`, only those
+        of them whose run has it (the others' specs are not read)."""
         ids = self.ids(agent=agent, limit=limit)
         if not ids:
             return []
@@ -255,11 +258,14 @@ class SessionStore:
             pipe.hgetall(keys.session(session_id))
             pipe.hgetall(keys.session_run(session_id))
         found = cast(list[dict[bytes, bytes]], pipe.execute())
-        return [
-            parse_session(session_id, raw, run)
-            for session_id, raw, run in zip(ids, found[::2], found[1::2], strict=True)
-            if raw
-        ]
+        listed = []
+        for session_id, raw, run in zip(ids, found[::2], found[1::2], strict=True):
+            if not raw:
+                continue
+            if status is not None and (not run or parse_run(session_id, run).status != status):
+                continue
+            listed.append(parse_session(session_id, raw, run))
+        return listed
 
 
 class SpawnRecords:

@@ -51,8 +51,9 @@ OLD_SPEC = {
 
 
 def _store_raw(client: redis.Redis, session_id: str, **fields: bytes) -> None:
+    """A session record as given, indexed after those stored before it."""
     client.hset(keys.session(session_id), mapping=dict(fields.items()))
-    client.zadd(keys.SESSIONS, {session_id: 1.0})
+    client.zadd(keys.SESSIONS, {session_id: float(client.zcard(keys.SESSIONS))})
 
 
 def test_a_record_written_before_fields_were_added_loads_and_is_not_rewritten(
@@ -123,6 +124,12 @@ def test_a_session_reads_with_its_run_record_times_as_datetimes(
     assert shown["harness"] == shown["harnessRun"] == {"name": "claude-code", "version": "2.0"}
     assert (shown["status"], shown["result"], shown["workspace"]) == ("failed", "done", "/w/s-1")
     assert found.to_json()["harness"] == shown["harness"]  # the run's harness over the spec's
+    # a listing by status keeps the sessions whose run has it (one with no run has none)
+    _store_raw(redis_client, "s-2", spec=json.dumps({**OLD_SPEC, "id": "s-2"}).encode())
+    store = SessionStore(redis_client)
+    assert [s.id for s in store.list()] == ["s-2", "s-1"]
+    assert [s.id for s in store.list(status=SessionStatus.FAILED)] == ["s-1"]
+    assert store.list(status=SessionStatus.QUEUED) == []
 
 
 def test_exists_reads_no_record_and_a_bad_record_names_the_session_and_field(

@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, cast
@@ -59,7 +59,7 @@ from workers.delivery.deliveries import DeliveryStore  # noqa: E402
 from workers.delivery.record import NewDelivery  # noqa: E402
 from workers.delivery.task_message import TaskMessages  # noqa: E402
 from workers.github.connections import ConnectionStore  # noqa: E402
-from workers.sessions import decode_session  # noqa: E402
+from workers.session.records import parse_session  # noqa: E402
 
 WEBHOOKS = ROOT / "tests" / "webhooks"
 SECRET = "bench-webhook-secret"
@@ -627,10 +627,6 @@ class Audit:
         )
 
 
-def _epoch(iso_text: str) -> float:
-    return datetime.fromisoformat(iso_text.replace("Z", "+00:00")).timestamp()
-
-
 def audit(client: redis.Redis, bench: Bench, accepted: dict[str, str], firing: set[str]) -> Audit:
     """Read back every accepted delivery (status, runs) and the session of each firing one."""
     report = Audit(accepted=len(accepted), expected_sessions=len(firing))
@@ -670,8 +666,8 @@ def audit(client: redis.Redis, bench: Bench, accepted: dict[str, str], firing: s
                 report.missing.append(d)
                 continue
             report.sessions += 1
-            spec = decode_session(session)
-            report.latencies.append(_epoch(spec["createdAt"]) - float(received))
+            created_at = parse_session(bench.spawn_id(d), session).created_at
+            report.latencies.append(created_at.timestamp() - float(received))
     report.duplicated = sum(n - 1 for n in created.values() if n > 1)
     return report
 

@@ -112,7 +112,7 @@ def test_the_pure_core_loads_no_io_library() -> None:
 
 #: inside workers, from the top down: the wiring at its root builds the three programs (the
 #: delivery path, the local runner over the session side's records and broker, GitHub); the
-#: modules left at the root (errors, keys, settings, metrics, the session records, ...) are the
+#: modules left at the root (errors, keys, settings, metrics, timestamps, ...) are the
 #: base every program shares. A module may import only its own layer and the layers after it.
 WORKERS_LAYERS = (
     ("workers.runtime", "workers.tasks"),

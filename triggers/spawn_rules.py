@@ -243,13 +243,3 @@ def _sender(envelope: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def named_requester(login: str | None) -> Requester | None:
     """A manual start's requester: the login it names (the CLI sends $USER), no id known."""
     return Requester(login=login, id=None) if login else None
-
-
-def stored_requester(value: Any) -> Requester | None:
-    """A parent session's requester as stored (`{"login", "id"}`; a bare login from before)."""
-    if isinstance(value, str):
-        return named_requester(value)
-    if isinstance(value, Mapping) and isinstance(value.get("login"), str):
-        user_id = value.get("id")
-        return Requester(login=value["login"], id=user_id if type(user_id) is int else None)
-    return None

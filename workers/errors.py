@@ -122,3 +122,10 @@ class SessionFailed(WorkerError):
     `harness_failed`, `harness_unavailable`, `harness_timeout`, `disk_limit_exceeded`)."""
 
     code = "session_failed"
+
+
+class SessionRecordInvalid(WorkerError):
+    """A stored session or run record that does not read as one (`sessionId`, and where in it
+    the first problem is): written by hand, or by a version that shaped it otherwise."""
+
+    code = "session_record_invalid"

@@ -23,13 +23,42 @@ from prometheus_client.registry import Collector
 from workers import keys
 from workers.metrics import ALL, COUNT_FIELD, INF_BUCKET, SUM_FIELD, Series, bucket_label
 
-__all__ = ["DEAD_LETTERS", "QUEUE_DEPTH", "RedisCollector", "stored_fields"]
+__all__ = [
+    "DEAD_LETTERS",
+    "QUEUE_DEPTH",
+    "RedisCollector",
+    "Stored",
+    "read_stored",
+    "stored_fields",
+]
 
 # Computed at scrape time from Redis, not recorded.
 QUEUE_DEPTH = "hookspawn_queue_depth"
 DEAD_LETTERS = "hookspawn_dead_letters"
 
 _BY_NAME = {series.name: series for series in ALL}
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What every process flushed (the metrics hash, its raw fields) and the delivery queues'
+    sizes: messages in the Celery queue, deliveries recorded but not processed, dead letters."""
+
+    fields: dict[bytes, bytes]
+    celery: int
+    pending: int
+    dead: int
+
+
+def read_stored(client: redis.Redis) -> Stored:
+    """The metrics hash and the queue sizes, in one round trip."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hgetall(keys.METRICS)
+    pipe.llen(keys.CELERY_QUEUE)
+    pipe.zcard(keys.PENDING)
+    pipe.zcard(keys.DEAD)
+    raw, celery, pending, dead = pipe.execute()
+    return Stored(cast(dict[bytes, bytes], raw), int(celery), int(pending), int(dead))
 
 
 class RedisCollector(Collector):
@@ -45,26 +74,21 @@ class RedisCollector(Collector):
         yield GaugeMetricFamily(DEAD_LETTERS, "")
 
     def collect(self) -> Iterator[Metric]:
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hgetall(keys.METRICS)
-        pipe.llen(keys.CELERY_QUEUE)
-        pipe.zcard(keys.PENDING)
-        pipe.zcard(keys.DEAD)
-        raw, queued, pending, dead = pipe.execute()
-        yield from _families(cast(dict[bytes, bytes], raw))
+        stored = read_stored(self.client)
+        yield from _families(stored.fields)
         depth = GaugeMetricFamily(
             QUEUE_DEPTH,
             "Deliveries waiting: messages in the Celery queue list `hookspawn` (queue=celery) "
             "and deliveries recorded but not yet processed (queue=pending).",
             labels=("queue",),
         )
-        depth.add_metric(("celery",), int(queued))
-        depth.add_metric(("pending",), int(pending))
+        depth.add_metric(("celery",), stored.celery)
+        depth.add_metric(("pending",), stored.pending)
         yield depth
         yield GaugeMetricFamily(
             DEAD_LETTERS,
             "Deliveries whose processing gave up (status failed), kept for replay.",
-            value=int(dead),
+            value=stored.dead,
         )
 
 

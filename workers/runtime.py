@@ -29,11 +29,11 @@ from workers.redis_connection import redis_client
 from workers.session.audit import SessionAudit
 from workers.session.broker import Broker
 from workers.session.credentials import SessionCredentials
+from workers.session.records import SessionStore, SpawnRecords
 from workers.session.runner.queue import runner_dispatcher
 from workers.session.sealed_tokens import SealedTokens
 from workers.session.stores import SessionStores
 from workers.session.tokens import SessionTokens
-from workers.sessions import SessionStore, SpawnRecords
 from workers.settings import Settings
 from workers.tasks import register_tasks
 

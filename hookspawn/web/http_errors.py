@@ -133,6 +133,7 @@ STATUS: dict[type[Exception], int] = {
     work.WorkerError: 400,
     work.Transient: 503,
     work.ConfigurationError: 500,
+    work.SessionRecordInvalid: 500,
     work.InvalidCredential: 401,
     work.TooManyFailures: 429,
     work.BrokerDenied: 403,

@@ -11,12 +11,13 @@ from __future__ import annotations
 import time
 from collections import Counter
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from hookspawn.web import svg_charts
-from workers import keys, metrics
-from workers.metrics_collector import stored_fields
+from workers import metrics
+from workers.metrics_collector import read_stored, stored_fields
 from workers.runtime import Runtime
+from workers.session.status import SessionStatus
 
 #: at most this many deliveries (newest first) are read for the hour and day charts
 RECORDS_READ = 2000
@@ -116,24 +117,21 @@ def _latency(raw: dict[bytes, bytes]) -> dict[str, Any]:
 
 
 def _sessions(rt: Runtime) -> dict[str, Any]:
-    ids = [
-        raw.decode()
-        for raw in cast(list[bytes], rt.client.zrevrange(keys.SESSIONS, 0, SESSIONS_READ - 1))
-    ]
-    views = rt.runs.views(ids)
+    ids = rt.sessions.ids(limit=SESSIONS_READ)
+    runs = rt.runs.views(ids)
     statuses: Counter[str] = Counter()
     codes: Counter[str] = Counter()
     failed: list[dict[str, Any]] = []
     for session_id in ids:
-        view = views.get(session_id)
-        status = view["status"] if view else "recorded"
+        run = runs.get(session_id)
+        status = run.status.value if run is not None else "recorded"
         statuses[status] += 1
-        failure = (view or {}).get("failure") or {}
-        if status == "failed":
-            code = str(failure.get("code") or "unknown")
+        if run is not None and run.status == SessionStatus.FAILED:
+            code = run.failure.code if run.failure is not None else "unknown"
             codes[code] += 1
             if len(failed) < FAILURES_SHOWN:
-                failed.append({"id": session_id, "code": code, "message": failure.get("message")})
+                message = run.failure.message if run.failure is not None else None
+                failed.append({"id": session_id, "code": code, "message": message})
     return {
         "read": len(ids),
         "statuses": svg_charts.bar_chart(sorted(statuses.items()), title="sessions by status"),
@@ -147,32 +145,23 @@ def _sessions(rt: Runtime) -> dict[str, Any]:
 def gather(rt: Runtime, now: float | None = None) -> dict[str, Any]:
     """Everything the overview page shows."""
     now = time.time() if now is None else now
-    pipe = rt.client.pipeline(transaction=False)
-    pipe.hgetall(keys.METRICS)
-    pipe.llen(keys.CELERY_QUEUE)
-    pipe.zcard(keys.PENDING)
-    pipe.zcard(keys.DEAD)
-    pipe.llen(keys.SESSIONS_QUEUE)
-    pipe.zcard(keys.RUNNER_QUEUED)
-    pipe.zcard(keys.RUNNER_LEASES)
-    pipe.zcount(keys.RUNNER_LEASES, "-inf", now)
-    raw, celery, pending, dead, runs_queued, waiting, leased, overdue = pipe.execute()
-    raw = cast(dict[bytes, bytes], raw)
-    outcomes = _outcomes(raw)
+    stored = read_stored(rt.client)
+    runner = rt.runs.counts(now)
+    outcomes = _outcomes(stored.fields)
     return {
         "title": "Overview",
         "deliveries": _deliveries(rt, now),
-        "queue": {"celery": int(celery), "pending": int(pending), "dead": int(dead)},
+        "queue": {"celery": stored.celery, "pending": stored.pending, "dead": stored.dead},
         "runner": {
             "enabled": rt.settings.runner == "local",
-            "queued": int(waiting),
-            "messages": int(runs_queued),
-            "running": int(leased) - int(overdue),
-            "overdue": int(overdue),
+            "queued": runner.queued,
+            "messages": runner.messages,
+            "running": runner.running,
+            "overdue": runner.overdue,
         },
         "outcomes": svg_charts.bar_chart(outcomes, title="spawn outcomes since start"),
         "outcome_total": sum(n for _, n in outcomes),
-        "latency": _latency(raw),
+        "latency": _latency(stored.fields),
         "sessions": _sessions(rt),
         "now": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }

@@ -3,6 +3,7 @@ GET /sessions/{id}/transcript."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -14,8 +15,9 @@ from hookspawn.terminal_text import escape_controls, whole_characters
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
-from workers import keys
 from workers.runtime import Runtime
+from workers.session.records import StoredSession
+from workers.session.run_record import SessionRun
 from workers.session.runner.logs import read_log, read_transcript, tail
 from workers.session.runs import ACTIVE
 from workers.session.status import SessionStatus
@@ -33,21 +35,25 @@ class CancelAnswer(BaseModel):
     status: str
 
 
-def run_view(rt: Runtime, session_id: str) -> dict[str, Any] | None:
-    """The runner's fields of GET /sessions/{id} (status, failure, workspace, the snapshot's
-    key, scope and outcome, logTail); None when the session is not run by a local runner."""
-    runs = rt.runs
-    view = runs.get(session_id)
-    if view is None:
+def settled(rt: Runtime, session: StoredSession) -> StoredSession:
+    """`session` as it stands once a run whose runner stopped renewing its lease is failed
+    (`runner_lost`): reading a session settles it, so none is left `running` for want of a
+    runner to sweep."""
+    if session.status in ACTIVE and rt.runs.settle(session.id):
+        return replace(session, run=rt.runs.get(session.id) or session.run)
+    return session
+
+
+def log_tail(rt: Runtime, session: StoredSession) -> str | None:
+    """The end of the session's log ('' before it has one); None when no local runner runs
+    it."""
+    if session.run is None:
         return None
-    if view["status"] in ACTIVE and runs.settle(session_id):
-        view = runs.get(session_id) or view
-    view["logTail"] = tail(rt.settings.data_dir, session_id) or ""
-    return view
+    return tail(rt.settings.data_dir, session.id) or ""
 
 
 def _known(rt: Runtime, session_id: str) -> None:
-    if not rt.client.exists(keys.session(session_id)):
+    if not rt.sessions.exists(session_id):
         raise ApiError("session_not_found", f"no session {session_id!r}")
 
 
@@ -112,8 +118,8 @@ async def session_log(
     def read() -> tuple[bytes, int, str | None]:
         _known(rt, session_id)
         data, end = read_log(rt.settings.data_dir, session_id, offset, LOG_CHUNK)
-        view = rt.runs.get(session_id)
-        return data, end, view["status"] if view else None
+        run = rt.runs.get(session_id)
+        return data, end, run.status.value if run else None
 
     data, end, status = await run_in_threadpool(read)
     if not raw:
@@ -156,7 +162,7 @@ async def session_transcript(
     never appear in it (each is replaced by `[redacted]`)."""
     rt = runtime(request)
 
-    def read() -> tuple[bytes, int, dict[str, Any] | None]:
+    def read() -> tuple[bytes, int, SessionRun | None]:
         _known(rt, session_id)
         found = read_transcript(rt.settings.data_dir, session_id, offset, TRANSCRIPT_CHUNK)
         if found is None:
@@ -167,10 +173,10 @@ async def session_transcript(
             )
         return *found, rt.runs.get(session_id)
 
-    data, end, view = await run_in_threadpool(read)
+    data, end, run = await run_in_threadpool(read)
     headers = {"X-Transcript-Offset": str(end)}
-    if view is not None:
-        headers["X-Session-Status"] = view["status"]
-        if view.get("harnessRun"):
-            headers["X-Harness"] = str(view["harnessRun"].get("name"))
+    if run is not None:
+        headers["X-Session-Status"] = run.status.value
+        if run.harness is not None:
+            headers["X-Harness"] = run.harness.name
     return Response(data, media_type="application/x-ndjson", headers=headers)

@@ -13,7 +13,7 @@ from hookspawn.web.api_models import JsonSchemaDocument, SessionList, SessionRef
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
 from hookspawn.web.http_errors import ApiError, StartRefused
-from hookspawn.web.routes_runner import run_view
+from hookspawn.web.routes_runner import log_tail, settled
 from triggers.outcome import Outcome
 from triggers.session.spec import SessionSpec, session_json_schema
 from workers import metrics
@@ -73,7 +73,8 @@ def _answer(rt: Runtime, outcome: Outcome, origin: str) -> JSONResponse:
     metrics.count_outcomes([outcome], origin=origin)
     if outcome.outcome == "dispatched" and outcome.session_id:
         session = rt.sessions.get(outcome.session_id)
-        return JSONResponse(session or {"id": outcome.session_id}, status_code=201)
+        answer = session.spec_json() if session is not None else {"id": outcome.session_id}
+        return JSONResponse(answer, status_code=201)
     code = outcome.code or "start_failed"
     raise StartRefused.of(outcome.outcome, code, outcome.message, dict(outcome.details))
 
@@ -154,12 +155,8 @@ async def list_sessions(
         # the status lives in the run record, not the session index: with a filter, a larger
         # window of the newest sessions is read, and `limit` of the matching ones kept
         window = limit if status is None else min(10 * limit, 10000)
-        items = rt.sessions.list(agent=agent, limit=window)
-        runs = rt.runs.views([item["id"] for item in items])
-        merged = [{**item, **runs.get(item["id"], {})} for item in items]
-        if status is not None:
-            merged = [item for item in merged if item.get("status") == status]
-        return merged[:limit]
+        items = rt.sessions.list(agent=agent, limit=window, status=status)
+        return [item.to_json() for item in items[:limit]]
 
     return {"items": await run_in_threadpool(load)}
 
@@ -172,14 +169,21 @@ async def list_sessions(
 )
 async def get_session(request: Request, session_id: str) -> dict[str, Any]:
     rt = runtime(request)
-    session = await run_in_threadpool(rt.sessions.get, session_id)
-    if session is None:
-        raise ApiError("session_not_found", f"no session {session_id!r}")
-    audit = rt.audit
-    session["audit"] = await run_in_threadpool(audit.entries, session_id)
-    session["failedAuthentications"] = await run_in_threadpool(audit.failures, session_id)
-    run = await run_in_threadpool(run_view, rt, session_id)
-    return {**session, **(run or {})}
+
+    def load() -> dict[str, Any]:
+        found = rt.sessions.get(session_id)
+        if found is None:
+            raise ApiError("session_not_found", f"no session {session_id!r}")
+        session = settled(rt, found)
+        logged = log_tail(rt, session)
+        return {
+            **session.to_json(),
+            "audit": rt.audit.entries(session_id),
+            "failedAuthentications": rt.audit.failures(session_id),
+            **({"logTail": logged} if logged is not None else {}),
+        }
+
+    return await run_in_threadpool(load)
 
 
 @router.get(

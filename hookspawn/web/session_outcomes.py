@@ -29,16 +29,15 @@ def with_session_status(rt: Runtime, outcomes: Sequence[dict[str, Any]]) -> list
     """The outcomes, each dispatched one with `sessionStatus` when a run record is kept (and
     `sessionFailure`, the failure's code, when the session failed)."""
     ids = _dispatched(outcomes)
-    views = rt.runs.views(ids) if ids else {}
+    runs = rt.runs.views(ids) if ids else {}
     shown = []
     for o in outcomes:
-        view = views.get(str(o.get("sessionId"))) if o.get("outcome") == "dispatched" else None
-        if view is None:
+        run = runs.get(str(o.get("sessionId"))) if o.get("outcome") == "dispatched" else None
+        if run is None:
             shown.append(dict(o))
             continue
-        failure = view.get("failure")
-        code = {"sessionFailure": failure["code"]} if isinstance(failure, dict) else {}
-        shown.append({**o, "sessionStatus": view["status"], **code})
+        code = {"sessionFailure": run.failure.code} if run.failure is not None else {}
+        shown.append({**o, "sessionStatus": run.status.value, **code})
     return shown
 
 

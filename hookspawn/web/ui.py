@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 from collections import Counter
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -19,13 +19,15 @@ from hookspawn.web import overview, ui_logins
 from hookspawn.web.deps import LOGIN_COOKIE, require_admin, runtime, same_origin
 from hookspawn.web.http_errors import ApiError
 from hookspawn.web.routes_deliveries import delivery_view
-from hookspawn.web.routes_runner import cancel_session, run_view
+from hookspawn.web.routes_runner import cancel_session, log_tail, settled
 from hookspawn.web.session_outcomes import latest_outcomes
 from triggers.session.harness_events import Step, timeline
 from workers.delivery.pipeline import SpawnPipeline
 from workers.runtime import Runtime
+from workers.session.run_record import SessionRun
 from workers.session.runner.logs import read_transcript
 from workers.session.status import ACTIVE, SessionStatus
+from workers.timestamps import parse_iso
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -48,14 +50,16 @@ _HEADERS = {
 
 
 def _when(value: Any) -> str:
-    """`2024-05-01T12:34:56.789Z` → `2024-05-01 12:34:56`; anything else as it is."""
+    """A datetime, or an ISO 8601 time (`2024-05-01T12:34:56.789Z`), as `2024-05-01 12:34:56`
+    in UTC; any other text as it is."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
     if not isinstance(value, str) or not value:
         return ""
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_iso(value).strftime("%Y-%m-%d %H:%M:%S")
     except ValueError:
         return value
-    return parsed.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _pretty(value: Any) -> str:
@@ -228,20 +232,6 @@ def _outcome_summary(outcomes: list[dict[str, Any]]) -> list[tuple[str, str, str
     return [(outcome, code, session, n) for (outcome, code, session), n in counts.most_common()]
 
 
-#: the order a run's times are shown in when two are the same instant (the order it moves in)
-_TIME_ORDER = [*(status.value for status in SessionStatus), "ended"]
-
-
-def _run_times(times: Mapping[str, str]) -> list[tuple[str, str]]:
-    """A run's times (queued, staging, setup, running, its end), earliest first."""
-
-    def rank(item: tuple[str, str]) -> tuple[str, int]:
-        name, at = item
-        return at, _TIME_ORDER.index(name) if name in _TIME_ORDER else len(_TIME_ORDER)
-
-    return sorted(times.items(), key=rank)
-
-
 @router.get("", include_in_schema=True, response_class=HTMLResponse)
 async def overview_page(request: Request) -> Response:
     """The overview: deliveries over the last hour and day, queues, latency, sessions, failures.
@@ -321,8 +311,6 @@ async def sessions(request: Request) -> Response:
 
     def load(rt: Runtime) -> dict[str, Any]:
         items = rt.sessions.list(agent=agent or None, limit=limit)
-        runs = rt.runs.views([item["id"] for item in items])
-        items = [{**item, **runs.get(item["id"], {})} for item in items]
         return {"title": "Sessions", "items": items, "agent": agent, "limit": limit}
 
     return await _page(request, "sessions.html", load)
@@ -332,13 +320,13 @@ async def sessions(request: Request) -> Response:
 _TIMELINE_BYTES = 1024 * 1024
 
 
-def _timeline(rt: Runtime, session_id: str, run: dict[str, Any] | None) -> list[Step]:
+def _timeline(rt: Runtime, session_id: str, run: SessionRun | None) -> list[Step]:
     """The harness's transcript as a timeline (empty when its harness has not run)."""
-    harness = (run or {}).get("harnessRun") or {}
-    if not harness.get("name") or harness.get("skipped"):
+    harness = run.harness if run is not None else None
+    if harness is None or not harness.name or harness.skipped:
         return []
     found = read_transcript(rt.settings.data_dir, session_id, 0, _TIMELINE_BYTES)
-    return timeline(str(harness["name"]), found[0].splitlines()) if found else []
+    return timeline(harness.name, found[0].splitlines()) if found else []
 
 
 @router.get("/sessions/{session_id}")
@@ -347,17 +335,19 @@ async def session(request: Request, session_id: str) -> Response:
         found = rt.sessions.get(session_id)
         if found is None:
             raise ApiError("session_not_found", f"no session {session_id!r}")
+        s = settled(rt, found)
         trail = rt.audit
         audit, failed = trail.entries(session_id), trail.failures(session_id)
-        run = run_view(rt, session_id)
         return {
             "title": f"Session {session_id}",
-            "s": found,
+            "s": s,
+            "spec": s.spec_json(),
             "audit": audit,
             "failed": failed,
-            "run": run,
-            "steps": _timeline(rt, session_id, run),
-            "times": _run_times(run["times"]) if run else [],
+            "run": s.run,
+            "log_tail": log_tail(rt, s) or "",
+            "steps": _timeline(rt, session_id, s.run),
+            "times": s.run.ordered_times() if s.run is not None else [],
             "cancellable": (SessionStatus.QUEUED, *ACTIVE),
         }
 

@@ -30,7 +30,7 @@ from workers.delivery.scripts import (
     Arg,
     finish_call,
 )
-from workers.sessions import SESSION_RETENTION, retention_seconds
+from workers.session.records import SESSION_RETENTION, retention_seconds
 
 
 def run_script(

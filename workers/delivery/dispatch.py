@@ -13,7 +13,7 @@ import httpx
 from triggers.session.spec import SessionSpec
 from workers import metrics
 from workers.errors import DispatchUnavailable
-from workers.sessions import SessionStore
+from workers.session.records import SessionStore
 
 log = logging.getLogger(__name__)
 

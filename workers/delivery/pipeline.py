@@ -37,7 +37,7 @@ from workers.github.connections import ConnectionStore, resync_installation
 from workers.github.lifecycle import LIFECYCLE_EVENTS
 from workers.github.minting import mint_or_refuse
 from workers.github.token_cache import TokenCache
-from workers.sessions import SpawnRecords
+from workers.session.records import SpawnRecords
 from workers.timestamps import now_iso
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from triggers.session.spec import SessionSpec
 from workers import keys
-from workers.sessions import STORE_SESSION_LUA
+from workers.session.records import STORE_SESSION_LUA
 
 #: what a script's ARGV holds: Redis turns each into a string
 Arg = str | bytes | float | int

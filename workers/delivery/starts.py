@@ -13,15 +13,10 @@ import redis
 from triggers.outcome import Outcome
 from triggers.session.spec import Origin
 from triggers.spawn_plan import DirectStart, Refused, startable
-from triggers.spawn_rules import (
-    agent_spawn_id,
-    manual_spawn_id,
-    named_requester,
-    stored_requester,
-)
+from triggers.spawn_rules import agent_spawn_id, manual_spawn_id, named_requester
 from workers import keys
 from workers.delivery.pipeline import SpawnPipeline
-from workers.sessions import SessionStore
+from workers.session.records import SessionStore
 
 #: how long a start's `Idempotency-Key` stays bound to its body: GitHub's redelivery window,
 #: the default retention of deliveries
@@ -99,13 +94,13 @@ def start_from_agent(
     parent = sessions.get(parent_id)
     if parent is None:
         return _refused(agent_name, "session_not_found", f"no session {parent_id!r}")
-    depth = int(parent.get("depth") or 0) + 1
+    depth = parent.spec.depth + 1
     key = request.idempotency_key or uuid.uuid4().hex
     start = DirectStart(
         agent_spawn_id(parent_id, agent_name, key),
         Origin(kind="agent", parent_session_id=parent_id, depth=depth),
         request.texts,
-        named_requester(request.requester) or stored_requester(parent.get("requester")),
+        named_requester(request.requester) or parent.spec.requester,
     )
     return _start(pipeline, agent_name, start, request)
 

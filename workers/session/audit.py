@@ -17,7 +17,7 @@ from typing import Any, cast
 import redis
 
 from workers import keys, metrics
-from workers.sessions import SESSION_RETENTION, retention_seconds
+from workers.session.records import SESSION_RETENTION, retention_seconds
 from workers.timestamps import now_iso
 
 __all__ = ["AUDIT_LIMIT", "FAILURE_LIMIT", "FAILURE_WINDOW", "SessionAudit"]

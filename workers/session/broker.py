@@ -46,8 +46,8 @@ from workers.github.installation import Installation
 from workers.github.minting import mint_or_refuse
 from workers.session.audit import SessionAudit
 from workers.session.credentials import SessionCredentials
+from workers.session.records import SessionStore
 from workers.session.tokens import Revoked, SessionTokens
-from workers.sessions import SessionStore
 from workers.timestamps import iso_z
 
 __all__ = ["Broker", "GitRequest"]
@@ -93,10 +93,10 @@ class Broker:
         """The session's spec, parsed once, when `credential` is one of its valid credentials;
         else InvalidCredential (TooManyFailures past the limit of failed authentications)."""
         if credential and self.credentials.verify(session_id, credential):
-            spec = self.sessions.spec(session_id)
-            if spec is not None:
-                return spec
-        if self.sessions.client.exists(keys.session(session_id)):
+            found = self.sessions.get(session_id)
+            if found is not None:
+                return found.spec
+        if self.sessions.exists(session_id):
             retry_after = self.audit.failed_authentication(session_id, kind)
             if retry_after is not None:
                 raise TooManyFailures(
@@ -221,7 +221,7 @@ class Broker:
         """End the session: revoke its credentials, then its GitHub tokens (at GitHub, before
         this returns); BrokerNotFound for an unknown session. `by`: who ended it, for the
         audit."""
-        if self.sessions.get(session_id) is None:
+        if not self.sessions.exists(session_id):
             raise BrokerNotFound(
                 f"no session {session_id!r}", code="session_not_found", sessionId=session_id
             )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
 
 import redis
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from triggers.session.spec import SessionSpec
 from workers import keys
@@ -20,10 +20,17 @@ from workers.session.credentials import (
     end_keys,
     lifetime_ms,
 )
+from workers.session.run_record import (
+    Failure,
+    HarnessUsage,
+    HarnessView,
+    SessionRun,
+    parse_run,
+)
 from workers.session.status import ACTIVE, TERMINAL, SessionStatus, lua_is, lua_literal
 from workers.timestamps import now_iso
 
-__all__ = ["ACTIVE", "TERMINAL", "Failure", "SessionRuns", "SessionWithRun"]
+__all__ = ["ACTIVE", "TERMINAL", "RunnerCounts", "SessionRuns", "SessionWithRun"]
 
 # the scripts below name statuses only through these (their text is built from the enum)
 _QUEUED = lua_literal(SessionStatus.QUEUED)
@@ -188,30 +195,6 @@ return 1
 )
 
 
-class Failure(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    code: str
-    message: str
-
-
-class HarnessView(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(description="claude-code, codex, or custom (HOOKSPAWN_HARNESS_COMMAND)")
-    version: str | None = Field(None, description="the program's version, when known")
-    skipped: str | None = Field(None, description="why the harness did not run, when it did not")
-
-
-class HarnessUsage(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
-
-    input_tokens: int = Field(description="tokens read, cache reads and writes included")
-    output_tokens: int
-    turns: int = Field(description="model turns")
-    cost_usd: float | None = Field(None, description="in US dollars, where the harness says")
-
-
 class SessionWithRun(SessionSpec):
     """A session as GET /sessions/{id} answers it: the spec, and with HOOKSPAWN_RUNNER=local
     how its run stands."""
@@ -244,6 +227,17 @@ class SessionWithRun(SessionSpec):
     usage: HarnessUsage | None = Field(None, description="what the harness reported using")
     log_tail: str | None = None
     times: dict[str, str] | None = Field(None, description="when it entered each status")
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerCounts:
+    """The local runners' queues as they stand: sessions waiting for a runner, run messages
+    not yet taken, sessions held under a live lease and those whose lease ran out."""
+
+    queued: int
+    messages: int
+    running: int
+    overdue: int
 
 
 _LOST_FAILURE = json.dumps(
@@ -401,39 +395,35 @@ class SessionRuns:
             )
         )
 
-    def get(self, session_id: str) -> dict[str, Any] | None:
-        """The run record as the API shows it (status, failure, workspace, the snapshot's key,
-        scope and outcome, times);
-        None when the session is not run by a local runner."""
+    def get(self, session_id: str) -> SessionRun | None:
+        """The run record (status, failure, workspace, the snapshot's key, scope and outcome,
+        the harness run, times); None when the session is not run by a local runner."""
         raw = cast(dict[bytes, bytes], self.client.hgetall(keys.session_run(session_id)))
-        return _view(raw) if raw else None
+        return parse_run(session_id, raw) if raw else None
 
-    def views(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
+    def views(self, session_ids: list[str]) -> dict[str, SessionRun]:
         """`get` for many sessions in one round trip; those with no run record left out."""
         pipe = self.client.pipeline(transaction=False)
         for session_id in session_ids:
             pipe.hgetall(keys.session_run(session_id))
         return {
-            session_id: _view(raw)
+            session_id: parse_run(session_id, raw)
             for session_id, raw in zip(session_ids, pipe.execute(), strict=True)
             if raw
         }
 
-
-def _view(raw: dict[bytes, bytes]) -> dict[str, Any]:
-    record = {k.decode(): v.decode() for k, v in raw.items()}
-    harness = json.loads(record["harness"]) if "harness" in record else None
-    return {
-        # over the spec's harness name once the run has one: GET /sessions/{id}'s `harness`
-        **({"harness": harness} if harness else {}),
-        "status": record["status"],
-        "failure": json.loads(record["failure"]) if "failure" in record else None,
-        "workspace": record.get("workspace"),
-        **{name: record.get(name) for name in SNAPSHOT_FIELDS},
-        "harnessRun": harness,
-        "result": record.get("result"),
-        "usage": json.loads(record["usage"]) if "usage" in record else None,
-        "times": {
-            name[: -len("At")]: value for name, value in record.items() if name.endswith("At")
-        },
-    }
+    def counts(self, now: float | None = None) -> RunnerCounts:
+        """How the local runners' queues stand at `now` (epoch seconds; now by default)."""
+        now = time.time() if now is None else now
+        pipe = self.client.pipeline(transaction=False)
+        pipe.llen(keys.SESSIONS_QUEUE)
+        pipe.zcard(keys.RUNNER_QUEUED)
+        pipe.zcard(keys.RUNNER_LEASES)
+        pipe.zcount(keys.RUNNER_LEASES, "-inf", now)
+        messages, queued, leased, overdue = pipe.execute()
+        return RunnerCounts(
+            queued=int(queued),
+            messages=int(messages),
+            running=int(leased) - int(overdue),
+            overdue=int(overdue),
+        )

@@ -6,8 +6,8 @@ import redis
 
 from workers.session.audit import SessionAudit
 from workers.session.credentials import SessionCredentials
+from workers.session.records import SessionStore
 from workers.session.runs import SessionRuns
-from workers.sessions import SessionStore
 from workers.settings import Settings
 
 __all__ = ["SessionStores"]

@@ -15,7 +15,7 @@ from triggers.session.spec import Origin, SessionEnvironment, SessionSpec
 from workers import keys
 from workers.delivery import scripts
 from workers.delivery.scripts import Arg, finish_call
-from workers.sessions import CREATE
+from workers.session.records import CREATE
 
 NOW = 1_800_000_000.0
 TTL = 3600

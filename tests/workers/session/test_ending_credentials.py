@@ -91,7 +91,7 @@ def test_the_lost_runner_sweep_ends_the_credentials(redis_client: redis.Redis) -
     time.sleep(0.3)  # the lease runs out
     assert runs.sweep_lost() == ["lost"]
     view = runs.get("lost")
-    assert view is not None and view["failure"]["code"] == "runner_lost"
+    assert view is not None and view.failure is not None and view.failure.code == "runner_lost"
     assert not credentials.verify("lost", issued)
     assert redis_client.exists(keys.session_ended("lost")) == 1
     assert redis_client.zscore(keys.SESSIONS_UNREVOKED, "lost") is not None

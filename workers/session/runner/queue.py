@@ -10,10 +10,10 @@ import redis
 from triggers.session.spec import SessionSpec
 from workers import keys
 from workers.celery_app import make_celery
+from workers.session.records import SessionStore
 from workers.session.runner.roots import workspaces_root
 from workers.session.runs import SessionRuns
 from workers.session.status import SessionStatus
-from workers.sessions import SessionStore
 from workers.settings import Settings
 
 __all__ = ["RUN_SESSION", "RunnerDispatcher", "runner_dispatcher"]

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from pydantic import ValidationError
 
 from agents.environment_spec import EnvironmentSpec
 from agents.sandbox.config import SandboxConfig
@@ -33,7 +32,8 @@ from triggers.session.harness import (
 from triggers.session.harness_events import EventReader
 from triggers.session.spec import SessionSpec
 from workers import metrics
-from workers.errors import SessionFailed
+from workers.errors import SessionFailed, SessionRecordInvalid
+from workers.session.records import SessionStore
 from workers.session.runner import setup_steps
 from workers.session.runner.command import (
     CommandCancelled,
@@ -91,7 +91,6 @@ from workers.session.runner.staging import (
 from workers.session.runner.stopping import RunnerStop
 from workers.session.runs import SessionRuns
 from workers.session.status import SessionStatus
-from workers.sessions import SessionStore
 from workers.settings import Settings
 
 __all__ = ["SessionRunner"]
@@ -119,8 +118,12 @@ class _Run:
         session: SessionSpec,
         log_file: SessionLog,
         beat: Heartbeat,
+        *,
+        created_at: datetime,
     ) -> None:
         self.runner, self.session, self.log, self.beat = runner, session, log_file, beat
+        #: when the session was created (what its wait for a runner is measured from)
+        self.created_at = created_at
         self.workspace = runner.workspaces / session.id
         self.home = host_path(self.workspace, HOME)
         self.limits = runner.limits.session(
@@ -282,12 +285,9 @@ class SessionRunner:
         if self.stop.stopping.is_set() or not self.runs.claim(session_id, self.owner, lease):
             return "not queued"
         try:
-            session, gone = self.sessions.spec(session_id), "the session record is gone"
-        except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"])
-            session = None
-            gone = f"the stored session is not a session spec: {where}: {first['msg']}"
+            found, gone = self.sessions.get(session_id), "the session record is gone"
+        except SessionRecordInvalid as exc:
+            found, gone = None, exc.message
         path = log_path(self.settings.data_dir, session_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         with (
@@ -295,9 +295,9 @@ class SessionRunner:
             Heartbeat(self.runs, session_id, self.owner, lease) as beat,
             self.stop.holding(session_id, beat),
         ):
-            if session is None:
+            if found is None:
                 return self._end(session_id, SessionStatus.FAILED, "internal_error", gone)
-            run = _Run(self, session, log_file, beat)
+            run = _Run(self, found.spec, log_file, beat, created_at=found.created_at)
             # how the session ended; recorded once its files are cleaned up (the MCP config
             # holding its credential among them), so an ended session has none left
             ended: tuple[SessionStatus, str | None, str]
@@ -427,8 +427,8 @@ class SessionRunner:
         self.runs.advance(run.session.id, self.owner, status)
         run.limits.phase(status)
         if status == SessionStatus.RUNNING:
-            created = datetime.fromisoformat(run.session.created_at)
-            metrics.observe(metrics.SESSION_START_SECONDS, time.time() - created.timestamp())
+            waited = time.time() - run.created_at.timestamp()
+            metrics.observe(metrics.SESSION_START_SECONDS, waited)
             self._flush_metrics()
 
     def _setup(

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
-from typing import Any
 
 import httpx
 
 from workers.errors import SessionEnded
 from workers.session.credentials import SessionCredentials
-from workers.sessions import SessionStore
+from workers.session.records import SessionStore, StoredSession
 
 __all__ = ["END_TIMEOUT", "RunCredentials"]
 
@@ -97,7 +95,7 @@ class RunCredentials:
             )
 
 
-def _broker_url(spec: Mapping[str, Any] | None) -> str | None:
-    broker = spec.get("broker") if spec is not None else None
-    url = broker.get("url") if isinstance(broker, Mapping) else None
-    return url if isinstance(url, str) and url.startswith(("http://", "https://")) else None
+def _broker_url(session: StoredSession | None) -> str | None:
+    broker = session.spec.broker if session is not None else None
+    url = broker.url if broker is not None else None
+    return url if url is not None and url.startswith(("http://", "https://")) else None

@@ -21,11 +21,12 @@ from triggers.session.spec import (
     SessionSpec,
     session_json_schema,
 )
-from triggers.spawn_rules import Grant, build_spec, named_requester, requester_of, stored_requester
+from triggers.spawn_rules import Grant, build_spec, named_requester, requester_of
 from workers import keys
 from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.record import NewDelivery
-from workers.sessions import SessionStore
+from workers.session.records import SessionStore
+from workers.timestamps import parse_iso
 
 #: an environment with only what every one has
 RUNTIME = EnvironmentResource.model_validate(
@@ -94,7 +95,8 @@ def test_a_trigger_session_keeps_the_deliverys_body_not_a_second_payload(
     assert set(record) == {b"spec", b"event", b"deliveryId", b"body"}
     assert record[b"body"] == redis_client.hget(keys.delivery("d-1"), "body")  # the same bytes
     assert b"pullRequest" not in record[b"spec"]
-    assert store.get("s-1") == json.loads(spec.to_bytes())
+    stored = store.get("s-1")
+    assert stored is not None and stored.spec_json() == json.loads(spec.to_bytes())
     assert store.create(spec) is False  # created once
 
 
@@ -106,8 +108,9 @@ def test_a_session_whose_delivery_is_gone_keeps_its_input(
     assert store.create(spec) is True
     assert set(redis_client.hgetall(keys.session("s-1"))) == {b"spec", b"input"}
     stored = store.get("s-1")
-    assert stored == json.loads(spec.to_bytes())
-    assert stored is not None and stored["input"]["payload"]["github"]["huge"] == 2**70
+    assert stored is not None and stored.spec_json() == json.loads(spec.to_bytes())
+    assert stored.spec.input is not None
+    assert stored.spec.input["payload"]["github"]["huge"] == 2**70
 
 
 def test_sessions_without_input_and_listing(redis_client: redis.Redis, webhooks_dir: Path) -> None:
@@ -117,11 +120,16 @@ def test_sessions_without_input_and_listing(redis_client: redis.Redis, webhooks_
     manual = _spec(None, kind="manual", sid="m-1")
     assert store.create(manual) is True
     assert store.create(_trigger_spec(raw, sid="t-1")) is True
-    assert store.get("m-1") == manual.to_json()
+    got = store.get("m-1")
+    assert got is not None and got.spec_json() == manual.to_json() and got.run is None
+    assert got.created_at == parse_iso(manual.created_at)
     listed = store.list()
-    assert [s["id"] for s in listed] == ["t-1", "m-1"]
-    assert listed[0]["input"]["triggerEventId"] == "d-1"
-    assert [s["id"] for s in store.list(agent="pr-review", limit=1)] == ["t-1"]
+    assert [s.id for s in listed] == ["t-1", "m-1"]
+    assert listed[0].spec.input is not None
+    assert listed[0].spec.input["triggerEventId"] == "d-1"
+    assert [s.id for s in store.list(agent="pr-review", limit=1)] == ["t-1"]
+    assert store.ids() == ["t-1", "m-1"]
+    assert store.exists("m-1") and not store.exists("missing")
     assert store.get("missing") is None
 
 
@@ -134,11 +142,12 @@ def test_a_run_and_its_sessions_are_recorded_in_one_step(
     assert deliveries.finish("d-1", {"run": 1}, status="processed", error=None, sessions=specs)
     sessions = SessionStore(redis_client)
     for spec in specs:
-        assert sessions.get(spec.id) == json.loads(spec.to_bytes())
+        stored = sessions.get(spec.id)
+        assert stored is not None and stored.spec_json() == json.loads(spec.to_bytes())
         assert redis_client.hget(keys.session(spec.id), "body") == redis_client.hget(
             keys.delivery("d-1"), "body"
         )
-    assert [s["id"] for s in sessions.list(agent="pr-review")] == ["t-2", "t-1"]
+    assert [s.id for s in sessions.list(agent="pr-review")] == ["t-2", "t-1"]
     assert [r["status"] for r in deliveries.runs("d-1")] == ["processed"]
     assert redis_client.hget(keys.delivery("d-1"), "status") == b"processed"
 
@@ -197,7 +206,8 @@ def test_a_spec_whose_input_is_an_envelope_view_is_the_same_document(
     store = SessionStore(redis_client)
     assert store.create(viewed)  # no delivery record: the input is stored itself
     assert set(redis_client.hgetall(keys.session("s-1"))) == {b"spec", b"input"}
-    assert store.get("s-1") == json.loads(built.to_bytes())
+    stored = store.get("s-1")
+    assert stored is not None and stored.spec_json() == json.loads(built.to_bytes())
 
 
 # -- what a compiled agent becomes in the spec: mount addresses, git scope, requester --------
@@ -299,9 +309,6 @@ def test_requester_in_the_spec_is_login_and_id_or_null(tree: Tree, webhooks_dir:
     # manual starts name a login only; an agent-spawned session inherits its parent's
     assert named_requester("alice") == Requester(login="alice", id=None)
     assert named_requester(None) is None and named_requester("") is None
-    assert stored_requester({"login": "alice", "id": 3}) == Requester(login="alice", id=3)
-    assert stored_requester("alice") == Requester(login="alice", id=None)
-    assert stored_requester(None) is None
 
 
 def test_session_schema_describes_url_git_permissions_and_requester() -> None:

@@ -182,9 +182,9 @@ def test_a_contents_writing_tools_token_carries_workflows_when_the_mount_grants_
     app_broker = broker_env.app.state.broker
 
     def minted(session: Session, tool: str, repository: str = "acme/widgets") -> dict[str, str]:
-        spec = broker_env.rt.sessions.spec(session.id)
-        assert spec is not None
-        token = app_broker.tool_token(session.id, spec, tool, repository)
+        found = broker_env.rt.sessions.get(session.id)
+        assert found is not None
+        token = app_broker.tool_token(session.id, found.spec, tool, repository)
         grant = broker_env.github.token_grant(token.token)
         assert grant is not None and grant[0] == INSTALLATION
         assert token.permissions == grant[2]

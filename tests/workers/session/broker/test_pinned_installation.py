@@ -71,8 +71,9 @@ def test_the_internal_tool_token_is_the_sessions_own_and_scoped(broker_env: Brok
     writer = broker_env.start("writer")
     broker_env.tool(writer, "get_issue", "acme/widgets")  # the app builds its broker
     app_broker = broker_env.app.state.broker
-    spec = broker_env.rt.sessions.spec(writer.id)
-    assert spec is not None
+    found = broker_env.rt.sessions.get(writer.id)
+    assert found is not None
+    spec = found.spec
     token = app_broker.tool_token(writer.id, spec, "create_issue", "acme/unmounted")
     assert broker_env.github.token_grant(token.token) == (
         INSTALLATION,

@@ -17,7 +17,7 @@ from workers.delivery.credential_handover import CredentialHandover
 from workers.delivery.dispatch import HttpDispatcher
 from workers.errors import DispatchUnavailable, SessionEnded
 from workers.session.credentials import SessionCredentials
-from workers.sessions import SessionStore
+from workers.session.records import SessionStore
 
 #: an environment with only what every one has
 RUNTIME = EnvironmentResource.model_validate(
@@ -89,7 +89,7 @@ def test_a_second_dispatch_never_invalidates_the_credential_the_target_kept(
     http.close()
 
     stored = sessions.get(spec.id)
-    assert stored is not None and stored["broker"] == {
+    assert stored is not None and stored.spec_json()["broker"] == {
         "url": spec.broker.url if spec.broker else ""
     }
     found, _ = leaks({"kept": kept, "second": second}, redis_haystacks(redis_client))
@@ -131,8 +131,8 @@ def test_a_spec_with_input_carries_its_credential_and_is_stored_without(
     assert credentials.verify(spec.id, body["broker"]["credential"])
     stored = sessions.get(spec.id)
     assert stored is not None
-    assert stored["input"] == {"payload": {"n": 1}}
-    assert stored["broker"] == {"url": "http://hookspawn.test/sessions/hs-input"}
+    assert stored.spec.input == {"payload": {"n": 1}}
+    assert stored.spec_json()["broker"] == {"url": "http://hookspawn.test/sessions/hs-input"}
 
 
 def test_an_ended_session_gets_no_new_credential(redis_client: redis.Redis) -> None:

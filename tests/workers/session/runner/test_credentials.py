@@ -96,11 +96,11 @@ def test_an_issued_credential_reaches_git_and_no_file(
         assert local_runner(settings, hs, issue).run(session_id) == "failed"
         run = SessionRuns(hs.rt.client).get(session_id)
     assert issued == [session_id]
-    assert run is not None
-    assert run["failure"]["code"] == "git_auth_failed"
-    assert "could not authenticate" in run["failure"]["message"]
+    assert run is not None and run.failure is not None and run.workspace is not None
+    assert run.failure.code == "git_auth_failed"
+    assert "could not authenticate" in run.failure.message
     assert _files_holding(settings.data_dir, CREDENTIAL.encode()) == []
-    config = (Path(run["workspace"]) / "workspace" / "widgets" / ".git" / "config").read_text()
+    config = (Path(run.workspace) / "workspace" / "widgets" / ".git" / "config").read_text()
     assert "useHttpPath = true" in config
 
 
@@ -111,6 +111,6 @@ def test_without_an_issuer_a_broker_url_alone_fails_the_preflight(
         _broker_url_only(hs, session_id)
         assert local_runner(settings, hs).run(session_id) == "failed"
         run = SessionRuns(hs.rt.client).get(session_id)
-    assert run is not None
-    assert run["failure"]["code"] == "git_auth_failed"
-    assert run["failure"]["message"].endswith("this session has no session credential for it")
+    assert run is not None and run.failure is not None
+    assert run.failure.code == "git_auth_failed"
+    assert run.failure.message.endswith("this session has no session credential for it")

@@ -143,5 +143,5 @@ def test_sigterm_to_serve_stops_its_runners_sessions_runner_stopped(
     text = log.read_text()
     assert "hookspawn runner: stopping: 1 session running, waiting up to 2 s" in text, text
     run = SessionRuns(redis.Redis.from_url(redis_url)).get(session_id)
-    assert run is not None and run["status"] == "failed", run
-    assert run["failure"]["code"] == "runner_stopped"
+    assert run is not None and run.status == "failed", run
+    assert run.failure is not None and run.failure.code == "runner_stopped"

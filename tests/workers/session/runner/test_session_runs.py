@@ -33,7 +33,7 @@ def _queued(runs: SessionRuns, session_id: str = "s1") -> str:
 def _status(runs: SessionRuns, session_id: str) -> tuple[str, str | None]:
     view = runs.get(session_id)
     assert view is not None
-    return view["status"], (view["failure"] or {}).get("code")
+    return view.status, view.failure.code if view.failure is not None else None
 
 
 def test_only_the_holder_records_the_snapshot(redis_client: redis.Redis) -> None:
@@ -46,7 +46,7 @@ def test_only_the_holder_records_the_snapshot(redis_client: redis.Redis) -> None
     assert runs.note_snapshot("s1", "a", snapshot="saved")
     view = runs.get("s1")
     assert view is not None
-    assert (view["snapshotKey"], view["snapshotScope"], view["snapshot"]) == (
+    assert (view.snapshot_key, view.snapshot_scope, view.snapshot) == (
         "k",
         "pull:o/r#2",
         "saved",
@@ -61,8 +61,9 @@ def test_only_the_holder_records_the_harness_run(redis_client: redis.Redis) -> N
     _queued(runs)
     view = runs.get("s1")
     assert view is not None
-    assert (view["harnessRun"], view["result"], view["usage"]) == (None, None, None)
-    assert "harness" not in view  # until then the spec's (the agent's harness name) shows
+    shown = view.to_json()
+    assert (shown["harnessRun"], shown["result"], shown["usage"]) == (None, None, None)
+    assert "harness" not in shown  # until then the spec's (the agent's harness name) shows
     assert not runs.note_harness("s1", "a", harness={"name": "codex"})  # nobody holds it
     assert runs.claim("s1", "a", 30)
     assert not runs.note_harness("s1", "b", harness={"name": "codex"})
@@ -73,10 +74,15 @@ def test_only_the_holder_records_the_harness_run(redis_client: redis.Redis) -> N
     )
     view = runs.get("s1")
     assert view is not None
-    assert view["harnessRun"] == {"name": "codex", "version": "0.1"}
-    assert (view["result"], view["usage"]) == ("Done.", usage)
+    assert view.harness is not None and (view.harness.name, view.harness.version) == (
+        "codex",
+        "0.1",
+    )
+    shown = view.to_json()
+    assert shown["harnessRun"] == {"name": "codex", "version": "0.1"}
+    assert (shown["result"], shown["usage"]) == ("Done.", usage)
     # over the spec's harness name (the agent's) once the run has one
-    assert view["harness"] == view["harnessRun"]
+    assert shown["harness"] == shown["harnessRun"]
 
 
 def test_queue_records_once(redis_client: redis.Redis) -> None:
@@ -86,8 +92,8 @@ def test_queue_records_once(redis_client: redis.Redis) -> None:
     assert runs.queue("s1", workspace="/other", ttl=TTL) == "staging"
     view = runs.get("s1")
     assert view is not None
-    assert (view["workspace"], view["snapshotKey"], view["failure"]) == ("/w/s1", None, None)
-    assert set(view["times"]) == {"queued", "staging"}
+    assert (view.workspace, view.snapshot_key, view.failure) == ("/w/s1", None, None)
+    assert set(view.times) == {"queued", "staging"}
     assert runs.get("nope") is None
 
 
@@ -111,7 +117,7 @@ def test_advance_only_by_the_holder_and_never_past_an_end(redis_client: redis.Re
     assert not runs.advance("s1", "a", "succeeded")
     view = runs.get("s1")
     assert view is not None
-    assert (view["status"], view["failure"]) == ("failed", failure)
+    assert view.status == "failed" and view.to_json()["failure"] == failure
     assert redis_client.zscore(keys.RUNNER_LEASES, "s1") is None
 
 

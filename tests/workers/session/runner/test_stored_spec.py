@@ -19,12 +19,13 @@ def test_a_stored_spec_that_is_not_a_session_spec_fails_the_session_naming_the_f
         assert local_runner(settings, hs).run(session_id) == "failed"
         run = SessionRuns(hs.rt.client).get(session_id)
     assert run is not None
-    assert run["failure"]["code"] == "internal_error"
-    message = run["failure"]["message"]
-    assert message.startswith("the stored session is not a session spec")
+    assert run.failure is not None and run.failure.code == "internal_error"
+    message = run.failure.message
+    assert message.startswith(f"session {session_id}: the stored session is not a session spec")
     assert "mounts.0.url" in message
     # nothing was staged: the checkout's directory was never made
-    assert not (Path(run["workspace"]) / "workspace" / "widgets").exists()
+    assert run.workspace is not None
+    assert not (Path(run.workspace) / "workspace" / "widgets").exists()
 
 
 def test_a_stored_environment_that_is_not_one_fails_the_session_naming_the_field(
@@ -38,7 +39,7 @@ def test_a_stored_environment_that_is_not_one_fails_the_session_naming_the_field
         assert local_runner(settings, hs).run(session_id) == "failed"
         run = SessionRuns(hs.rt.client).get(session_id)
     assert run is not None
-    assert run["failure"]["code"] == "internal_error"
-    message = run["failure"]["message"]
-    assert message.startswith("the stored session is not a session spec")
+    assert run.failure is not None and run.failure.code == "internal_error"
+    message = run.failure.message
+    assert message.startswith(f"session {session_id}: the stored session is not a session spec")
     assert "environment.resource.spec.setupCache.ttl" in message

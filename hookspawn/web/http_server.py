@@ -13,7 +13,6 @@ from typing import Any
 import uvicorn
 
 from hookspawn.client import CommandError
-from hookspawn.web.direct_intake import DirectIntakeProtocol
 from hookspawn.web.limits import Limits, protocol
 from workers.runtime import Runtime
 from workers.settings import Settings
@@ -118,7 +117,7 @@ def web_config(
         port=port,
         log_level="info",
         access_log=access_log,  # a line per webhook is for debugging, not for load
-        http=protocol(limits, DirectIntakeProtocol),
+        http=protocol(limits),
         ws="none",  # nothing here speaks WebSocket: an upgrade would leave these limits behind
         proxy_headers=bool(trusted),
         forwarded_allow_ips=trusted or None,

@@ -14,7 +14,7 @@ from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallab
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from hookspawn.web.http_errors import API_CODES, ApiError, error_body
-from workers.delivery.write_coalescing import CoalescingTransport
+from hookspawn.web.write_coalescing import CoalescingTransport
 from workers.settings import Settings
 
 #: after a refusal, how long the rest of what the client sends is read and dropped before

@@ -18,6 +18,7 @@ from workers.runtime import Runtime
 from workers.settings import Settings
 
 log = logging.getLogger(__name__)
+uvicorn_log = logging.getLogger("uvicorn.error")
 
 #: descriptors the process needs besides its client connections (Redis, logs, the listeners)
 SPARE_DESCRIPTORS = 256
@@ -49,8 +50,11 @@ class TwoListeners(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if sockets and self.started:
-            self._log_started_message(sockets[:1])  # uvicorn's own "Uvicorn running on" line
-            log.info("%s", broker_line(self.config.host, sockets[1].getsockname()[1]))
+            host, port = self.config.host, sockets[0].getsockname()[1]
+            shown = f"[{host}]" if ":" in host else host
+            # the line uvicorn writes for a socket it bound itself
+            uvicorn_log.info("Uvicorn running on http://%s:%d (Press CTRL+C to quit)", shown, port)
+            log.info("%s", broker_line(host, sockets[1].getsockname()[1]))
 
 
 def listen(host: str, port: int) -> socket.socket:

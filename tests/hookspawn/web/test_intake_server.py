@@ -237,3 +237,31 @@ def test_behind_trusted_proxies_intake_records(settings: Settings) -> None:
             sock.sendall(request("d-proxied", extra="X-Forwarded-For: 10.0.0.9\r\n"))
             assert Answers(sock).next()[0] == 202
         assert served.rt.store.get("d-proxied") is not None
+
+
+def test_each_answer_gives_its_bodys_bytes_back_while_the_connection_stays(
+    served: Served,
+) -> None:
+    with connect(served) as sock:
+        answers = Answers(sock)
+        for n in range(3):
+            sock.sendall(request(f"d-held-{n}"))
+            assert answers.next()[0] == 202
+            assert served.budget.held == 0  # answered: given back, the connection still open
+        sock.sendall(request("d-held-3"))
+        assert answers.next()[0] == 202
+    assert served.budget.held == 0
+
+
+def test_what_the_parser_refuses_is_answered_400_and_the_connection_closed(
+    served: Served,
+) -> None:
+    with connect(served) as sock:
+        sock.sendall(
+            b"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n"
+        )
+        status, headers, body = Answers(sock).next()
+        assert (status, body["error"]["code"]) == (400, "invalid_request")
+        assert headers["connection"] == "close"
+        assert closed(sock)
+    assert served.budget.held == 0

@@ -27,13 +27,27 @@ from workers.settings import Settings
 #: the socket closes, so the refusal reaches it instead of a reset
 LINGER_SECONDS = 1.0
 
-#: what this module relies on in uvicorn beyond its documented interface (`Config(http=...)`
-#: taking a protocol class): the module, the class subclassed, the methods extended (each
-#: calls uvicorn's), the attributes read or set on the protocol and on its request cycle
-UVICORN_CONTRACT = {
-    "module": "uvicorn.protocols.http.httptools_impl",
-    "class": "HttpToolsProtocol",
-    "methods": {
+
+@dataclass(frozen=True)
+class UvicornContract:
+    """What this module relies on in uvicorn beyond its documented interface (`Config(http=)`
+    taking a protocol class)."""
+
+    #: where the class subclassed lives, and its name
+    module: str
+    protocol: str
+    #: the methods extended (each override calls uvicorn's), with their arguments
+    methods: dict[str, tuple[str, ...]]
+    #: the protocol's attributes read or set
+    protocol_attributes: tuple[str, ...]
+    #: the attributes read or set of `cycle`, the request being read (a RequestResponseCycle)
+    cycle_attributes: tuple[str, ...]
+
+
+UVICORN_CONTRACT = UvicornContract(
+    module="uvicorn.protocols.http.httptools_impl",
+    protocol="HttpToolsProtocol",
+    methods={
         # asyncio's protocol interface, as uvicorn implements it
         "connection_made": ("transport",),
         "connection_lost": ("exc",),
@@ -48,11 +62,11 @@ UVICORN_CONTRACT = {
         # uvicorn's: its answer to what the parser refuses
         "send_400_response": ("msg",),
     },
-    #: set by uvicorn's connection_made; every cycle, and uvicorn's own writes, use it
-    "protocol_attributes": ("transport", "cycle"),
-    #: of `cycle`, the request being read (uvicorn's RequestResponseCycle)
-    "cycle_attributes": ("response_started", "response_complete", "disconnected", "message_event"),
-}
+    # set by uvicorn's connection_made (every cycle, and uvicorn's own writes, use it); the
+    # request being read
+    protocol_attributes=("transport", "cycle"),
+    cycle_attributes=("response_started", "response_complete", "disconnected", "message_event"),
+)
 
 
 @dataclass(frozen=True)

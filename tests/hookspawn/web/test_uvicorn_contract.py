@@ -29,11 +29,11 @@ async def _app(scope: Any, receive: Any, send: Any) -> None:
 
 
 def uvicorn_module() -> Any:
-    return importlib.import_module(str(UVICORN_CONTRACT["module"]))
+    return importlib.import_module(UVICORN_CONTRACT.module)
 
 
 def uvicorn_protocol() -> type[Any]:
-    cls: type[Any] = getattr(uvicorn_module(), str(UVICORN_CONTRACT["class"]))
+    cls: type[Any] = getattr(uvicorn_module(), UVICORN_CONTRACT.protocol)
     return cls
 
 
@@ -76,8 +76,7 @@ def test_the_class_the_limits_extend_is_uvicorns_protocol() -> None:
 
 
 def test_each_method_the_limits_extend_exists_with_the_arguments_they_pass() -> None:
-    methods: dict[str, tuple[str, ...]] = UVICORN_CONTRACT["methods"]  # type: ignore[assignment]
-    for name, arguments in methods.items():
+    for name, arguments in UVICORN_CONTRACT.methods.items():
         method = getattr(uvicorn_protocol(), name, None)
         assert callable(method), f"uvicorn's protocol has no method {name}"
         parameters = list(inspect.signature(method).parameters)
@@ -86,11 +85,11 @@ def test_each_method_the_limits_extend_exists_with_the_arguments_they_pass() -> 
 
 def test_the_attributes_the_limits_use_are_uvicorns() -> None:
     protocol = made_protocol()
-    for name in UVICORN_CONTRACT["protocol_attributes"]:
+    for name in UVICORN_CONTRACT.protocol_attributes:
         assert name in vars(protocol), f"uvicorn's protocol sets no attribute {name}"
     assert protocol.cycle is None  # no request read yet: what `refuse` checks for
     cycle = made_cycle()
-    for name in UVICORN_CONTRACT["cycle_attributes"]:
+    for name in UVICORN_CONTRACT.cycle_attributes:
         assert name in vars(cycle), f"uvicorn's request cycle has no attribute {name}"
     assert (cycle.response_started, cycle.response_complete, cycle.disconnected) == (
         False,
@@ -140,7 +139,7 @@ def test_the_limits_extend_no_uvicorn_method_the_contract_leaves_out() -> None:
         for node in _guarded_class(_tree()).body
         if isinstance(node, ast.FunctionDef) and not node.name.startswith("__")
     }
-    assert defined & uvicorn_names == set(UVICORN_CONTRACT["methods"])
+    assert defined & uvicorn_names == set(UVICORN_CONTRACT.methods)
 
 
 def test_the_limits_read_no_uvicorn_attribute_the_contract_leaves_out() -> None:
@@ -148,11 +147,11 @@ def test_the_limits_read_no_uvicorn_attribute_the_contract_leaves_out() -> None:
     protocol = made_protocol()
     uvicorn_names = set(vars(protocol)) | set(dir(uvicorn_protocol()))
     used = _attributes_of(_guarded_class(tree), "self") & uvicorn_names
-    allowed = set(UVICORN_CONTRACT["protocol_attributes"]) | set(UVICORN_CONTRACT["methods"])
+    allowed = set(UVICORN_CONTRACT.protocol_attributes) | set(UVICORN_CONTRACT.methods)
     assert used <= allowed, f"not in UVICORN_CONTRACT: {sorted(used - allowed)}"
     cycle_names = set(vars(made_cycle())) | set(dir(uvicorn_module().RequestResponseCycle))
     used = _attributes_of(tree, "cycle") & cycle_names
-    assert used <= set(UVICORN_CONTRACT["cycle_attributes"]), sorted(used)
+    assert used <= set(UVICORN_CONTRACT.cycle_attributes), sorted(used)
 
 
 def test_the_limits_import_only_the_contracts_class_from_uvicorn() -> None:
@@ -162,7 +161,7 @@ def test_the_limits_import_only_the_contracts_class_from_uvicorn() -> None:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("uvicorn")
         for alias in node.names
     }
-    assert imported == {(UVICORN_CONTRACT["module"], UVICORN_CONTRACT["class"])}
+    assert imported == {(UVICORN_CONTRACT.module, UVICORN_CONTRACT.protocol)}
     assert GuardedProtocol.__bases__ == (uvicorn_protocol(),)
 
 

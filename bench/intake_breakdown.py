@@ -4,7 +4,7 @@ Each step runs in this process on the bench's body, many times over, timed with
 `time.process_time()` (CPU, not wall time, so a busy machine inflates it less): the
 signature check, parsing (headers; the JSON checked, three fields read), packing the body,
 building the record script's arguments and the Celery message, and the Redis round trip as
-intake makes it (`RecordPipe.submit` on uvloop, 50 calls in flight at once, this process's
+intake makes it (`RecordPipe.call` on uvloop, 50 calls in flight at once, this process's
 CPU per call). What the server spent per request under wrk, less the sum of these, is the
 HTTP server around them (uvicorn, httptools, the connection limits, the answer, asyncio).
 """
@@ -74,13 +74,13 @@ def breakdown(body: bytes, secret: str, redis_url: str, store: DeliveryStore) ->
         Step("parse (headers; JSON checked, 3 fields read)", parse_us),
         Step("pack the body (LZ4)", pack_us),
         Step("record arguments + Celery message", args_us),
-        Step("Redis round trip (RecordPipe.submit, 50 in flight)", redis_us),
+        Step("Redis round trip (RecordPipe.call, 50 in flight)", redis_us),
     ]
 
 
 def _round_trip(redis_url: str, store: DeliveryStore, body: bytes, calls: int = 20_000) -> float:
-    """This process's CPU per record call through a RecordPipe as intake makes it (`submit`,
-    the answer to a callback, on uvloop), 50 calls in flight at once (each a new delivery id;
+    """This process's CPU per record call through a RecordPipe as intake makes it (`call`,
+    awaited, on uvloop), 50 calls in flight at once (each a new delivery id;
     the arguments are built before the clock starts)."""
     messages = TaskMessages(task="t", queue="breakdown", origin="o", reply_to="r")
     prepared = []
@@ -100,28 +100,15 @@ def _round_trip(redis_url: str, store: DeliveryStore, body: bytes, calls: int = 
         pipe = RecordPipe(redis_url, RECORD)
         try:
             await pipe.call(*prepared[0])
-            finished = asyncio.get_running_loop().create_future()
-            sent, answers = 1, 1
+            calls_left = iter(prepared[1:])
 
-            def answered(reply: object, error: Exception | None) -> None:
-                # as a request answered by the connection: its answer sends the next one
-                nonlocal sent, answers
-                answers += 1
-                if finished.done():
-                    return
-                if error is not None:
-                    finished.set_exception(error)
-                elif sent < calls:
-                    sent += 1
-                    pipe.submit(*prepared[sent - 1], answered)
-                elif answers == calls:
-                    finished.set_result(None)
+            async def caller() -> None:
+                # as a request of intake: each answer sends the next one
+                for call in calls_left:
+                    await pipe.call(*call)
 
             start = time.process_time()
-            for _ in range(50):
-                sent += 1
-                pipe.submit(*prepared[sent - 1], answered)
-            await finished
+            await asyncio.gather(*(caller() for _ in range(50)))
             return (time.process_time() - start) / (calls - 1) * 1e6
         finally:
             pipe.close()

@@ -59,7 +59,7 @@ def test_the_setup_script_installs_every_program_doctor_names() -> None:
         ("CODEX_PACKAGE", "@openai/codex"),
     ]:  # pinned, exactly
         assert re.search(rf'^{variable}="{package}@\d+\.\d+\.\d+"$', script, re.M), variable
-    assert "python3 -m pip install -q -e '.[dev]'" in script
+    assert "python3 -m pip install -q -c requirements.lock -e '.[dev]'" in script
     assert os.access(ROOT / "scripts/setup", os.X_OK)
 
 

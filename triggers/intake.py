@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from dataclasses import dataclass, fields
+from typing import Any
 from urllib.parse import parse_qs
 
 from triggers.body_fields import read_fields
@@ -24,8 +25,12 @@ JSON_TYPES = {"application/json"}
 FORM_TYPE = "application/x-www-form-urlencoded"
 
 
-class ParsedDelivery(NamedTuple):
-    """What intake keeps of a request it accepts (a tuple: made for every webhook)."""
+@dataclass(frozen=True, slots=True)
+class DeliveryIdentity:
+    """A delivery as intake identifies it (its id and event headers) and reads it (three
+    fields of its body): what its record keeps besides the body, and what the API shows.
+    The one definition of these fields: what intake parses and what the store records and
+    reads back (workers/delivery/record.py) extend it."""
 
     delivery_id: str
     event: str
@@ -33,7 +38,21 @@ class ParsedDelivery(NamedTuple):
     repository: str | None
     installation_id: int | None
     hook_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDelivery(DeliveryIdentity):
+    """What intake keeps of a request it accepts."""
+
     json: bytes  # the JSON document itself (for form posts, the `payload` field)
+
+
+IDENTITY_FIELDS = tuple(field.name for field in fields(DeliveryIdentity))
+
+
+def identity_of(delivery: DeliveryIdentity) -> dict[str, Any]:
+    """A delivery's identity fields, by name (to build another kind of delivery from it)."""
+    return {name: getattr(delivery, name) for name in IDENTITY_FIELDS}
 
 
 def check_size(content_length: str | None) -> None:

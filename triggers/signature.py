@@ -1,4 +1,6 @@
-"""X-Hub-Signature-256 verification: HMAC-SHA256 over the raw body, fail closed."""
+"""The one HMAC-SHA256 body signature: GitHub's X-Hub-Signature-256, verified here (fail
+closed), and hookspawn's own X-Hookspawn-Signature-256 on what it POSTs to a dispatch target,
+signed the same way."""
 
 from __future__ import annotations
 
@@ -10,8 +12,13 @@ PREFIX = "sha256="
 
 
 def sign(body: bytes, secret: str) -> str:
-    """The header value GitHub sends for `body` under `secret`."""
-    return PREFIX + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    """`sha256=<hex HMAC-SHA256 of body keyed by secret>`: the header value GitHub sends for
+    `body` under `secret`, and the one hookspawn sends with a dispatched session."""
+    return PREFIX + _digest(body, secret).hex()
+
+
+def _digest(body: bytes, secret: str) -> bytes:
+    return hmac.new(secret.encode(), body, hashlib.sha256).digest()
 
 
 def verify(body: bytes, header: str | None, secrets: Sequence[str]) -> bool:
@@ -32,7 +39,7 @@ def verify(body: bytes, header: str | None, secrets: Sequence[str]) -> bool:
         return False
     matched = False
     for secret in secrets:
-        expected = hmac.new(secret.encode(), body, hashlib.sha256).digest()
+        expected = _digest(body, secret)
         # compare against every secret, so timing does not tell which one matched
         matched |= hmac.compare_digest(expected, given)
     return matched

@@ -3,14 +3,15 @@
 `plan_spawn` follows the spawn decision's order — already dispatched? → suppress? → render refs →
 validate refs → which installation and what token would be asked → render texts → the
 session spec (no token) — and answers `Planned`, `Refused`, `Suppressed` or
-`AlreadyDispatched`. A manual or agent start is first checked by `startable` (`plan_start`
-is both). The pipeline executes a plan (mint, which may still refuse and prune, then
-dispatch); explain shows the very same plan.
+`AlreadyDispatched`; whether the spawn (`spawn_id`) was dispatched already is looked up by
+the caller and handed in, so the decision stays pure. A manual or agent start is first
+checked by `startable` (`plan_start` is both). The pipeline executes a plan (mint, which may
+still refuse and prune, then dispatch); explain shows the very same plan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,7 +42,6 @@ from triggers.spawn_rules import (
 __all__ = [
     "AlreadyDispatched",
     "DirectStart",
-    "Dispatched",
     "MintRequest",
     "MountCoverage",
     "Plan",
@@ -52,11 +52,9 @@ __all__ = [
     "TriggerStart",
     "plan_spawn",
     "plan_start",
+    "spawn_id",
     "startable",
 ]
-
-#: a read-only lookup: the session id a spawn id was dispatched as already, else None
-Dispatched = Callable[[str], str | None]
 
 
 @dataclass(frozen=True)
@@ -166,6 +164,15 @@ class AlreadyDispatched:
 Plan = Planned | Refused | Suppressed | AlreadyDispatched
 
 
+def spawn_id(agent: CompiledAgent, start: Start) -> str:
+    """The id of the session a spawn would create (deterministic: a redelivery or a repeated
+    start gets the same one): what a caller looks up before planning, to tell `plan_spawn`
+    whether it was dispatched already."""
+    if isinstance(start, TriggerStart):
+        return trigger_spawn_id(start.delivery_id, agent.name, start.trigger.key)
+    return start.session_id
+
+
 def plan_spawn(
     agent: CompiledAgent,
     start: Start,
@@ -173,21 +180,16 @@ def plan_spawn(
     *,
     created_at: str,
     broker_url: str | None = None,
-    dispatched: Dispatched | None = None,
+    existing: str | None = None,
 ) -> Plan:
     """The plan of one spawn of `agent`, from the connections as `coverage` saw them.
 
     `broker_url`: the credential broker's base URL, under which a session with a githubApp
-    mount finds its broker; None plans specs without one. `dispatched`: looks up
-    whether the spawn was dispatched already (None: not looked up)."""
-    session_id = (
-        trigger_spawn_id(start.delivery_id, agent.name, start.trigger.key)
-        if isinstance(start, TriggerStart)
-        else start.session_id
-    )
-    existing = dispatched(session_id) if dispatched is not None else None
+    mount finds its broker; None plans specs without one. `existing`: the session id the
+    spawn (`spawn_id`) was dispatched as already, as the caller found it; None when it was
+    not, or not looked up."""
     if existing:
-        return AlreadyDispatched(session_id, existing)
+        return AlreadyDispatched(spawn_id(agent, start), existing)
     if isinstance(start, TriggerStart):
         return _plan_trigger(agent, start, coverage, created_at, broker_url)
     return _plan_direct(agent, start, coverage, created_at, broker_url)
@@ -201,10 +203,10 @@ def plan_start(
     *,
     created_at: str,
     broker_url: str | None = None,
-    dispatched: Dispatched | None = None,
+    existing: str | None = None,
 ) -> Plan:
     """The plan of a manual or agent start of the agent named `agent_name` (`agent`: it, as
-    the agents found it; None when there is none)."""
+    the agents found it; None when there is none); `existing` as for `plan_spawn`."""
     checked = startable(agent_name, agent, start)
     if isinstance(checked, Refused):
         return checked
@@ -214,7 +216,7 @@ def plan_start(
         coverage,
         created_at=created_at,
         broker_url=broker_url,
-        dispatched=dispatched,
+        existing=existing,
     )
 
 

@@ -72,13 +72,6 @@ class HookspawnApp(HostCheckedApp):
             return
         await super().checked(scope, receive, send)
 
-    def begin_intake(self, scope: Scope, body: bytes, recorded: receiver.Recorded) -> bool:
-        """`receiver.begin` for a request the connection answers itself (`direct_intake`),
-        after the same Host check; False when it must come through `__call__` instead."""
-        if self.hosts.refusal(host_header(scope)) is not None:
-            return False
-        return receiver.begin(self, scope, body, recorded)
-
 
 def host_header(scope: Scope) -> bytes | None:
     """The raw `Host` header of a request, or None without one."""

@@ -13,12 +13,12 @@ from typing import Any
 import uvicorn
 
 from hookspawn.errors import CommandError
-from hookspawn.web.direct_intake import DirectIntakeProtocol
 from hookspawn.web.limits import Limits, protocol
 from workers.runtime import Runtime
 from workers.settings import Settings
 
 log = logging.getLogger(__name__)
+uvicorn_log = logging.getLogger("uvicorn.error")
 
 #: descriptors the process needs besides its client connections (Redis, logs, the listeners)
 SPARE_DESCRIPTORS = 256
@@ -50,8 +50,11 @@ class TwoListeners(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if sockets and self.started:
-            self._log_started_message(sockets[:1])  # uvicorn's own "Uvicorn running on" line
-            log.info("%s", broker_line(self.config.host, sockets[1].getsockname()[1]))
+            host, port = self.config.host, sockets[0].getsockname()[1]
+            shown = f"[{host}]" if ":" in host else host
+            # the line uvicorn writes for a socket it bound itself
+            uvicorn_log.info("Uvicorn running on http://%s:%d (Press CTRL+C to quit)", shown, port)
+            log.info("%s", broker_line(host, sockets[1].getsockname()[1]))
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -118,7 +121,7 @@ def web_config(
         port=port,
         log_level="info",
         access_log=access_log,  # a line per webhook is for debugging, not for load
-        http=protocol(limits, DirectIntakeProtocol),
+        http=protocol(limits),
         ws="none",  # nothing here speaks WebSocket: an upgrade would leave these limits behind
         proxy_headers=bool(trusted),
         forwarded_allow_ips=trusted or None,

@@ -1,25 +1,72 @@
-"""What one connection may cost before anyone is authenticated: deadlines, sizes, counts."""
+"""What one connection may cost before anyone is authenticated: deadlines, sizes, counts.
+
+`GuardedProtocol` is uvicorn's httptools protocol with these limits added around uvicorn's
+own handling, each override calling uvicorn's method; keep-alive, pipelining, the request
+cycle and shutdown stay uvicorn's. uvicorn documents none of what this relies on, so it is
+all named in `UVICORN_CONTRACT` below, and tests/hookspawn/web/test_uvicorn_contract.py
+checks each name against the installed uvicorn (pinned to one minor in pyproject.toml) and
+that nothing else in the project reaches past uvicorn's public `Config` and `Server`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import http
-from collections.abc import Iterable
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, cast
 
-import httptools
 import orjson
-from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallable, Scope
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from hookspawn.web.http_errors import API_CODES, ApiError, error_body
-from workers.delivery.write_coalescing import CoalescingTransport
+from hookspawn.web.write_coalescing import CoalescingTransport
 from workers.settings import Settings
 
 #: after a refusal, how long the rest of what the client sends is read and dropped before
 #: the socket closes, so the refusal reaches it instead of a reset
 LINGER_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class UvicornContract:
+    """What this module relies on in uvicorn beyond its documented interface (`Config(http=)`
+    taking a protocol class)."""
+
+    #: where the class subclassed lives, and its name
+    module: str
+    protocol: str
+    #: the methods extended (each override calls uvicorn's), with their arguments
+    methods: dict[str, tuple[str, ...]]
+    #: the protocol's attributes read or set
+    protocol_attributes: tuple[str, ...]
+    #: the attributes read or set of `cycle`, the request being read (a RequestResponseCycle)
+    cycle_attributes: tuple[str, ...]
+
+
+UVICORN_CONTRACT = UvicornContract(
+    module="uvicorn.protocols.http.httptools_impl",
+    protocol="HttpToolsProtocol",
+    methods={
+        # asyncio's protocol interface, as uvicorn implements it
+        "connection_made": ("transport",),
+        "connection_lost": ("exc",),
+        "data_received": ("data",),
+        # httptools' parser callbacks, as uvicorn implements them
+        "on_message_begin": (),
+        "on_headers_complete": (),
+        "on_body": ("body",),
+        "on_message_complete": (),
+        # uvicorn's: called once as each answer is complete (the cycle's `on_response`)
+        "on_response_complete": (),
+        # uvicorn's: its answer to what the parser refuses
+        "send_400_response": ("msg",),
+    },
+    # set by uvicorn's connection_made (every cycle, and uvicorn's own writes, use it); the
+    # request being read
+    protocol_attributes=("transport", "cycle"),
+    cycle_attributes=("response_started", "response_complete", "disconnected", "message_event"),
+)
 
 
 @dataclass(frozen=True)
@@ -58,6 +105,13 @@ class BodyBudget:
         self.held = max(0, self.held - size)
 
 
+class OpenConnections:
+    """Client connections the process holds at once (one event loop)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
 class Refused(ApiError):
     """A request refused by the connection itself: answered, then the connection closes."""
 
@@ -91,20 +145,25 @@ class GuardedProtocol(HttpToolsProtocol):
     - body bytes count against one `BodyBudget` from when they arrive until their request is
       answered (never a length only declared, so idle connections holding declared-but-unsent
       bodies take nothing from it): a request whose arriving bytes do not fit is answered 503
-      with `Retry-After`, and what it held is given back at once.
+      with `Retry-After`, and what it held is given back at once;
+    - a request the parser refuses is answered 400 `invalid_request`.
 
+    Each refusal is answered (unless an answer has started), the request's app is told its
+    client is gone, and what still arrives is read and dropped until the socket closes.
     Both deadlines are watched by one timer per connection that is moved only when it fires:
     a request sets its deadline (a number), and the timer, armed for an earlier deadline,
-    finds it not yet due and re-arms itself for the one now in force; no timer is made or
-    cancelled per request. uvicorn's keep-alive timeout (an idle connection closed that long
-    after its last answer) is kept the same way, by a second timer.
+    finds it not yet due and re-arms itself for the one now in force. An idle keep-alive
+    connection is uvicorn's to close (`timeout_keep_alive`).
     """
 
     limits: Limits
     budget: BodyBudget
+    open_connections: OpenConnections
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # made by the server's loop, for a connection it accepted
+        self.clock = asyncio.get_running_loop()
         #: the one deadline timer; what it enforces is the phase's deadline below
         self.deadline_timer: asyncio.TimerHandle | None = None
         self.header_deadline = 0.0
@@ -113,16 +172,15 @@ class GuardedProtocol(HttpToolsProtocol):
         self.reading_headers = False
         self.reading_body = False
         self.header_bytes = 0
+        self.admitted = False
         self.refused = False
-        #: body bytes taken from the budget, per request, until its app call returns
-        self.held: dict[RequestResponseCycle, int] = {}
-        #: when the connection's last answer was written, while no request has come since
-        self.idle_since: float | None = None
-        self.idle_timer: asyncio.TimerHandle | None = None
+        #: body bytes taken from the budget by each request read and not answered yet,
+        #: oldest first (answers go out in the order of their requests)
+        self.held: deque[int] = deque()
 
     # connection ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        if len(self.connections) >= self.limits.max_connections:
+        if self.open_connections.count >= self.limits.max_connections:
             self.transport = transport
             self.refuse(
                 Refused(
@@ -133,37 +191,28 @@ class GuardedProtocol(HttpToolsProtocol):
                 )
             )
             return
+        self.admitted = True
+        self.open_connections.count += 1
         super().connection_made(transport)
         # a response's head and body, written in one pass, go out in one write
-        self.transport = cast(asyncio.Transport, CoalescingTransport(transport, self.loop))
+        self.transport = cast(asyncio.Transport, CoalescingTransport(transport, self.clock))
         self.start_headers()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        for timer in (self.deadline_timer, self.linger_timer, self.idle_timer):
+        for timer in (self.deadline_timer, self.linger_timer):
             if timer is not None:
                 timer.cancel()
-        for cycle, _ in self.pipeline:  # queued, never started: nothing else gives them back
-            self.budget.give_back(self.held.pop(cycle, 0))
-        super().connection_lost(exc)
+        self.give_back_all()
+        if self.admitted:  # one refused at the cap never reached uvicorn
+            self.open_connections.count -= 1
+            super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self.refused:
             return  # answered already; what still arrives is dropped until the socket closes
-        self._unset_keepalive_if_required()
         if self.reading_headers:
             self.header_bytes += len(data)
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._unsupported_upgrade_warning()  # no upgrade is served (uvicorn's ws="none")
-        except httptools.HttpParserError as exc:
-            # a refusal raised in a parser callback comes out wrapped in a parser error
-            cause = exc.__context__
-            if isinstance(cause, Refused):
-                self.refuse(cause)
-            else:
-                self.refuse(Refused("invalid_request", f"not a valid HTTP/1.1 request: {exc}"))
-            return
+        super().data_received(data)
         if self.reading_headers and self.header_bytes > self.limits.max_header_bytes:
             self.refuse(
                 Refused(
@@ -173,6 +222,14 @@ class GuardedProtocol(HttpToolsProtocol):
                 )
             )
 
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to what the parser refuses: refused here like every other."""
+        self.refuse(Refused("invalid_request", "not a valid HTTP/1.1 request"))
+
+    def give_back_all(self) -> None:
+        self.budget.give_back(sum(self.held))
+        self.held.clear()
+
     def refuse(self, refusal: Refused) -> None:
         """Answer (unless an answer has started), then drop whatever else arrives and close
         after a short linger: closing a socket with unread input would reset the connection
@@ -180,10 +237,10 @@ class GuardedProtocol(HttpToolsProtocol):
         if self.refused:
             return
         self.refused = True
-        cycle = self.cycle
+        self.reading_headers = self.reading_body = False
+        self.give_back_all()  # its bytes are dropped from now on
+        cycle = self.cycle  # the last request whose headers were read, if any
         started = False
-        if cycle is not None:  # its bytes are dropped from now on: given back at once
-            self.budget.give_back(self.held.pop(cycle, 0))
         if cycle is not None and not cycle.response_complete:
             started = cycle.response_started
             cycle.disconnected = True  # the app's receive() sees a disconnect; its send is dropped
@@ -191,56 +248,23 @@ class GuardedProtocol(HttpToolsProtocol):
         if self.deadline_timer is not None:
             self.deadline_timer.cancel()
             self.deadline_timer = None
-        if self.transport.is_closing():
+        transport = self.transport
+        if transport.is_closing():
             return
-        if self.flow is not None:
-            self.flow.resume_reading()  # drain what arrives, so the close is not a reset
+        transport.resume_reading()  # drain what arrives, so the close is not a reset
         if not started:
-            self.transport.write(refusal.response())
-        if self.transport.can_write_eof():
-            self.transport.write_eof()
-            self.linger_timer = self.loop.call_later(LINGER_SECONDS, self.transport.close)
+            transport.write(refusal.response())
+        if transport.can_write_eof():
+            transport.write_eof()
+            self.linger_timer = self.clock.call_later(LINGER_SECONDS, transport.close)
         else:
-            self.transport.close()
-
-    # keep-alive ----------------------------------------------------------------------------
-    def on_response_complete(self) -> None:
-        """uvicorn's, with its keep-alive timeout kept by one timer a connection, moved only
-        when it fires (uvicorn makes a timer after every answer, which the next request
-        cancels): an idle connection still closes `timeout_keep_alive` after its last answer."""
-        self.server_state.total_requests += 1
-        if self.transport.is_closing():
-            return
-        self.flow.resume_reading()
-        if self.pipeline:
-            cycle, app = self.pipeline.pop()
-            self._start_asgi_task(cycle, app)
-            return
-        self.idle_since = self.loop.time()
-        if self.idle_timer is None:
-            due = self.idle_since + self.timeout_keep_alive
-            self.idle_timer = self.loop.call_at(due, self._idle_passed)
-
-    def _unset_keepalive_if_required(self) -> None:
-        # uvicorn calls this whenever the client sends: the connection is not idle
-        self.idle_since = None
-        super()._unset_keepalive_if_required()
-
-    def _idle_passed(self) -> None:
-        self.idle_timer = None
-        if self.idle_since is None or self.transport.is_closing():
-            return  # busy since: its next answer arms the timer again
-        due = self.idle_since + self.timeout_keep_alive
-        if self.loop.time() >= due:
-            self.timeout_keep_alive_handler()
-        else:
-            self.idle_timer = self.loop.call_at(due, self._idle_passed)
+            transport.close()
 
     # parser callbacks ----------------------------------------------------------------------
     def start_headers(self) -> None:
         self.reading_headers = True
         self.header_bytes = 0
-        self.header_deadline = self.loop.time() + self.limits.header_timeout
+        self.header_deadline = self.clock.time() + self.limits.header_timeout
         self._watch(self.header_deadline)
 
     def _watch(self, deadline: float) -> None:
@@ -251,11 +275,11 @@ class GuardedProtocol(HttpToolsProtocol):
             if timer.when() <= deadline:
                 return
             timer.cancel()
-        self.deadline_timer = self.loop.call_at(deadline, self._deadline_passed)
+        self.deadline_timer = self.clock.call_at(deadline, self._deadline_passed)
 
     def _deadline_passed(self) -> None:
         self.deadline_timer = None
-        now = self.loop.time()
+        now = self.clock.time()
         if self.reading_headers:
             if now >= self.header_deadline:
                 self.headers_late()
@@ -287,21 +311,6 @@ class GuardedProtocol(HttpToolsProtocol):
             )
         )
 
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        if not self.reading_headers:
-            self.start_headers()
-
-    def on_headers_complete(self) -> None:
-        self.reading_headers = False
-        # nothing is taken for what the headers declare: a body holds the budget only with
-        # the bytes that have arrived, so declared-but-unsent bodies starve nobody
-        super().on_headers_complete()
-        self.held[self.cycle] = 0
-        self.reading_body = True
-        self.body_deadline = self.loop.time() + self.limits.body_timeout
-        self._watch(self.body_deadline)
-
     def over_budget(self) -> Refused:
         seconds = max(1, round(self.limits.body_timeout))
         return Refused(
@@ -311,46 +320,59 @@ class GuardedProtocol(HttpToolsProtocol):
             {"retry-after": str(seconds)},
         )
 
+    # after a refusal the parser still reads what it was fed: its callbacks then do nothing
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if not (self.refused or self.reading_headers):
+            self.start_headers()
+
+    def on_headers_complete(self) -> None:
+        if self.refused:
+            return
+        self.reading_headers = False
+        super().on_headers_complete()
+        # nothing is taken for what the headers declare: a body holds the budget only with
+        # the bytes that have arrived, so declared-but-unsent bodies starve nobody
+        self.held.append(0)
+        self.reading_body = True
+        self.body_deadline = self.clock.time() + self.limits.body_timeout
+        self._watch(self.body_deadline)
+
     def on_body(self, body: bytes) -> None:
-        cycle = self.cycle
-        if not (cycle.response_complete or cycle.disconnected):
-            # taken as the bytes arrive, declared length or not (chunked)
+        if self.refused:
+            return
+        # an answered request holds nothing (uvicorn drops the rest of its body): taken only
+        # while unanswered, as the bytes arrive, declared length or not (chunked)
+        if self.held:
             if not self.budget.take(len(body)):
-                raise self.over_budget()
-            self.held[cycle] = self.held.get(cycle, 0) + len(body)
+                self.refuse(self.over_budget())
+                return
+            self.held[-1] += len(body)
         super().on_body(body)
 
     def on_message_complete(self) -> None:
+        if self.refused:
+            return
         self.reading_body = False
         super().on_message_complete()
 
-    def _start_asgi_task(self, cycle: RequestResponseCycle, app: ASGI3Application) -> None:
-        async def run(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
-            try:
-                await app(scope, receive, send)
-            finally:
-                self.budget.give_back(self.held.pop(cycle, 0))
-
-        super()._start_asgi_task(cycle, run)
+    # answers -------------------------------------------------------------------------------
+    def on_response_complete(self) -> None:
+        # the oldest request still holding body bytes is the one just answered
+        if self.held:
+            self.budget.give_back(self.held.popleft())
+        super().on_response_complete()
 
 
-def content_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
-    for name, value in headers:
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
-
-
-def protocol(
-    limits: Limits, base: type[GuardedProtocol] = GuardedProtocol
-) -> type[GuardedProtocol]:
-    """The protocol class for uvicorn's `http=`: `base` with these limits, and one budget per
-    process."""
+def protocol(limits: Limits) -> type[GuardedProtocol]:
+    """The protocol class for uvicorn's `http=`: these limits, one body budget and one count
+    of connections per process."""
     return type(
         "HookspawnProtocol",
-        (base,),
-        {"limits": limits, "budget": BodyBudget(limits.body_budget)},
+        (GuardedProtocol,),
+        {
+            "limits": limits,
+            "budget": BodyBudget(limits.body_budget),
+            "open_connections": OpenConnections(),
+        },
     )

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
-from hookspawn.web import host_check, http_errors, receiver, routes_broker, routes_mcp
+from hookspawn.web import host_check, http_errors, routes_broker, routes_mcp
 from hookspawn.web.api import HookspawnApp, HostCheckedApp, create_app
 from workers.runtime import Runtime
 
@@ -91,13 +91,6 @@ class Listeners:
             return
         app: Any = self.main if self._on_main(scope) else self.broker
         await app(scope, receive, send)
-
-    def begin_intake(self, scope: Scope, body: bytes, recorded: receiver.Recorded) -> bool:
-        """The direct intake path (hookspawn/web/direct_intake.py): the admin listener's app
-        only; on the broker listener the request goes through `__call__` (a 404)."""
-        if not self._on_main(scope):
-            return False
-        return self.main.begin_intake(scope, body, recorded)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         await receive()  # lifespan.startup

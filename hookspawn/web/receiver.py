@@ -10,10 +10,8 @@ recorded, pending and queued.
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -30,7 +28,7 @@ from hookspawn.web.routes_metrics import WebMetrics, count_intake, web_metrics
 from triggers.errors import InvalidSignature, PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
 from workers.delivery.record import NewDelivery
-from workers.delivery.record_pipe import Answer, RecordPipe, supports
+from workers.delivery.record_pipe import RecordPipe, supports
 from workers.delivery.scripts import RECORD, Arg
 from workers.errors import WorkerError
 from workers.runtime import Runtime
@@ -115,14 +113,6 @@ class Recorder:
             )
         return await self.rt.store.arecord(self.client, keys_, args)
 
-    def submit(self, parsed: ParsedDelivery, answer: Answer) -> bool:
-        """`record` without a coroutine, through an open RecordPipe: its answer (true when
-        new) goes to `answer`. False, and nothing sent, when none is open (TLS Redis, or not
-        connected yet)."""
-        if self.pipe is None:
-            return False
-        return self.pipe.submit(*self._call(parsed), answer)
-
     def _call(self, parsed: ParsedDelivery) -> tuple[list[str], list[Arg]]:
         """The record script's KEYS and ARGV for `parsed`, its task message pushed with it."""
         messages = self.rt.task_messages
@@ -204,52 +194,6 @@ async def _refuse(
     event = headers.get("x-github-event", "") if trusted else ""
     count_intake(metrics, event, http_errors.code_of(exc), started)
     await http_errors.to_response(exc)(scope, receive, send)
-
-
-class Begun:
-    """A delivery whose record was sent without an ASGI task (`begin`), waiting for its
-    answer: what the connection answers it with is made here."""
-
-    __slots__ = ("headers", "metrics", "parsed", "started")
-
-    def __init__(
-        self, parsed: ParsedDelivery, headers: dict[str, str], metrics: WebMetrics, started: float
-    ) -> None:
-        self.parsed = parsed
-        self.headers = headers
-        self.metrics = metrics
-        self.started = started
-
-    def answer(self, reply: Any) -> tuple[int, bytes]:
-        """The status and JSON body for the record script's `reply`; counted."""
-        status, body, answer = _answer(self.parsed, bool(reply))
-        count_intake(self.metrics, self.parsed.event, answer, self.started)
-        return status, body
-
-    async def refuse(self, exc: Exception, scope: Scope, receive: Receive, send: Send) -> None:
-        """The answer when the record failed, as an ASGI app: what intake answers then."""
-        await _refuse(self.metrics, self.headers, self.started, exc, scope, receive, send)
-
-
-#: where `begin` hands a delivery's record answer: (the Begun, the reply, None) or
-#: (the Begun, None, the error)
-Recorded = Callable[[Begun, Any, Exception | None], None]
-
-
-def begin(app: FastAPI, scope: Scope, body: bytes, recorded: Recorded) -> bool:
-    """Intake of a request whose whole body is in hand, as far as sending its record, with
-    no ASGI task; the record's answer goes to `recorded`. False, and nothing done, when the
-    request must take the app's way instead: when it is refused (the app says why, and
-    counts it), or no connection to the store is open yet."""
-    started = time.perf_counter()
-    headers = _headers(scope)
-    recording = recorder(app)
-    try:
-        parsed = parse_delivery(headers, body, recording.secrets)
-    except Exception:
-        return False
-    begun = Begun(parsed, headers, recording.metrics, started)
-    return recording.submit(parsed, functools.partial(recorded, begun))
 
 
 class _Answer:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import time
 from typing import Protocol
@@ -11,6 +9,7 @@ from typing import Protocol
 import httpx
 
 from triggers.session.spec import SessionSpec
+from triggers.signature import sign
 from workers import metrics
 from workers.errors import DispatchUnavailable
 from workers.session.records import SessionStore
@@ -18,11 +17,6 @@ from workers.session.records import SessionStore
 log = logging.getLogger(__name__)
 
 SIGNATURE_HEADER = "X-Hookspawn-Signature-256"
-
-
-def signature(body: bytes, secret: str) -> str:
-    """`sha256=<hex HMAC-SHA256 of body keyed by secret>`, as GitHub signs its webhooks."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 class Dispatcher(Protocol):
@@ -95,7 +89,7 @@ class HttpDispatcher:
         body = spec.to_bytes()
         headers = {"Idempotency-Key": spec.id, "Content-Type": "application/json"}
         if self.secret is not None:
-            headers[SIGNATURE_HEADER] = signature(body, self.secret)
+            headers[SIGNATURE_HEADER] = sign(body, self.secret)  # as GitHub signs its webhooks
         last = ""
         for attempt in range(self.tries):
             if attempt:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agents import CompiledAgent, Trigger
@@ -30,18 +30,21 @@ from triggers.session.spec import Origin
 from triggers.spawn_plan import (
     AlreadyDispatched,
     DirectStart,
-    Dispatched,
     MountCoverage,
     Plan,
     Planned,
     TriggerStart,
     plan_spawn,
     plan_start,
+    spawn_id,
 )
 from triggers.spawn_rules import Texts, manual_spawn_id, sender_login
 from workers.agents_source import AgentSet
 from workers.errors import WorkerError
 from workers.github.lifecycle import LIFECYCLE_EVENTS
+
+#: a read-only lookup: the session id a spawn id was dispatched as already, else None
+Dispatched = Callable[[str], str | None]
 
 __all__ = ["DEFAULT_DELIVERY_ID", "ExplainError", "explain", "explain_start", "format_explain"]
 
@@ -127,9 +130,11 @@ def explain_start(
     key = idempotency_key if idempotency_key is not None else DEFAULT_DELIVERY_ID
     start = DirectStart(manual_spawn_id(agent_name, key), origin or Origin(kind="manual"), texts)
     agent = agents.agent(agent_name)
+    # without a key, the spawn id is the default one: nothing to look up
     lookup = dispatched if idempotency_key is not None else None
+    existing = lookup(start.session_id) if lookup is not None else None
     # explain shows no creation time: the spec's is left empty
-    plan = plan_start(agent_name, agent, start, coverage, created_at="", dispatched=lookup)
+    plan = plan_start(agent_name, agent, start, coverage, created_at="", existing=existing)
     notes = [] if minting else [_NO_APP]
     return {
         "agent": agent_name,
@@ -244,7 +249,8 @@ def _plan(
     """The pipeline's own plan for one trigger that fires (triggers.spawn_plan), as JSON."""
     start = TriggerStart(delivery_id, trigger, envelope)
     # explain shows no creation time: the spec's is left empty
-    plan = plan_spawn(agent, start, coverage, created_at="", dispatched=dispatched)
+    existing = dispatched(spawn_id(agent, start)) if dispatched is not None else None
+    plan = plan_spawn(agent, start, coverage, created_at="", existing=existing)
     return _plan_json(agent, plan, minting)
 
 

@@ -24,6 +24,7 @@ from triggers.spawn_plan import (
     Suppressed,
     TriggerStart,
     plan_spawn,
+    spawn_id,
 )
 from triggers.spawn_rules import Refusal
 from workers import metrics
@@ -186,15 +187,17 @@ class SpawnPipeline:
     # one spawn -------------------------------------------------------------------
     def spawn_trigger(self, agent: CompiledAgent, trigger: Trigger, run: DeliveryRun) -> Outcome:
         """One trigger's spawn, ending in exactly one outcome. Raises Transient to be retried."""
+        start = TriggerStart(run.delivery_id, trigger, run.envelope)
+        # a spawn of a delivery claimed before may have been dispatched by that run; the
+        # dispatch itself is idempotent too, this only skips the work and keeps the outcome
+        existing = None if run.first_claim else self.spawns.dispatched(spawn_id(agent, start))
         plan = plan_spawn(
             agent,
-            TriggerStart(run.delivery_id, trigger, run.envelope),
+            start,
             self.connections.snapshot(run.connections_generation),
             created_at=now_iso(),
             broker_url=self.broker_url,
-            # a spawn of a delivery claimed before may have been dispatched by that run; the
-            # dispatch itself is idempotent too, this only skips the work and keeps the outcome
-            dispatched=None if run.first_claim else self.spawns.dispatched,
+            existing=existing,
         )
         return self._execute(agent, trigger, plan, staged=run.staged, received_at=run.received_at)
 
@@ -206,7 +209,7 @@ class SpawnPipeline:
             self.connections.snapshot(),
             created_at=now_iso(),
             broker_url=self.broker_url,
-            dispatched=self.spawns.dispatched,
+            existing=self.spawns.dispatched(start.session_id),
         )
         return self._execute(agent, None, plan, staged=None, received_at=None)
 

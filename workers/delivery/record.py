@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from triggers.intake import ParsedDelivery
+from triggers.intake import DeliveryIdentity, ParsedDelivery, identity_of
 from workers.timestamps import iso_z
 
 __all__ = ["FAILED", "PROCESSED", "QUEUED", "Delivery", "NewDelivery", "iso", "parse_record"]
@@ -21,39 +21,23 @@ def iso(ts: float | None) -> str | None:
     return iso_z(ts)
 
 
-@dataclass(frozen=True)
-class NewDelivery:
-    delivery_id: str
-    event: str
-    action: str | None
-    repository: str | None
-    installation_id: int | None
-    hook_id: str | None
+@dataclass(frozen=True, slots=True)
+class NewDelivery(DeliveryIdentity):
+    """A delivery to record: its identity, its body and when it was received."""
+
     body: bytes
     received_at: float = field(default_factory=time.time)
 
     @classmethod
     def of(cls, parsed: ParsedDelivery) -> NewDelivery:
-        """What intake records of a request it accepted."""
-        return cls(
-            delivery_id=parsed.delivery_id,
-            event=parsed.event,
-            action=parsed.action,
-            repository=parsed.repository,
-            installation_id=parsed.installation_id,
-            hook_id=parsed.hook_id,
-            body=parsed.json,
-        )
+        """What intake records of a request it accepted: its identity, its JSON as body."""
+        return cls(**identity_of(parsed), body=parsed.json)
 
 
-@dataclass(frozen=True)
-class Delivery:
-    delivery_id: str
-    event: str
-    action: str | None
-    repository: str | None
-    installation_id: int | None
-    hook_id: str | None
+@dataclass(frozen=True, slots=True)
+class Delivery(DeliveryIdentity):
+    """A delivery as its record reads back: its identity and where it is."""
+
     status: str
     received_at: float
     processed_at: float | None

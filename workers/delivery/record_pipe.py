@@ -23,9 +23,7 @@ still gets its own script's own answer, after Redis ran it.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
-import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -34,11 +32,7 @@ import hiredis
 import redis
 from redis.connection import SSLConnection, parse_url
 
-from workers.delivery.write_coalescing import CoalescingTransport
-
-log = logging.getLogger(__name__)
-
-__all__ = ["Answer", "RecordPipe", "RecordPipeError", "encode_command", "supports"]
+__all__ = ["RecordPipe", "RecordPipeError", "encode_command", "supports"]
 
 Arg = str | bytes | float | int
 
@@ -72,15 +66,13 @@ def encode_command(*parts: Arg) -> bytes:
     return packed
 
 
-#: what a call's answer is handed to: (the reply, None), or (None, the error)
-Answer = Callable[[Any, Exception | None], None]
-
-
 class _Call:
-    __slots__ = ("answer", "retry", "sent")
+    __slots__ = ("future", "retry", "sent")
 
-    def __init__(self, answer: Answer, retry: Callable[[], bytes] | None, sent: float) -> None:
-        self.answer = answer
+    def __init__(
+        self, future: asyncio.Future[Any], retry: Callable[[], bytes] | None, sent: float
+    ) -> None:
+        self.future = future
         self.retry = retry  # builds the same call as EVAL, sent on NOSCRIPT
         self.sent = sent
 
@@ -94,21 +86,16 @@ def _settle(future: asyncio.Future[Any], reply: Any, error: Exception | None) ->
         future.set_result(reply)
 
 
-def _hand(answer: Answer, reply: Any, error: Exception | None) -> None:
-    """Hand a call its answer; a handler that fails is logged, the connection reads on."""
-    try:
-        answer(reply, error)
-    except Exception:
-        log.exception("a delivery store answer's handler failed")
-
-
 class _Connection(asyncio.Protocol):
-    """One Redis connection: commands queued in a pass go out together; replies in order."""
+    """One Redis connection: commands handed over in a pass of the event loop go out in one
+    write at its end; replies are matched to them in order."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
         self.loop = loop
         self.timeout = timeout
-        self.transport: CoalescingTransport | None = None
+        self.transport: asyncio.Transport | None = None
+        #: commands handed over during this pass of the event loop, written at its end
+        self.unsent: list[bytes] = []
         self.waiting: deque[_Call] = deque()
         self.replies = hiredis.Reader(replyError=ReplyError, protocolError=_NotResp)
         self.closed = False
@@ -116,9 +103,8 @@ class _Connection(asyncio.Protocol):
 
     # asyncio.Protocol ----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # every command of one pass of the event loop goes out in one write
-        # (uvloop's transport is no asyncio.Transport subclass: hence the cast)
-        self.transport = CoalescingTransport(cast(asyncio.Transport, transport), self.loop)
+        # uvloop's transport is no asyncio.Transport subclass: hence the cast
+        self.transport = cast(asyncio.Transport, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.fail(RecordPipeError(f"the delivery store connection was lost: {exc or 'closed'}"))
@@ -139,23 +125,30 @@ class _Connection(asyncio.Protocol):
     def send(
         self, command: bytes, *, retry: Callable[[], bytes] | None = None
     ) -> asyncio.Future[Any]:
-        """Send `command`; the future of its reply."""
+        """Send `command` (at the end of this pass of the event loop, with every other command
+        handed over in it); the future of its reply."""
         future: asyncio.Future[Any] = self.loop.create_future()
-        self.send_to(command, functools.partial(_settle, future), retry=retry)
+        self._send(command, future, retry)
         return future
 
-    def send_to(
-        self, command: bytes, answer: Answer, *, retry: Callable[[], bytes] | None = None
+    def _send(
+        self, command: bytes, future: asyncio.Future[Any], retry: Callable[[], bytes] | None
     ) -> None:
-        """Send `command`; its reply (or the connection's failure) goes to `answer`, called
-        from the connection's own callbacks, without a future or a task."""
         if self.closed or self.transport is None:
-            _hand(answer, None, RecordPipeError("the delivery store connection is closed"))
+            _settle(future, None, RecordPipeError("the delivery store connection is closed"))
             return
-        self.transport.write(command)
-        self.waiting.append(_Call(answer, retry, self.loop.time()))
+        if not self.unsent:
+            self.loop.call_soon(self._flush)
+        self.unsent.append(command)
+        self.waiting.append(_Call(future, retry, self.loop.time()))
         if self.watchdog is None:
             self.watchdog = self.loop.call_later(self.timeout, self._check_late)
+
+    def _flush(self) -> None:
+        """Write every command handed over in the pass that just ended, in one write."""
+        unsent, self.unsent = self.unsent, []
+        if unsent and not self.closed and self.transport is not None:
+            self.transport.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))
 
     def _check_late(self) -> None:
         self.watchdog = None
@@ -171,13 +164,14 @@ class _Connection(asyncio.Protocol):
     def fail(self, error: Exception) -> None:
         """Fail every call in flight and close: nothing more is sent on this connection."""
         self.closed = True
+        self.unsent.clear()  # dropped with the connection
         if self.watchdog is not None:
             self.watchdog.cancel()
             self.watchdog = None
         while self.waiting:
-            _hand(self.waiting.popleft().answer, None, error)
+            _settle(self.waiting.popleft().future, None, error)
         if self.transport is not None:
-            self.transport.abort()  # what was not sent yet is dropped with it
+            self.transport.abort()
 
     # receiving -----------------------------------------------------------------------------
     def _answer(self, value: Any) -> None:
@@ -187,11 +181,11 @@ class _Connection(asyncio.Protocol):
         call = self.waiting.popleft()
         noscript = isinstance(value, ReplyError) and str(value).startswith("NOSCRIPT")
         if noscript and call.retry is not None:
-            self.send_to(call.retry(), call.answer)
+            self._send(call.retry(), call.future, None)
         elif isinstance(value, ReplyError):
-            _hand(call.answer, None, value)
+            _settle(call.future, None, value)
         else:
-            _hand(call.answer, value, None)
+            _settle(call.future, value, None)
 
 
 class RecordPipe:
@@ -217,17 +211,6 @@ class RecordPipe:
             connection = await self._connect()
         evalsha, as_eval = self._commands(keys, args)
         return await connection.send(evalsha, retry=as_eval)
-
-    def submit(self, keys: Sequence[str], args: Sequence[Arg], answer: Answer) -> bool:
-        """`call` without a coroutine: the script's answer goes to `answer` (see
-        `_Connection.send_to`). False, and nothing sent, when no connection is open (a `call`
-        then connects)."""
-        connection = self._connection
-        if connection is None or connection.closed:
-            return False
-        evalsha, as_eval = self._commands(keys, args)
-        connection.send_to(evalsha, answer, retry=as_eval)
-        return True
 
     def _commands(
         self, keys: Sequence[str], args: Sequence[Arg]

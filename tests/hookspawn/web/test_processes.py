@@ -16,7 +16,14 @@ from hookspawn.serve.redis_server import free_port
 from tests.conftest import wait_for
 from tests.hookspawn.cli.test_cli_behaviour import in_process, one_line
 from tests.procs import Proc, alive
-from tests.web_processes import ask, remote_ports, served_by, start_web, web_children
+from tests.web_processes import (
+    ask,
+    remote_ports,
+    served_by,
+    serving_pid,
+    start_web,
+    web_children,
+)
 
 ADMIN_TOKEN = "processes-admin-token-4f1c"
 BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -56,6 +63,72 @@ def test_both_processes_serve_connections_on_the_one_port(
         assert status == 200
     assert all(redis_port in remote_ports(pid) for pid in children)
     assert redis_port not in remote_ports(proc.pid)
+
+
+def holder(port: int, sock: socket.socket, pids: list[int]) -> int:
+    """The process of `pids` that accepted the connection `sock` (waiting for one to)."""
+    client = sock.getsockname()[1]
+    found: list[int] = []
+
+    def accepted() -> bool:
+        pid = serving_pid(port, client, pids)
+        if pid is not None:
+            found.append(pid)
+        return pid is not None
+
+    wait_for(accepted, 30, 0.02, what="a web process holding the connection")
+    return found[-1]
+
+
+def received(socks: list[socket.socket]) -> list[bytes]:
+    """What has arrived on each socket so far (read without waiting)."""
+    got = []
+    for sock in socks:
+        sock.setblocking(False)
+        try:
+            got.append(sock.recv(4096, socket.MSG_PEEK))
+        except BlockingIOError:
+            got.append(b"")
+    return got
+
+
+def test_each_process_holds_its_own_connection_cap(redis_url: str, tmp_path: Path) -> None:
+    """HOOKSPAWN_MAX_CONNECTIONS is per process: whichever process the kernel hands a
+    connection to admits it while it holds fewer, and answers 503 past them."""
+    cap, count = 3, 16
+    settings = {
+        "HOOKSPAWN_REDIS_URL": redis_url,
+        "HOOKSPAWN_DATA_DIR": str(tmp_path / "data"),
+        "HOOKSPAWN_MAX_CONNECTIONS": str(cap),
+        "HOOKSPAWN_HEADER_TIMEOUT": "120s",  # admitted idle connections stay open meanwhile
+    }
+    port = free_port()
+    proc = start_web(tmp_path / "web.log", port, settings, workers=2)
+    socks: list[socket.socket] = []
+    try:
+        children = web_children(proc)
+        held: dict[int, list[socket.socket]] = {pid: [] for pid in children}
+        for _ in range(count):  # one at a time: each held by its process before the next
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=30))
+            held[holder(port, socks[-1], children)].append(socks[-1])
+        for pid, conns in held.items():
+            refused = max(0, len(conns) - cap)
+            wait_for(
+                lambda conns=conns, refused=refused: (  # type: ignore[misc]
+                    sum(1 for got in received(conns) if got) >= refused
+                ),
+                60,
+                0.05,
+                what=f"process {pid}'s refusals",
+            )
+            statuses = sorted(got[:12] for got in received(conns) if got)
+            assert statuses == [b"HTTP/1.1 503"] * refused, (pid, len(conns), statuses)
+            # the ones it admitted were answered nothing: they wait for their headers
+            assert len(conns) - len(statuses) == min(len(conns), cap)
+    finally:
+        for sock in socks:
+            sock.close()
+        proc.stop()
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -189,47 +189,10 @@ def test_tls_urls_are_left_to_redis_py() -> None:
         RecordPipe("rediss://127.0.0.1:6380/0", RECORD)
 
 
-def test_submitted_calls_hand_their_answers_to_their_handlers_in_order(
-    redis_url: str,
-    redis_client: redis.Redis,
-    store: DeliveryStore,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """`submit`: no coroutine and no future; a handler that raises is logged and the others
-    still get their answers; nothing is sent while no connection is open."""
-    got: list[tuple[str, object, Exception | None]] = []
-
-    def handler(name: str) -> Callable[[object, Exception | None], None]:
-        def answer(reply: object, error: Exception | None) -> None:
-            got.append((name, reply, error))
-            if name == "s-1":
-                raise RuntimeError("a handler that fails")
-
-        return answer
-
-    async def main() -> None:
-        pipe = RecordPipe(redis_url, RECORD)
-        try:
-            assert not pipe.submit(*call_of(store, "s-early"), handler("s-early"))
-            await pipe.call(*call_of(store, "warm"))  # connected
-            for name in ("s-0", "s-1", "s-2", "s-0"):
-                assert pipe.submit(*call_of(store, name), handler(name))
-            await asyncio.sleep(0)
-            await pipe.call(*call_of(store, "after"))  # answered after the four above
-        finally:
-            pipe.close()
-
-    asyncio.run(main())
-    assert got == [("s-0", 1, None), ("s-1", 1, None), ("s-2", 1, None), ("s-0", 0, None)]
-    assert "a delivery store answer's handler failed" in caplog.text
-    assert not redis_client.exists(keys.delivery("s-early"))
-    assert redis_client.exists(keys.delivery("after"))
-
-
-def test_a_connection_lost_with_submitted_calls_hands_each_the_error(tmp_path: Path) -> None:
+def test_a_connection_lost_with_calls_in_flight_fails_each_of_them(tmp_path: Path) -> None:
     server = RedisServer(tmp_path / "redis").start()
     store = DeliveryStore(redis.Redis.from_url(server.url), retention=timedelta(days=1))
-    got: list[Exception | None] = []
+    got: list[object] = []
 
     async def main() -> None:
         pipe = RecordPipe(server.url, RECORD, timeout=0.5)
@@ -238,12 +201,8 @@ def test_a_connection_lost_with_submitted_calls_hands_each_the_error(tmp_path: P
             assert server.process is not None
             server.process.send_signal(signal.SIGSTOP)  # never answers what comes next
             try:
-                for name in ("l-0", "l-1"):
-                    pipe.submit(*call_of(store, name), lambda _, error: got.append(error))
-                for _ in range(100):
-                    if len(got) == 2:
-                        break
-                    await asyncio.sleep(0.05)
+                calls = [pipe.call(*call_of(store, name)) for name in ("l-0", "l-1")]
+                got.extend(await asyncio.gather(*calls, return_exceptions=True))
             finally:
                 server.process.send_signal(signal.SIGCONT)
         finally:

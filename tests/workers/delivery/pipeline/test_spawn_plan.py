@@ -13,7 +13,16 @@ from triggers.coverage import Coverage
 from triggers.envelope import build_envelope
 from triggers.json_codec import load_body
 from triggers.session.spec import Origin, Requester
-from triggers.spawn_plan import DirectStart, Planned, Refused, Suppressed, TriggerStart, plan_spawn
+from triggers.spawn_plan import (
+    AlreadyDispatched,
+    DirectStart,
+    Planned,
+    Refused,
+    Suppressed,
+    TriggerStart,
+    plan_spawn,
+    spawn_id,
+)
 from triggers.spawn_rules import Grant, trigger_spawn_id
 from workers.github.installation import Installation
 
@@ -182,3 +191,20 @@ def test_a_direct_start_plans_its_given_texts_and_requester(tree: Tree) -> None:
     assert spec.input is None and spec.depth == 2
     assert spec.requester == Requester(login="alice")
     assert [m.grant for m in plan.mints] == [Grant(7, 70)]
+
+
+def test_a_spawn_found_dispatched_is_planned_as_such_before_anything_else(
+    tree: Tree, envelope: dict[str, Any]
+) -> None:
+    """The caller looks the spawn id up and hands the answer in: nothing else is decided."""
+    agent = tree.agent(AGENT)
+    start = fired(agent, envelope)
+    session = spawn_id(agent, start)
+    assert session == trigger_spawn_id(start.delivery_id, agent.name, start.trigger.key)
+    plan = plan_spawn(agent, start, connected(), created_at=NOW, existing=session)
+    assert plan == AlreadyDispatched(session, session)
+    direct = DirectStart("s-9", Origin(kind="manual"), (None, None, None))
+    assert spawn_id(agent, direct) == "s-9"
+    again = plan_spawn(agent, direct, connected(), created_at=NOW, existing="s-9")
+    assert again == AlreadyDispatched("s-9", "s-9")
+    assert not isinstance(plan_spawn(agent, start, connected(), created_at=NOW), AlreadyDispatched)

@@ -2,12 +2,12 @@
 
 uvicorn writes a response's status line and headers when the app sends its start, and the
 body when it sends the body: two system calls for every small answer (a webhook's 202, a
-health check), each costing about as much as the rest of the answer; intake's Redis
-connection (record_pipe.py, beside this module) sends the record script of every request of a
-pass, one command each. Behind this wrapper,
-the writes made while one callback of the event loop runs are joined and written at the end
-of it; anything that ends or checks the stream (close, write_eof, abort, the buffer size)
-sends what is pending first, and a write that makes the pending bytes large goes out at once.
+health check), each costing about as much as the rest of the answer. Each connection of
+`hookspawn web` (hookspawn/web/limits.py) writes through this wrapper: the writes made while
+one callback of the event loop runs are joined and written at the end of it; anything that
+ends or checks the stream (close, write_eof, abort, the buffer size) sends what is pending
+first, and a write that makes the pending bytes large goes out at once. Once the stream is
+ended (a refused connection, lingering), what is written is dropped.
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ class CoalescingTransport:
         self._loop = loop
         self._pending: list[bytes] = []
         self._size = 0
+        #: the stream was ended (write_eof): what is written after is dropped
+        self._ended = False
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        if not data:
+        if not data or self._ended:
             return
         if not self._pending:
             self._loop.call_soon(self.flush)
@@ -37,14 +39,6 @@ class CoalescingTransport:
         self._size += len(data)
         if self._size >= FLUSH_AT:
             self.flush()
-
-    def write_whole(self, data: bytes) -> None:
-        """Write `data`, a whole message, at once: after what is pending, without waiting
-        for the end of the pass (nothing else of it is coming to join)."""
-        if self._pending:
-            self.flush()
-        if not self._transport.is_closing():
-            self._transport.write(data)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -62,6 +56,7 @@ class CoalescingTransport:
 
     def write_eof(self) -> None:
         self.flush()
+        self._ended = True
         self._transport.write_eof()
 
     def close(self) -> None:

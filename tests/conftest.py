@@ -43,11 +43,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     type_gate.stop(config)
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """`slow` and `serial` by where the test is (tests/suite_marks.py), before `-m` selects;
-    `needs(TOOL)` likewise (tests/tool_marks.py)."""
-    suite_marks.mark(item)
-    tool_marks.mark(item)
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`stack`, `slow` and `serial` by the fixtures a test uses and the folder it is in
+    (tests/suite_marks.py), before `-m` selects; `needs(TOOL)` likewise (tests/tool_marks.py)."""
+    for item in items:
+        suite_marks.mark(item)
+        tool_marks.mark(item)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -75,6 +77,7 @@ hypothesis_settings.load_profile("hookspawn")
 
 
 @pytest.fixture(scope="session")
+@suite_marks.marks_tests("stack")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     try:

@@ -22,6 +22,7 @@ from kombu.asynchronous import set_event_loop
 from hookspawn.redis_server import RedisServer, redis_server_binary, redis_server_version
 from tests import suite_marks, tool_marks, type_gate
 from tests.dispatch_target import DispatchTarget, dispatch_target
+from triggers.session_spec import Origin, SessionEnvironment, SessionSpec
 from triggers.signature import sign
 from workers.runtime import Runtime
 from workers.settings import Settings
@@ -148,6 +149,29 @@ def settings(redis_url: str, tmp_path: Path) -> Settings:
     return make_settings(
         redis_url=redis_url, data_dir=tmp_path / "data", agents_dir=tmp_path / ".auto"
     )
+
+
+def session_spec(
+    session_id: str = "s-1",
+    *,
+    agent: str = "triage",
+    origin: str = "trigger",
+    delivery_id: str = "d-1",
+    **fields: Any,
+) -> SessionSpec:
+    """A session spec with what every spec has: an id, an agent, a harness, an environment,
+    its origin (`trigger`, of `delivery_id`; or `manual`) and when it was made; `fields`, by
+    their Python names, add to it or replace (input, mounts, tools, broker, ...)."""
+    values: dict[str, Any] = {
+        "id": session_id,
+        "agent": agent,
+        "harness": "claude-code",
+        "environment": SessionEnvironment(name="default", resource={}),
+        "origin": Origin(kind=origin, delivery_id=delivery_id if origin == "trigger" else None),
+        "created_at": "2026-11-29T00:00:00Z",
+    }
+    values.update(fields)
+    return SessionSpec(**values)
 
 
 def command_calls(client: redis.Redis, command: str) -> int:

@@ -11,12 +11,12 @@ import pytest
 import redis
 
 from tests.agents.conftest import Tree
+from tests.conftest import session_spec
 from triggers.envelope import build_envelope, envelope_view, session_input
 from triggers.json_codec import load_body
 from triggers.session_spec import (
     Origin,
     Requester,
-    SessionEnvironment,
     SessionSpec,
     session_json_schema,
 )
@@ -28,15 +28,8 @@ from workers.sessions import SessionStore
 
 
 def _spec(input_: dict[str, Any] | None, *, kind: str = "trigger", sid: str = "s-1") -> SessionSpec:
-    return SessionSpec(
-        id=sid,
-        agent="pr-review",
-        harness="claude",
-        environment=SessionEnvironment(name="default", resource={"image": "x"}),
-        display_title="Review #2",
-        input=input_,
-        origin=Origin(kind=kind, delivery_id="d-1" if kind == "trigger" else None),
-        created_at="2026-11-29T00:00:00Z",
+    return session_spec(
+        sid, agent="pr-review", origin=kind, display_title="Review #2", input=input_
     )
 
 

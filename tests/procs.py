@@ -13,12 +13,21 @@ from pathlib import Path
 
 import httpx
 
+from hookspawn.serve.redis_server import free_port
 from tests.conftest import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
 #: `hookspawn …` as this interpreter runs it, from the checkout
 HOOKSPAWN = (sys.executable, "-m", "hookspawn.cli")
+
+#: the installed console script, as a user runs it (not `python -m`, which would put the
+#: current directory first on sys.path)
+HOOKSPAWN_SCRIPT = Path(sys.executable).parent / "hookspawn"
+
+#: how long `hookspawn serve` may take to answer /readyz: a bound, not a timing (it starts four
+#: interpreters: web, worker, runner, redis-server; many seconds on a loaded two-core machine)
+SERVE_READY_TIMEOUT = 90.0
 
 
 @dataclass
@@ -161,3 +170,65 @@ def wait_answering(proc: Proc, url: str, timeout: float) -> None:
             return False
 
     wait_for(up, timeout, 0.1, what=f"{proc.name} answering {url}/healthz")
+
+
+@dataclass
+class Served:
+    """A `hookspawn serve` started from `cwd`, listening at `url`."""
+
+    proc: Proc
+    url: str
+    cwd: Path
+
+    @property
+    def log(self) -> Path:
+        return self.proc.log
+
+
+def start_serve(
+    cwd: Path,
+    env: Mapping[str, str],
+    *args: str,
+    argv: Sequence[str] = (str(HOOKSPAWN_SCRIPT), "serve"),
+    log: Path | None = None,
+) -> Served:
+    """`argv` (`hookspawn serve`, or a README line of it) on a free port and a free broker port,
+    with `args` after, from `cwd`, logging to `log` (cwd/serve.log); not waited for."""
+    port = free_port()
+    command = [*argv, "--port", str(port), "--broker-port", str(free_port()), *args]
+    proc = launch("serve", command, env=env, log=log or cwd / "serve.log", cwd=cwd)
+    return Served(proc, f"http://127.0.0.1:{port}", cwd)
+
+
+def wait_serving(served: Served, timeout: float = SERVE_READY_TIMEOUT) -> None:
+    """Until serve answers /readyz 200 (its Redis, web and worker up); fails at once when it
+    exits, with its log."""
+
+    def ready() -> bool:
+        if not served.proc.alive():
+            raise AssertionError(
+                f"serve exited with {served.proc.popen.returncode}:\n{served.proc.log_text()}"
+            )
+        try:
+            return httpx.get(f"{served.url}/readyz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for(ready, timeout, 0.1, what=f"serve answering {served.url}/readyz")
+
+
+@contextlib.contextmanager
+def serving(
+    cwd: Path,
+    env: Mapping[str, str],
+    *args: str,
+    argv: Sequence[str] = (str(HOOKSPAWN_SCRIPT), "serve"),
+    log: Path | None = None,
+) -> Iterator[Served]:
+    """`hookspawn serve` (start_serve), ready; stopped with everything it started after."""
+    served = start_serve(cwd, env, *args, argv=argv, log=log)
+    try:
+        wait_serving(served)
+        yield served
+    finally:
+        served.proc.stop(60)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import fnmatch
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,6 +22,7 @@ import yaml
 from hookspawn.cli.parser import build_parser
 from tests.conftest import wait_for
 from tests.procs import environment, launch
+from tests.test_fresh_machine import Call, Machine
 from workers.celery_app import PROCESS_DELIVERY, make_celery
 from workers.settings import Settings, split_csv
 
@@ -82,18 +85,120 @@ def dockerfile_steps() -> list[str]:
     ]
 
 
-def test_dependencies_are_installed_from_the_lock_before_the_source_is_copied() -> None:
-    steps = dockerfile_steps()
-    first_source = min(
-        i for i, s in enumerate(steps) if s.startswith("COPY ") and "workers" in s.split()
+# --- the Dockerfile, its steps run: COPY into a scratch root, RUN with stand-ins -------------
+
+#: programs a RUN step may call that would touch this machine: recorded, with what the
+#: working directory held when called; nothing else done (apt-get and npm come from Machine)
+INERT = ("pip", "useradd", "mkdir", "chown", "rm")
+
+INERT_STUB = """#!/bin/sh
+{{ printf '%s' {name}; for a in "$@"; do printf '\\t%s' "$a"; done
+  printf '\\t@cwd=%s\\t@venv=%s\\t@require=%s\\n' "$PWD" "$(ls -A | tr '\\n' ' ')" ""; }} \\
+  >> "$SETUP_RECORD"
+"""
+
+
+def run_dockerfile(tmp_path: Path) -> tuple[Machine, dict[str, Path]]:
+    """Every stage of the Dockerfile, each in a directory of its own: COPY copies from the
+    build context (failing on a source .dockerignore leaves out), RUN runs in the stage's
+    working directory with stand-ins for the package managers; what they were asked is the
+    machine's record (for pip and the other stand-ins, with what the directory held)."""
+    machine = Machine(tmp_path)
+    for name in INERT:
+        path = machine.stubs / name
+        path.write_text(INERT_STUB.format(name=name))
+        path.chmod(0o755)
+    ignored = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    stages: dict[str, Path] = {}
+    root = workdir = tmp_path
+    for step in dockerfile_steps():
+        instruction, _, rest = step.partition(" ")
+        if instruction == "FROM":
+            base, _, name = rest.partition(" AS ")
+            root = tmp_path / f"stage-{name}"
+            if base in stages:
+                shutil.copytree(stages[base], root, symlinks=True)
+            else:
+                root.mkdir()
+            stages[name] = root
+            workdir = root
+        elif instruction == "WORKDIR":
+            workdir = root / rest.lstrip("/")
+            workdir.mkdir(parents=True, exist_ok=True)
+        elif instruction == "COPY":
+            *sources, dest = rest.split()
+            for source in sources:
+                assert not any(fnmatch.fnmatch(source, p) for p in ignored), (source, ignored)
+                target = (
+                    workdir / dest / Path(source).name if dest.endswith("/") else workdir / dest
+                )
+                if (ROOT / source).is_dir():
+                    shutil.copytree(ROOT / source, target, dirs_exist_ok=True, symlinks=True)
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(ROOT / source, target)
+        elif instruction == "RUN":
+            done = subprocess.run(
+                ["sh", "-ec", rest], cwd=workdir, env=machine.env(),
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 0, (step, done.stdout, done.stderr)
+    return machine, stages
+
+
+def held(call: Call) -> set[str]:
+    """What the working directory held when an inert stand-in was called."""
+    return set(call.info["venv"].split())
+
+
+@pytest.mark.slow
+def test_the_image_installs_the_lock_before_the_source_and_the_runner_what_doctor_needs(
+    tmp_path: Path,
+) -> None:
+    machine, stages = run_dockerfile(tmp_path)
+    assert set(stages) == {"app", "runner"}
+    calls = machine.calls()
+    pips = [c for c in calls if c.program == "pip"]
+    assert len(pips) == 2  # both in app, which the runner builds on
+    lock, package = pips[0], pips[1]
+    # the dependencies exactly as the lock pins them, before any source is there
+    assert lock.args[-2:] == ["-r", "requirements.lock"] and "install" in lock.args
+    assert held(lock) == {"requirements.lock"}, held(lock)
+    # then the package itself, with every package it is made of, leaving the dependencies be
+    assert package.args[-1] == "." and "--no-deps" in package.args
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    found = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert {name.rstrip("*") for name in found} | {"pyproject.toml"} <= held(package)
+    assert "tests" not in held(package)
+
+    # the runner's programs: after its apt-get and npm, doctor finds all the runner needs, the
+    # harnesses at the versions scripts/setup installs for the tests
+    assert any(c.program == "apt-get" and "install" in c.args for c in calls)
+    env = machine.env(PATH=os.pathsep.join([str(machine.system), machine.path]))
+    doctor = subprocess.run(
+        [sys.executable, "-m", "hookspawn.cli", "doctor"],
+        env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    image_npm = sorted(
+        a for c in calls if c.program == "npm" and "install" in c.args for a in c.args if "@" in a
     )
-    dependencies = steps.index("RUN pip install --no-cache-dir -r requirements.lock")
-    assert "COPY requirements.lock ./" in steps[:dependencies]
-    assert dependencies < first_source
-    assert not any(s.startswith("COPY . ") for s in steps)
-    package = next(i for i, s in enumerate(steps) if "pip install --no-cache-dir --no-deps ." in s)
-    assert package > first_source
-    assert "requirements.lock" not in (ROOT / ".dockerignore").read_text().split("\n", 2)[2]
+    (tmp_path / "setup").mkdir()
+    setup = Machine(tmp_path / "setup")
+    setup_env = setup.venv(tmp_path / "setup" / "venv")
+    ran = subprocess.run(
+        [str(ROOT / "scripts" / "setup")], cwd=ROOT, env=setup_env,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    setup_npm = sorted(
+        a for c in setup.calls("npm") if "install" in c.args for a in c.args if "@" in a
+    )
+    assert image_npm == setup_npm and len(image_npm) == 3, (image_npm, setup_npm)
 
 
 def lock_pins() -> dict[str, str]:
@@ -117,23 +222,6 @@ def test_the_lock_pins_every_runtime_dependency_and_not_hookspawn() -> None:
         exact = re.search(r"==([\w.]+)$", requirement)
         if exact:  # an exact pin in pyproject is the lock's version too
             assert pins[re.sub(r"[-_.]+", "-", name).lower()] == exact.group(1)
-
-
-def test_the_runner_image_has_git_the_sandbox_and_the_harnesses() -> None:
-    steps = dockerfile_steps()
-    start = steps.index("FROM app AS runner")
-    runner = " ".join(steps[start:])
-    install = re.search(r"apt-get install [^&]*", runner)
-    assert install is not None
-    assert {"git", "bubblewrap", "socat", "ripgrep"} <= set(install.group(0).split())
-    setup = (ROOT / "scripts/setup").read_text()
-    pins = [
-        re.search(rf'^{variable}="([^"]+)"$', setup, re.M)
-        for variable in ("SRT_PACKAGE", "CLAUDE_PACKAGE", "CODEX_PACKAGE")
-    ]
-    assert all(pins), pins
-    # the versions the tests run: srt, and the two harnesses beside it
-    assert f"npm install -g {' '.join(pin.group(1) for pin in pins if pin)}" in runner
 
 
 def test_the_runner_service_runs_sessions_from_the_runner_image(compose: dict[str, Any]) -> None:
@@ -336,3 +424,56 @@ def test_worker_healthcheck_pings_its_own_node_and_events_are_sent(
         events.close()
         client.close()
         proc.stop(60)
+
+
+def docker_compose() -> list[str] | None:
+    """`docker compose` where this machine has it (the CLI and its compose plugin), else None."""
+    docker = shutil.which("docker")
+    if docker is None:
+        return None
+    try:
+        found = subprocess.run(
+            [docker, "compose", "version"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [docker, "compose"] if found.returncode == 0 else None
+
+
+@pytest.mark.slow
+def test_docker_compose_renders_the_file_and_refuses_it_without_a_required_variable(
+    compose: dict[str, Any], tmp_path: Path
+) -> None:
+    command = docker_compose()
+    if command is None:
+        pytest.skip(
+            "`docker compose` is not on this machine (no docker, or no compose plugin): "
+            "compose.yaml is read by the other tests of this module only"
+        )
+    key = tmp_path / "app.pem"
+    key.write_text("key\n")
+    required = {
+        re.match(r"\$\{([A-Z_]+):\?", item).group(1)  # type: ignore[union-attr]
+        for item in compose["x-required"]
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
+    env.update({name: "s3cret" for name in required})
+    env["HOOKSPAWN_PUBLIC_URL"] = "https://hooks.example.com"
+    env["HOOKSPAWN_GITHUB_PRIVATE_KEY_FILE"] = str(key)
+    argv = [*command, "-f", str(ROOT / "compose.yaml"), "--profile", "runner", "config"]
+    rendered = subprocess.run(
+        [*argv, "--format", "json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    services = json.loads(rendered.stdout)["services"]
+    assert {"redis", "web", "worker", "runner"} <= set(services)
+    assert services["web"]["image"] == services["worker"]["image"] == "hookspawn:local"
+    for name in sorted(required):
+        refused = subprocess.run(
+            argv,
+            env={k: v for k, v in env.items() if k != name},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert refused.returncode != 0 and name in refused.stderr, (name, refused.stderr)

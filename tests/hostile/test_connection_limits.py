@@ -36,6 +36,8 @@ from tests.hostile.conftest import ADMIN_TOKEN, signed_delivery, web_process
 from tests.procs import Proc, status_kb
 from workers.settings import Settings
 
+pytestmark = pytest.mark.slow
+
 #: short deadlines keep each attack to seconds; the limits themselves are the defaults
 HEADER_TIMEOUT = 3
 BODY_TIMEOUT = 5

@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlencode
 
 import httpx
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,8 @@ from tests.live_server import live_client
 from triggers.intake import DELIVERY_ID, EVENT_NAME
 from triggers.signature import sign
 from workers.runtime import build_runtime
+
+pytestmark = pytest.mark.slow
 
 EXAMPLES = 600
 QUEUE = "hookspawn"

@@ -38,6 +38,7 @@ from hookspawn.serve.redis_server import RedisServer
 from hookspawn.web.api import create_app
 from tests.conftest import make_settings
 from tests.live_server import live_server
+from tests.suite_marks import marks_tests
 from tests.workers.delivery.pipeline.conftest import write_agents
 from workers.runtime import build_runtime
 
@@ -169,6 +170,7 @@ def exercise(url: str, findings: Findings) -> None:
 
 
 @pytest.fixture(scope="module")
+@marks_tests("slow", timeout=360)
 def findings(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Findings:
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()

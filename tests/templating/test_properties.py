@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +34,7 @@ PIECES = st.sampled_from(
 SOURCE = st.one_of(st.text(max_size=60), st.lists(PIECES, max_size=25).map("".join))
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(source=SOURCE, dialect=st.sampled_from(Dialect), context=CONTEXT)
 def test_compile_and_render_raise_only_template_errors(

@@ -134,6 +134,7 @@ _EXTRAS = (
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
+@pytest.mark.slow
 @given(ref=st.one_of(_REFLIKE, _PLAUSIBLE, st.text(min_size=1, max_size=20)))
 def test_every_accepted_ref_is_accepted_by_git(ref: str, tmp_path: Path) -> None:
     if "\0" in ref:  # cannot be an argv entry; refused by the table above

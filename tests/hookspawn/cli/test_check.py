@@ -164,6 +164,7 @@ def test_plurals(tmp_path: Path, count: int, summary: str) -> None:
     assert check(".auto", cwd=tmp_path).stdout.splitlines()[-1] == "2 errors"
 
 
+@pytest.mark.slow
 def test_the_examples_pass_strict(tmp_path: Path) -> None:
     done = check(str(EXAMPLES), "--strict", cwd=tmp_path)
     assert done.returncode == 0, done.stdout

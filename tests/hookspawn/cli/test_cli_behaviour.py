@@ -189,6 +189,7 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path, args: list[str])
     assert done.returncode != 0
 
 
+@pytest.mark.slow
 def test_piped_into_head_ends_quietly(tmp_path: Path) -> None:
     # a long listing into `head -n 1`, as a user types it
     done = subprocess.run(

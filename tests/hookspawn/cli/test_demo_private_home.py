@@ -14,10 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hookspawn.serve.redis_server import free_port
 from tests.conftest import wait_for
 from tests.hookspawn.cli.test_quickstart import command, quick_start
-from tests.procs import environment, launch
+from tests.procs import environment, start_serve, wait_serving
 
 pytestmark = [
     pytest.mark.slow,
@@ -29,26 +28,11 @@ def test_the_demo_succeeds_as_root_from_inside_a_private_directory() -> None:
     commands, _ = quick_start()
     home = Path(tempfile.mkdtemp(prefix="hookspawn-private-home-"))
     assert home.stat().st_mode & 0o777 == 0o700
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = home / "serve.log"
-    proc = launch(
-        "serve",
-        command(commands[1], "--port", str(port), "--broker-port", str(free_port())),
-        env=environment({}),
-        log=log,
-        cwd=home,
-    )
+    served = start_serve(home, environment({}), argv=command(commands[1]))
+    url, log, proc = served.url, served.log, served.proc
     workspaces: Path | None = None
     try:
-
-        def ready() -> bool:
-            try:
-                return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(ready, timeout=60)
+        wait_serving(served)
         wait_for(lambda: "demo: then open" in log.read_text(), timeout=30)
         env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
         sent = subprocess.run(

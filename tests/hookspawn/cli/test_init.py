@@ -15,6 +15,8 @@ from hookspawn.serve.samples import path_of
 from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,15 +12,13 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from hookspawn.serve.redis_server import free_port
 from tests.conftest import wait_for
-from tests.procs import Proc, environment, launch
+from tests.procs import Served, environment, serving
 from tests.workers.session.runner.conftest import git
 
 pytestmark = pytest.mark.slow
@@ -61,14 +59,6 @@ def command(line: str, *extra: str) -> list[str]:
     return [str(BIN / "hookspawn"), *argv[1:], *extra]
 
 
-@dataclass
-class Served:
-    proc: Proc
-    cwd: Path
-    log: Path
-    url: str
-
-
 @pytest.fixture
 def served() -> Iterator[Served]:
     """Step 2 in a fresh directory (no .auto, no data dir): `hookspawn serve --demo`. The
@@ -77,29 +67,16 @@ def served() -> Iterator[Served]:
     commands, _ = quick_start()
     cwd = Path(tempfile.mkdtemp(prefix="hookspawn-quickstart-"))
     cwd.chmod(0o755)
-    port = free_port()
-    log = cwd / "serve.log"
-    argv = command(commands[1], "--port", str(port), "--broker-port", str(free_port()))
-    proc = launch("serve", argv, env=environment({}), log=log, cwd=cwd)
-    url = f"http://127.0.0.1:{port}"
     try:
-        yield Served(proc, cwd, log, url)
+        with serving(cwd, environment({}), argv=command(commands[1])) as served:
+            yield served
     finally:
-        proc.stop(60)
         shutil.rmtree(cwd, ignore_errors=True)
 
 
 def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served) -> None:
     commands, _ = quick_start()
     assert commands[0] == "pip install -e '.[dev]'"  # done: the tests run in that install
-
-    def ready() -> bool:
-        try:
-            return httpx.get(f"{served.url}/readyz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_for(ready, timeout=60)
     wait_for(lambda: "demo: then open" in served.log.read_text(), timeout=30)
     banner = served.log.read_text()
     assert f"serving on {served.url}" in banner

@@ -16,6 +16,7 @@ from hookspawn.serve.redis_server import free_port
 from tests.conftest import wait_for
 from tests.hookspawn.cli.test_cli_behaviour import in_process, one_line
 from tests.procs import Proc, alive
+from tests.suite_marks import marks_tests
 from tests.web_processes import (
     ask,
     remote_ports,
@@ -30,6 +31,7 @@ BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 @pytest.fixture
+@marks_tests("slow")
 def web(redis_url: str, tmp_path: Path) -> Iterator[tuple[Proc, int]]:
     port = free_port()
     settings = {

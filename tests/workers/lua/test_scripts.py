@@ -8,10 +8,9 @@ from typing import Any, cast
 import pytest
 import redis
 
-from agents.environment_spec import EnvironmentResource
-from tests.conftest import wait_for
+from tests.conftest import session_spec, wait_for
 from triggers.envelope import build_envelope, session_input
-from triggers.session.spec import Origin, SessionEnvironment, SessionSpec
+from triggers.session.spec import SessionSpec
 from workers import keys
 from workers.delivery import scripts
 from workers.delivery.scripts import Arg, finish_call
@@ -20,18 +19,6 @@ from workers.session.records import CREATE
 NOW = 1_800_000_000.0
 TTL = 3600
 BODY = zlib.compress(b'{"action":"opened"}')
-
-
-#: an environment with only what every one has
-RUNTIME = EnvironmentResource.model_validate(
-    {
-        "name": "runtime",
-        "spec": {
-            "image": {"kind": "preset", "name": "node24"},
-            "baseImage": "node:24-bookworm-slim",
-        },
-    }
-)
 
 
 def run(client: redis.Redis, script: str, keys_: list[str], args: list[Arg]) -> Any:
@@ -59,15 +46,7 @@ def record(
 
 def trigger_spec(sid: str, delivery_id: str = "d-1") -> SessionSpec:
     envelope = build_envelope("issues", delivery_id, {"action": "opened"})
-    return SessionSpec(
-        id=sid,
-        agent="triage",
-        harness="claude",
-        environment=SessionEnvironment(name="runtime", resource=RUNTIME),
-        input=session_input(delivery_id, envelope),
-        origin=Origin(kind="trigger", delivery_id=delivery_id),
-        created_at="2026-11-29T00:00:00Z",
-    )
+    return session_spec(sid, delivery_id=delivery_id, input=session_input(delivery_id, envelope))
 
 
 def finish(

@@ -297,6 +297,7 @@ def test_a_thousand_agents_are_checked_with_a_cache(thousand: Path) -> None:
     assert len(schemas._verdicts) < 60
 
 
+@pytest.mark.slow
 def test_models_are_imported_per_event_in_use() -> None:
     code = (
         "import sys\n"

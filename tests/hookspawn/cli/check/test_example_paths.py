@@ -21,6 +21,8 @@ from hookspawn.cli.check.event_schemas import EventSchemas
 from tests.agents.conftest import BASE, Tree
 from triggers.envelope import camel
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[4]
 TOKEN_SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|0|[1-9][0-9]*")
 

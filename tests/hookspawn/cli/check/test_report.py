@@ -111,6 +111,7 @@ def test_examples_compile_cleanly() -> None:
 CLI = Path(sys.executable).parent / "hookspawn"
 
 
+@pytest.mark.slow
 def test_cli_check_runs_on_the_examples(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
     env["HOOKSPAWN_DATA_DIR"] = str(tmp_path)

@@ -17,6 +17,7 @@ import pytest
 
 from tests import tool_marks
 from tests.github_standin import GitHubStandin
+from tests.suite_marks import marks_tests
 from tests.workers.delivery.pipeline.conftest import Hookspawn, connect, example, start_hookspawn
 
 ARTIFACTS = Path(__file__).resolve().parents[4] / "test-artifacts" / "ui"
@@ -82,6 +83,7 @@ class Chromium:
 
 
 @pytest.fixture
+@marks_tests("slow", needs=("chromium",))
 def chromium(tmp_path: Path) -> Chromium:
     return Chromium(chromium_path(), tmp_path / "chromium-profile")
 

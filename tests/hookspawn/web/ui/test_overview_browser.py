@@ -15,6 +15,8 @@ from tests.github_standin import GitHubStandin
 from tests.hookspawn.web.ui.test_browser import ARTIFACTS, Chromium, chromium_path, text_of
 from tests.workers.delivery.pipeline.conftest import Hookspawn, connect, example, start_hookspawn
 
+pytestmark = pytest.mark.slow
+
 VIOLATION = re.compile(r"Content Security Policy|Refused to", re.I)
 
 

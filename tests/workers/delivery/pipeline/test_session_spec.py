@@ -12,12 +12,12 @@ import redis
 
 from agents.environment_spec import EnvironmentResource
 from tests.agents.conftest import Tree
+from tests.conftest import session_spec
 from triggers.envelope import build_envelope, envelope_view, session_input
 from triggers.json_codec import load_body
 from triggers.session.spec import (
     Origin,
     Requester,
-    SessionEnvironment,
     SessionSpec,
     session_json_schema,
 )
@@ -41,15 +41,8 @@ RUNTIME = EnvironmentResource.model_validate(
 
 
 def _spec(input_: dict[str, Any] | None, *, kind: str = "trigger", sid: str = "s-1") -> SessionSpec:
-    return SessionSpec(
-        id=sid,
-        agent="pr-review",
-        harness="claude",
-        environment=SessionEnvironment(name="runtime", resource=RUNTIME),
-        display_title="Review #2",
-        input=input_,
-        origin=Origin(kind=kind, delivery_id="d-1" if kind == "trigger" else None),
-        created_at="2026-11-29T00:00:00Z",
+    return session_spec(
+        sid, agent="pr-review", origin=kind, display_title="Review #2", input=input_
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from agents.github_tools import TOOLS, UNMOUNTED, tool_token_permissions
 from agents.model import Capabilities
+from tests.conftest import session_spec
 from triggers.session.access import (
     AccessDenied,
     AccessNotFound,
@@ -27,26 +28,12 @@ from triggers.session.url_rewrite import parse_rewrites
 
 
 def _spec(*mounts: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> SessionSpec:
-    return SessionSpec.model_validate(
-        {
-            "id": "hs-rules",
-            "agent": "rules",
-            "harness": "claude-code",
-            "environment": {
-                "name": "runtime",
-                "resource": {
-                    "name": "runtime",
-                    "spec": {
-                        "image": {"kind": "preset", "name": "node24"},
-                        "baseImage": "node:24-bookworm-slim",
-                    },
-                },
-            },
-            "origin": {"kind": "manual"},
-            "createdAt": "2026-01-01T00:00:00Z",
-            "mounts": [{"ref": None, "depth": 1, **mount} for mount in mounts],
-            "tools": tools or [],
-        }
+    return session_spec(
+        "hs-rules",
+        agent="rules",
+        origin="manual",
+        mounts=[{"ref": None, "depth": 1, **mount} for mount in mounts],
+        tools=tools or [],
     )
 
 

@@ -188,6 +188,7 @@ for method, url in zip(sys.argv[1::2], sys.argv[2::2]):
 @pytest.mark.parametrize(
     "allowed", [[], ["127.0.0.1", "localhost"]], ids=["no-allowed-domains", "loopback-allowed"]
 )
+@pytest.mark.slow
 def test_from_inside_srt_the_broker_host_reaches_no_admin_route(
     broker_env: BrokerEnv, tmp_path: Path, allowed: list[str]
 ) -> None:

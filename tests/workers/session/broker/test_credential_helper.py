@@ -6,7 +6,11 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.workers.session.broker.conftest import HELPERS, BrokerEnv
+
+pytestmark = pytest.mark.slow
 
 HELPER = str(HELPERS / "git-credential-hookspawn")
 ASKED = "protocol=https\nhost=github.com\npath=acme/widgets.git\n\n"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from tests.workers.session.broker.conftest import BrokerEnv, Session
 from workers import keys
 from workers.session.audit import FAILURE_LIMIT, SessionAudit
+
+pytestmark = pytest.mark.slow
 
 
 def test_600_bad_credentials_leave_the_audit_intact_and_later_ones_get_429(

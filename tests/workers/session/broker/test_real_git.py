@@ -6,10 +6,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.workers.session.broker.conftest import BrokerEnv, Session
 from workers.session.audit import SessionAudit
 from workers.session.broker import Broker
 from workers.session.credentials import SessionCredentials
+
+pytestmark = pytest.mark.slow
 
 
 def _commit(env: BrokerEnv, session: Session, checkout: Path, name: str, text: str) -> None:

@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 import redis
 
-from agents.environment_spec import EnvironmentResource
+from tests.conftest import session_spec
 from tests.dispatch_target import DispatchTarget
 from tests.secret_scan import leaks, redis_haystacks
-from triggers.session.spec import BrokerAccess, Origin, SessionEnvironment, SessionSpec
+from triggers.session.spec import BrokerAccess, SessionSpec
 from workers import keys
 from workers.delivery.credential_handover import CredentialHandover
 from workers.delivery.dispatch import HttpDispatcher
@@ -19,27 +19,13 @@ from workers.errors import DispatchUnavailable, SessionEnded
 from workers.session.credentials import SessionCredentials
 from workers.session.records import SessionStore
 
-#: an environment with only what every one has
-RUNTIME = EnvironmentResource.model_validate(
-    {
-        "name": "runtime",
-        "spec": {
-            "image": {"kind": "preset", "name": "node24"},
-            "baseImage": "node:24-bookworm-slim",
-        },
-    }
-)
 
-
-def session_spec(session_id: str = "hs-cred") -> SessionSpec:
+def brokered_spec(session_id: str = "hs-cred") -> SessionSpec:
     """A session spec with only what every spec has, and a broker url."""
-    return SessionSpec(
-        id=session_id,
+    return session_spec(
+        session_id,
         agent="writer",
-        harness="claude-code",
-        environment=SessionEnvironment(name="runtime", resource=RUNTIME),
-        origin=Origin(kind="manual"),
-        created_at="2026-01-01T00:00:00Z",
+        origin="manual",
         broker=BrokerAccess(url=f"http://hookspawn.test/sessions/{session_id}"),
     )
 
@@ -74,7 +60,7 @@ def test_a_second_dispatch_never_invalidates_the_credential_the_target_kept(
     sessions = SessionStore(redis_client)
     http = HttpDispatcher(target.url, sessions=sessions, tries=1)
     dispatcher = CredentialHandover(http, credentials)
-    spec = session_spec()
+    spec = brokered_spec()
     assert dispatcher.dispatch(spec) is True
     kept = target.sessions[spec.id]["broker"]["credential"]
     assert credentials.verify(spec.id, kept)
@@ -103,7 +89,7 @@ def test_a_failed_try_keeps_its_credential_until_a_later_one_is_taken(
     http = HttpDispatcher(target.url, sessions=SessionStore(redis_client), tries=1)
     dispatcher = CredentialHandover(http, credentials)
     target.script = [503]
-    spec = session_spec("hs-retry")
+    spec = brokered_spec("hs-retry")
     with pytest.raises(DispatchUnavailable):
         dispatcher.dispatch(spec)
     failed = target.received[-1].body["broker"]["credential"]
@@ -123,7 +109,7 @@ def test_a_spec_with_input_carries_its_credential_and_is_stored_without(
     sessions = SessionStore(redis_client)
     http = HttpDispatcher(target.url, sessions=sessions, tries=1)
     dispatcher = CredentialHandover(http, credentials)
-    spec = session_spec("hs-input").model_copy(update={"input": {"payload": {"n": 1}}})
+    spec = brokered_spec("hs-input").model_copy(update={"input": {"payload": {"n": 1}}})
     assert dispatcher.dispatch(spec) is True
     http.close()
     body = target.sessions[spec.id]

@@ -9,6 +9,7 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote
 
+import pytest
 from mcp.client.session import ClientSession
 
 from agents.github_tool_arguments import PATH_ARGUMENTS
@@ -184,6 +185,7 @@ def _must_refuse(tool: str, name: str, trick: Any) -> bool:
     )
 
 
+@pytest.mark.slow
 def test_no_tool_argument_leaves_its_endpoint(broker_env: BrokerEnv) -> None:
     github = broker_env.github
     github.repos.add("acme/widgets", {"README.md": "widgets\n"})

@@ -28,6 +28,7 @@ from tests.dispatch_target import DispatchTarget, dispatch_target
 from tests.github_standin import GitHubStandin
 from tests.procs import Proc
 from tests.secret_scan import leaks, redis_haystacks
+from tests.suite_marks import marks_tests
 from tests.web_processes import ask, start_web, web_children
 from tests.workers.delivery.pipeline.conftest import write_agents
 from tests.workers.session.broker.conftest import AGENTS, INSTALLATION, REPOS, Session
@@ -75,6 +76,7 @@ class Web2:
 
 
 @pytest.fixture
+@marks_tests("slow")
 def web2(redis_url: str, tmp_path: Path) -> Iterator[Web2]:
     auto = write_agents(tmp_path, {k: textwrap.dedent(v) for k, v in AGENTS.items()})
     with GitHubStandin() as github, dispatch_target() as target:

@@ -30,6 +30,8 @@ from tests.secret_scan import file_haystacks, leaks
 from tests.workers.session.runner.conftest import RUNNER_USER, Origin, git
 from tests.workers.session.runner.test_github_app import Stack, github_app_stack
 
+pytestmark = pytest.mark.timeout(300)
+
 #: what the GitHub stand-in serves for acme/widgets (the MCP read), beside the git server's
 CONTENTS = {"README.md": "widgets\n", "src/app.py": "print('served by the GitHub stand-in')\n"}
 SYSTEM_PROMPT = "You are the widget keeper: read before you push, then report on the issue."

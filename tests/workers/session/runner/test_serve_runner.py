@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import signal
-import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 import redis
 
-from hookspawn.serve.redis_server import free_port
 from tests.conftest import wait_for
-from tests.procs import process_tree
+from tests.procs import process_tree, start_serve, wait_serving
 from tests.workers.session.runner.conftest import (
-    HOOKSPAWN,
     Origin,
     git,
     runner_settings,
@@ -40,36 +37,10 @@ def test_serve_runs_sessions_with_the_runner_on(
     write_agent(settings.agents_dir, "served")
     env = settings_env(settings)
     del env["HOOKSPAWN_REDIS_URL"]  # serve's own embedded Redis
-    port = free_port()
-    log = shared_dir / "serve.log"
-    with log.open("wb") as out:
-        serve = subprocess.Popen(
-            [
-                str(HOOKSPAWN),
-                "serve",
-                "--port",
-                str(port),
-                "--broker-port",
-                str(free_port()),
-                "--concurrency",
-                "1",
-            ],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
+    served = start_serve(shared_dir, env, "--concurrency", "1")
+    serve, base = served.proc.popen, served.url
     try:
-
-        def ready() -> bool:
-            assert serve.poll() is None, log.read_text()
-            try:
-                return httpx.get(f"{base}/readyz", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        # a bound, not a timing: serve starts four interpreters (web, worker, runner, redis)
-        wait_for(ready, timeout=90)
+        wait_serving(served)
         commands = [_cmdline(pid) for pid in process_tree(serve.pid)]
         assert any("hookspawn.cli runner" in line for line in commands), commands
         started = httpx.post(f"{base}/agents/served/sessions", json={}, timeout=10)
@@ -100,35 +71,10 @@ def test_sigterm_to_serve_stops_its_runners_sessions_runner_stopped(
     )
     write_agent(settings.agents_dir, "served")
     env = {**settings_env(settings), "HOOKSPAWN_RUNNER_STOP_GRACE": "2s"}
-    port = free_port()
-    log = shared_dir / "serve.log"
-    with log.open("wb") as out:
-        serve = subprocess.Popen(
-            [
-                str(HOOKSPAWN),
-                "serve",
-                "--port",
-                str(port),
-                "--broker-port",
-                str(free_port()),
-                "--concurrency",
-                "1",
-            ],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
+    served = start_serve(shared_dir, env, "--concurrency", "1")
+    serve, base, log = served.proc.popen, served.url, served.log
     try:
-
-        def ready() -> bool:
-            assert serve.poll() is None, log.read_text()
-            try:
-                return httpx.get(f"{base}/readyz", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(ready, timeout=90)
+        wait_serving(served)
         started = httpx.post(f"{base}/agents/served/sessions", json={}, timeout=10)
         session_id = started.json()["id"]
 

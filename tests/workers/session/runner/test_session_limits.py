@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.workers.session.broker.test_session_credentials import session_spec
+from tests.workers.session.broker.test_session_credentials import brokered_spec
 from tests.workers.session.runner.conftest import (
     Hookspawn,
     Origin,
@@ -238,7 +238,7 @@ def test_the_disk_limit_is_checked_before_a_snapshot_is_saved(
     root.mkdir()
     notes: list[str] = []
     limits = RunnerLimits(settings, CgroupsUnavailable("none here")).session(
-        session_spec("s1"), root, stop=lambda: False, note=notes.append
+        brokered_spec("s1"), root, stop=lambda: False, note=notes.append
     )
     limits.check_disk()  # an empty root: under the limit
     (root / "blob").write_bytes(b"x" * 2 * 1024 * 1024)

@@ -201,6 +201,7 @@ class TestCheck:
         assert "--write is not an option of `check` (migrate only)" in done.stderr
 
 
+@pytest.mark.slow
 class TestProbe:
     """`check --probe` starts the backend as the runner's start does (one confined command as
     HOOKSPAWN_RUNNER_USER); without --probe, check validates only."""

@@ -25,6 +25,8 @@ from workers.session.runner.sandbox import (
     srt_scratch,
 )
 
+pytestmark = pytest.mark.slow
+
 
 @dataclass
 class Host:

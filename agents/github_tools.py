@@ -22,6 +22,7 @@ from agents.model import CAPABILITY_FIELDS, Capabilities
 __all__ = [
     "LEVEL_RANK",
     "METHODS",
+    "NOT_EXECUTED",
     "TOOLS",
     "UNGRANTABLE_METHODS",
     "UNMOUNTED",
@@ -221,6 +222,39 @@ METHODS: dict[str, dict[str, ToolNeed]] = {
         method: TOOLS["actions_run_trigger"]
         for method in ("rerun_workflow_run", "rerun_failed_jobs")
     },
+}
+
+
+#: names an agent may still write that hookspawn does not execute, and what to use instead:
+#: the GitHub MCP server's older names for tools it now has under a `method`, and what no
+#: capability grants (`check` says so for a name in `allow`; a call of one is `unknown_tool`)
+NOT_EXECUTED: dict[str, str] = {
+    **{
+        old: f"use {new} (method {method})"
+        for old, (new, method) in {
+            "list_workflows": ("actions_list", "list_workflows"),
+            "list_workflow_jobs": ("actions_list", "list_workflow_jobs"),
+            "list_workflow_run_artifacts": ("actions_list", "list_workflow_run_artifacts"),
+            "get_workflow_run": ("actions_get", "get_workflow_run"),
+            "get_workflow_run_usage": ("actions_get", "get_workflow_run_usage"),
+            "get_workflow_run_logs": ("actions_get", "get_workflow_run_logs_url"),
+            "download_workflow_run_artifact": ("actions_get", "download_workflow_run_artifact"),
+            "get_pull_request_comments": ("pull_request_read", "get_review_comments"),
+            "get_pull_request_reviews": ("pull_request_read", "get_reviews"),
+            "create_and_submit_pull_request_review": ("pull_request_review_write", "create"),
+            "create_pending_pull_request_review": ("pull_request_review_write", "create"),
+            "submit_pending_pull_request_review": ("pull_request_review_write", "submit_pending"),
+            "delete_pending_pull_request_review": ("pull_request_review_write", "delete_pending"),
+            "get_issue_comments": ("issue_read", "get_comments"),
+        }.items()
+    },
+    **{
+        name: "no mount capability grants it: actions: write adds only the reruns "
+        "(rerun_failed_jobs, rerun_failed_jobs_for_pr_head, rerun_workflow_run)"
+        for name in UNGRANTABLE_METHODS
+    },
+    "actions_secret_write": "hookspawn does not write Actions secrets (GitHub takes them "
+    "only encrypted to the repository's key)",
 }
 
 

@@ -33,6 +33,7 @@ from agents.github_tool_arguments import (
     workflow,
 )
 from workers.errors import WorkerError
+from workers.github.client import tls_context
 
 __all__ = ["EXECUTORS", "BadArguments", "GitHubToolFailed", "run_tool", "token_client"]
 
@@ -62,6 +63,7 @@ def token_client(token: str, api_url: str, timeout: float = 30.0) -> GitHub[Toke
         rest_api_validate_body=False,
         # a log or an artifact answers a redirect to its download URL: the URL is the answer
         follow_redirects=False,
+        ssl_verify=tls_context(),
     )
 
 

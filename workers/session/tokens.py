@@ -8,8 +8,10 @@ are held in this process's memory, never in a log line; with several web process
 processes reuses and revokes them and nothing else can read them (workers.session.sealed_tokens).
 
 A tool call's token is minted for that one call (`for_call`) and revoked at GitHub as soon as
-the call is made (`release`): never reused, never shared between processes. While the call runs
-it is held in this process's memory, so ending the session from this process revokes it too.
+the call is made (`release`, on a thread of its own, so the call's answer does not wait for
+it): never reused, never shared between processes. Until it is revoked it is held in this
+process's memory, so ending the session from this process revokes it too; one whose process
+stops before revoking it dies at its expiry, within the hour.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -81,8 +84,9 @@ class SessionTokens:
         self._margin = refresh_margin
         self._lock = threading.Lock()
         self._held: dict[str, list[Held]] = {}
-        #: the tool-call tokens in use now, by session (`for_call` to `release`)
+        #: the tool-call tokens in use now, by session (`for_call` until revoked)
         self._calls: dict[str, list[Held]] = {}
+        self._revoker: ThreadPoolExecutor | None = None
         self._shared = shared
 
     def __repr__(self) -> str:
@@ -135,18 +139,32 @@ class SessionTokens:
             self._calls.setdefault(session_id, []).append(Held(scope, token))
         return token
 
-    def release(self, session_id: str, token: MintedToken) -> None:
-        """Revoke a tool call's token at GitHub and forget it. One GitHub no longer takes is
+    def release(self, session_id: str, token: MintedToken) -> Future[None] | None:
+        """Revoke a tool call's token at GitHub, on the revoking thread, and forget it once
+        revoked (None: ending the session revoked it already). One GitHub no longer takes is
         done with; one GitHub could not be asked about is logged and dies at its expiry."""
         with self._lock:
             calls = self._calls.get(session_id, [])
             found = next((h for h in calls if h.token is token), None)
             if found is None:
-                return  # revoked already, by the session's end
-            calls.remove(found)
+                return None
+            if self._revoker is None:
+                self._revoker = ThreadPoolExecutor(1, thread_name_prefix="hookspawn-revoke")
+            revoker = self._revoker
+        return revoker.submit(self._revoke_call, session_id, found)
+
+    def _revoke_call(self, session_id: str, held: Held) -> None:
+        with self._lock:
+            calls = self._calls.get(session_id, [])
+            if held not in calls:
+                return  # the session's end took it meanwhile
+        self._revoke_one(session_id, held)
+        with self._lock:
+            calls = self._calls.get(session_id, [])
+            if held in calls:
+                calls.remove(held)
             if not calls:
-                del self._calls[session_id]
-        self._revoke_one(session_id, found)
+                self._calls.pop(session_id, None)
 
     def _revoke_one(self, session_id: str, held: Held) -> str:
         """`revoked`, `already` (GitHub refused it already) or `failed` (logged)."""

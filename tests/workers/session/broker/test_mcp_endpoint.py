@@ -174,7 +174,7 @@ def test_bad_arguments_and_unexecuted_tools_are_tool_errors(broker_env: BrokerEn
         asked: list[tuple[str, dict[str, Any]]] = [
             ("get_pull_request", {"owner": "acme", "repo": "widgets", "pullNumber": "one"}),
             ("get_issue", {"owner": "acme/widgets", "repo": "x", "issue_number": 1}),
-            ("list_tags", {"owner": "acme", "repo": "widgets"}),
+            ("list_workflows", {"owner": "acme", "repo": "widgets"}),
             ("delete_repository", {"owner": "acme", "repo": "widgets"}),
         ]
         texts = []

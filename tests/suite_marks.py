@@ -60,6 +60,7 @@ SLOW = (
     "workers/session/broker/test_credential_helper.py",
     "workers/session/broker/test_failed_authentications.py",
     "workers/session/broker/test_tool_argument_paths.py::test_no_tool_argument_leaves_its_endpoint",
+    "workers/session/broker/test_mcp_tools.py::test_every_tool_runs_against_github",
     "hookspawn/cli/test_init.py",
     "hookspawn/cli/test_cli_behaviour.py::test_piped_into_head_ends_quietly",
     "hookspawn/cli/test_check.py::test_the_examples_pass_strict",

@@ -1,7 +1,9 @@
-"""Repositories for the GitHub stand-in: files on branches, issues, comments and pull requests.
+"""Repositories for the GitHub stand-in: files on branches, tags, releases, issues, comments,
+pull requests and their reviews, Actions runs and secrets' names.
 
 The REST routes the GitHub tools hookspawn executes call (a subset of
-https://docs.github.com/rest/repos, /issues, /pulls), each checked as GitHub checks it: an
+https://docs.github.com/rest/repos, /git, /issues, /pulls, /actions), and the one GraphQL
+mutation (enabling auto-merge), each checked as GitHub checks it: an
 installation token for that repository with the permission the route needs (404 otherwise, as
 GitHub hides what a token cannot see). The stand-in hands it every request no route of its own
 matches.

@@ -1,12 +1,14 @@
 """The GitHub tool arguments that become part of a REST path: checked, then encoded one path
 segment at a time (pure).
 
-A tool call's path arguments (the repository's owner and name, a file path, a branch, a
-number, a workflow) are refused before anything is minted or sent when they could leave the
-tool's own endpoint: a `.` or `..` segment, an empty segment, a leading `/`, a backslash, a
-control character, a branch git would not accept as a ref name. What is accepted is encoded
-segment by segment (`quote(safe="")`), so `?`, `#`, `%` and an encoded slash stay characters
-of that one segment; the separators between segments are the only `/` the path gets.
+A tool call's path arguments (the repository's owner and name, a file path, a branch, a tag or
+commit, a number, a workflow) are refused before anything is minted or sent when they could
+leave the tool's own endpoint: a `.` or `..` segment, an empty segment, a leading `/`, a
+backslash, a control character, a branch git would not accept as a ref name. What is accepted
+is encoded segment by segment (`quote(safe="")`), so `?`, `#`, `%` and an encoded slash stay
+characters of that one segment; the separators between segments are the only `/` the path
+gets. The `method` of a tool taking one is checked here too: one hookspawn does not execute is
+refused the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from agents.errors import AgentsError
+from agents.github_tools import METHODS, UNGRANTABLE_METHODS, MethodRefused, method_need
 from agents.mounts import NAME, OWNER
 from templating.errors import InvalidRefError
 from templating.refs import check_ref
@@ -164,34 +167,67 @@ def workflow(value: object, name: str) -> int | str:
     return value
 
 
-Kind = Literal["file", "directory", "branch", "number", "workflow"]
+Kind = Literal["file", "directory", "branch", "ref", "number", "workflow"]
+
+_PULL: dict[str, Kind] = {"pullNumber": "number"}
+_ISSUE: dict[str, Kind] = {"issue_number": "number"}
+_RUN: dict[str, Kind] = {"run_id": "number"}
 
 #: each executed tool's arguments that become part of its REST path, and what each must be
-#: (`owner` and `repo` are every tool's)
+#: (`owner` and `repo` are every tool's; `resource_id` of actions_list and actions_get depends
+#: on the method, see `_resource`)
 PATH_ARGUMENTS: dict[str, dict[str, Kind]] = {
     "get_file_contents": {"path": "directory"},
+    "get_commit": {"sha": "ref"},
+    "get_tag": {"tag": "ref"},
+    "get_release_by_tag": {"tag": "ref"},
+    "get_repository_tree": {"tree_sha": "ref"},
     "create_branch": {"branch": "branch", "from_branch": "branch"},
     "create_or_update_file": {"path": "file", "branch": "branch"},
+    "delete_file": {"path": "file", "branch": "branch"},
     "push_files": {"branch": "branch"},
-    "get_pull_request": {"pullNumber": "number"},
-    "get_pull_request_files": {"pullNumber": "number"},
-    "get_pull_request_diff": {"pullNumber": "number"},
-    "get_pull_request_status": {"pullNumber": "number"},
-    "update_pull_request": {"pullNumber": "number"},
-    "pull_request_review_write": {"pullNumber": "number"},
-    "merge_pull_request": {"pullNumber": "number"},
-    "get_issue": {"issue_number": "number"},
-    "update_issue": {"issue_number": "number"},
-    "add_issue_comment": {"issue_number": "number"},
+    "pull_request_read": _PULL,
+    "get_pull_request": _PULL,
+    "get_pull_request_files": _PULL,
+    "get_pull_request_diff": _PULL,
+    "get_pull_request_status": _PULL,
+    "update_pull_request": _PULL,
+    "update_pull_request_branch": _PULL,
+    "pull_request_review_write": _PULL,
+    "add_reply_to_pull_request_comment": {"commentId": "number", "pullNumber": "number"},
+    "request_copilot_review": _PULL,
+    "merge_pull_request": _PULL,
+    "enable_pull_request_auto_merge": _PULL,
+    "issue_read": _ISSUE,
+    "get_issue": _ISSUE,
+    "issue_write": _ISSUE,
+    "update_issue": _ISSUE,
+    "add_issue_comment": {**_ISSUE, "comment_id": "number"},
     "list_workflow_runs": {"workflow_id": "workflow"},
-    "run_workflow": {"workflow_id": "workflow"},
+    "actions_run_trigger": _RUN,
+    "rerun_failed_jobs": _RUN,
+    "rerun_workflow_run": _RUN,
+    "rerun_failed_jobs_for_pr_head": _PULL,
 }
 
 #: an argument optional to its tool: absent (or null) is fine, anything given is checked
 _OPTIONAL = {
     ("get_file_contents", "path"),
+    ("get_repository_tree", "tree_sha"),
     ("create_branch", "from_branch"),
+    ("add_reply_to_pull_request_comment", "pullNumber"),
+    ("issue_write", "issue_number"),
+    ("add_issue_comment", "comment_id"),
     ("list_workflow_runs", "workflow_id"),
+    ("actions_run_trigger", "run_id"),
+}
+
+#: `resource_id` of the Actions tools by method: a workflow (its id or file name), or a
+#: number (a run, a job, an artifact); None: the method takes none
+_RESOURCE: dict[str, Kind | None] = {
+    "list_workflows": None,
+    "list_workflow_runs": "workflow",
+    "get_workflow": "workflow",
 }
 
 
@@ -200,7 +236,7 @@ def _check(kind: Kind, value: object, name: str) -> None:
         repository_path(value, name)
     elif kind == "directory":
         repository_path(value, name, directory=True)
-    elif kind == "branch":
+    elif kind in ("branch", "ref"):
         branch_segments(value, name)
     elif kind == "number":
         whole_number(value, name)
@@ -224,7 +260,26 @@ def check_path_arguments(tool: str, arguments: Mapping[str, Any]) -> str:
         for n, item in enumerate(_items(arguments.get("files"))):
             if isinstance(item, Mapping):
                 repository_path(item.get("path"), f"files[{n}].path")
+    if tool in METHODS:
+        method = arguments.get("method")
+        if method not in METHODS[tool] and method not in UNGRANTABLE_METHODS:
+            try:
+                method_need(tool, method)
+            except MethodRefused as exc:  # names the methods the tool executes
+                raise InvalidToolArgument(exc.message, argument="method") from None
+        if tool in ("actions_list", "actions_get"):
+            _resource(str(method), arguments.get("resource_id"))
     return f"{owner}/{repo}"
+
+
+def _resource(method: str, value: object) -> None:
+    """An Actions tool's `resource_id` (the GitHub MCP server passes it as a string)."""
+    kind = _RESOURCE.get(method, "number")
+    if kind is None or (kind == "workflow" and method == "list_workflow_runs" and not value):
+        return
+    if isinstance(value, str) and _DIGITS.match(value):
+        value = int(value)
+    _check(kind, value, "resource_id")
 
 
 def _items(value: object) -> Iterable[object]:

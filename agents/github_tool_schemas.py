@@ -8,10 +8,12 @@ calls hookspawn's the same way. Only tools listed here are executed; the rest of
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["TOOL_SCHEMAS", "ToolSchema"]
+__all__ = ["SHARED_TOOLS", "TOOL_SCHEMAS", "ToolSchema"]
 
 
 @dataclass(frozen=True)
@@ -70,95 +72,19 @@ def _tool(
     return ToolSchema(description, schema, read_only)
 
 
-#: every tool hookspawn executes, by its GitHub MCP server name
-TOOL_SCHEMAS: dict[str, ToolSchema] = {
-    "get_file_contents": _tool(
-        "Get the contents of a file or directory from a GitHub repository",
-        {
-            "path": {
-                **_s(
-                    "Path to file/directory (directories must end with a slash '/'), relative "
-                    "to the repository root: no '.' or '..' segment, no empty segment, no "
-                    "backslash"
-                ),
-                "default": "/",
-            },
-            "ref": _s(
-                "Accepts optional git refs such as `refs/tags/{tag}`, `refs/heads/{branch}` "
-                "or `refs/pull/{pr_number}/head`"
-            ),
-            "sha": _s("Accepts optional commit SHA. If specified, it will be used instead of ref"),
-        },
-        read_only=True,
-    ),
-    "list_branches": _tool("List branches in a GitHub repository", dict(_PAGES), read_only=True),
-    "list_commits": _tool(
-        "Get list of commits of a branch in a GitHub repository",
-        {
-            "sha": _s("Commit SHA, branch or tag name to list commits of"),
-            "author": _s("Author username or email address to filter commits by"),
-            **_PAGES,
-        },
-        read_only=True,
-    ),
-    "create_branch": _tool(
-        "Create a new branch in a GitHub repository",
-        {
-            "branch": _s("Name for new branch"),
-            "from_branch": _s("Source branch (defaults to repo default)"),
-        },
-        ("branch",),
-        read_only=False,
-    ),
-    "create_or_update_file": _tool(
-        "Create or update a single file in a GitHub repository",
-        {
-            "path": _s(
-                "Path where to create/update the file, relative to the repository root (no "
-                "leading '/', no '.' or '..' segment)"
-            ),
-            "content": _s("Content of the file"),
-            "message": _s("Commit message"),
-            "branch": _s("Branch to create/update the file in"),
-            "sha": _s("The blob SHA of the file being replaced (required for updates)"),
-        },
-        ("path", "content", "message", "branch"),
-        read_only=False,
-    ),
-    "push_files": _tool(
-        "Push multiple files to a GitHub repository in a single commit",
-        {
-            "branch": _s("Branch to push to"),
-            "files": {
-                "type": "array",
-                "description": "Array of file objects to push, each object with path (string) "
-                "and content (string)",
-                "items": {
-                    "type": "object",
-                    "properties": {"path": _s("path to the file"), "content": _s("file content")},
-                    "required": ["path", "content"],
-                    "additionalProperties": False,
-                },
-            },
-            "message": _s("Commit message"),
-        },
-        ("branch", "files", "message"),
-        read_only=False,
-    ),
+#: the tools the GitHub MCP server has too, with its schemas: github_mcp_tools.json holds them
+#: as its snapshots give them (generated from tests/github_mcp_toolsnaps)
+_SHARED: dict[str, ToolSchema] = {
+    name: ToolSchema(str(tool["description"]), dict(tool["inputSchema"]), bool(tool["readOnly"]))
+    for name, tool in json.loads(
+        Path(__file__).with_name("github_mcp_tools.json").read_text(encoding="utf-8")
+    ).items()
+}
+
+#: the platform's own tools and the older names, with schemas of their own
+_OWN: dict[str, ToolSchema] = {
     "get_pull_request": _tool(
         "Get details of a specific pull request", dict(_PR), ("pullNumber",), read_only=True
-    ),
-    "list_pull_requests": _tool(
-        "List pull requests in a GitHub repository",
-        {
-            "state": _e("Filter by state", "open", "closed", "all"),
-            "head": _s("Filter by head user/org and branch"),
-            "base": _s("Filter by base branch"),
-            "sort": _e("Sort by", "created", "updated", "popularity", "long-running"),
-            "direction": _e("Sort direction", "asc", "desc"),
-            **_PAGES,
-        },
-        read_only=True,
     ),
     "get_pull_request_files": _tool(
         "Get the files changed in a specific pull request",
@@ -175,84 +101,11 @@ TOOL_SCHEMAS: dict[str, ToolSchema] = {
         ("pullNumber",),
         read_only=True,
     ),
-    "create_pull_request": _tool(
-        "Create a new pull request in a GitHub repository",
-        {
-            "title": _s("PR title"),
-            "body": _s("PR description"),
-            "head": _s("Branch containing changes"),
-            "base": _s("Branch to merge into"),
-            "draft": _b("Create as draft PR"),
-            "maintainer_can_modify": _b("Allow maintainer edits"),
-        },
-        ("title", "head", "base"),
-        read_only=False,
-    ),
-    "update_pull_request": _tool(
-        "Update an existing pull request in a GitHub repository",
-        {
-            **_PR,
-            "title": _s("New title"),
-            "body": _s("New description"),
-            "state": _e("New state", "open", "closed"),
-            "base": _s("New base branch name"),
-            "maintainer_can_modify": _b("Allow maintainer edits"),
-            "reviewers": _strings("GitHub usernames to request reviews from"),
-        },
-        ("pullNumber",),
-        read_only=False,
-    ),
-    "pull_request_review_write": _tool(
-        "Create and submit a review of a pull request (method `create` with an `event`)",
-        {
-            "method": _e("The write operation to perform on pull request review", "create"),
-            **_PR,
-            "body": _s("Review comment text"),
-            "event": _e("Review action to perform", "APPROVE", "REQUEST_CHANGES", "COMMENT"),
-            "commitID": _s("SHA of commit to review"),
-        },
-        ("method", "pullNumber"),
-        read_only=False,
-    ),
-    "merge_pull_request": _tool(
-        "Merge a pull request in a GitHub repository",
-        {
-            **_PR,
-            "commit_title": _s("Title for merge commit"),
-            "commit_message": _s("Extra detail for merge commit"),
-            "merge_method": _e("Merge method", "merge", "squash", "rebase"),
-        },
-        ("pullNumber",),
-        read_only=False,
-    ),
     "get_issue": _tool(
         "Get details of a specific issue in a GitHub repository",
         dict(_ISSUE),
         ("issue_number",),
         read_only=True,
-    ),
-    "list_issues": _tool(
-        "List issues in a GitHub repository",
-        {
-            "state": _e("Filter by state", "open", "closed", "all"),
-            "labels": _strings("Filter by labels"),
-            "since": _s("Filter by date (ISO 8601 timestamp)"),
-            "direction": _e("Order direction", "asc", "desc"),
-            **_PAGES,
-        },
-        read_only=True,
-    ),
-    "create_issue": _tool(
-        "Create a new issue in a GitHub repository",
-        {
-            "title": _s("Issue title"),
-            "body": _s("Issue body content"),
-            "assignees": _strings("Usernames to assign to this issue"),
-            "labels": _strings("Labels to apply to this issue"),
-            "milestone": _n("Milestone number"),
-        },
-        ("title",),
-        read_only=False,
     ),
     "update_issue": _tool(
         "Update an existing issue in a GitHub repository",
@@ -268,12 +121,6 @@ TOOL_SCHEMAS: dict[str, ToolSchema] = {
         ("issue_number",),
         read_only=False,
     ),
-    "add_issue_comment": _tool(
-        "Add a comment to a specific issue or pull request in a GitHub repository",
-        {**_ISSUE, "body": _s("Comment content")},
-        ("issue_number", "body"),
-        read_only=False,
-    ),
     "list_workflow_runs": _tool(
         "List workflow runs for a specific workflow (or every workflow when none is named)",
         {
@@ -286,16 +133,41 @@ TOOL_SCHEMAS: dict[str, ToolSchema] = {
         },
         read_only=True,
     ),
-    "run_workflow": _tool(
-        "Run an Actions workflow by workflow ID or filename",
-        {
-            "workflow_id": _s(
-                "The workflow ID (numeric) or workflow file name (e.g., main.yml), without '/'"
-            ),
-            "ref": _s("The git reference for the workflow. The reference can be a branch or tag"),
-            "inputs": {"type": "object", "description": "Inputs the workflow accepts"},
-        },
-        ("workflow_id", "ref"),
+    "rerun_failed_jobs": _tool(
+        "Re-run only the failed jobs of a workflow run (actions: write)",
+        {"run_id": _i("The ID of the workflow run")},
+        ("run_id",),
+        read_only=False,
+    ),
+    "rerun_workflow_run": _tool(
+        "Re-run every job of a workflow run, on the commit and workflow it ran with "
+        "(actions: write)",
+        {"run_id": _i("The ID of the workflow run")},
+        ("run_id",),
+        read_only=False,
+    ),
+    "rerun_failed_jobs_for_pr_head": _tool(
+        "Re-run the failed jobs of every failed workflow run of a pull request's head commit "
+        "(actions: write)",
+        dict(_PR),
+        ("pullNumber",),
+        read_only=False,
+    ),
+    "actions_secret_list": _tool(
+        "List the repository's Actions secrets: names and timestamps, never values",
+        dict(_PAGES),
+        read_only=True,
+    ),
+    "enable_pull_request_auto_merge": _tool(
+        "Enable auto-merge on a pull request: GitHub merges it once its requirements are met",
+        {**_PR, "merge_method": _e("Merge method", "merge", "squash", "rebase")},
+        ("pullNumber",),
         read_only=False,
     ),
 }
+
+#: every tool hookspawn executes, by name
+TOOL_SCHEMAS: dict[str, ToolSchema] = {**_SHARED, **_OWN}
+
+#: the names hookspawn shares with the GitHub MCP server
+SHARED_TOOLS = frozenset(_SHARED)

@@ -4,8 +4,10 @@ Mounts are the session's GitHub permission surface: a tool is visible only when 
 `githubApp` mount grants its capability, and each call is re-checked against the target
 repository's own mount, or, for a covered repository no mount names, against what
 HOOKSPAWN_UNMOUNTED_CAPABILITIES grants there (`unmounted_capabilities`). Tool names are the
-GitHub MCP server's (https://github.com/github/github-mcp-server); a name not in the table is
-never allowed.
+GitHub MCP server's (https://github.com/github/github-mcp-server) where it has a tool of the
+same purpose; every tool in the table is one hookspawn executes, and a name not in it is never
+allowed. A tool taking a `method` (`pull_request_read`, `actions_run_trigger`, …) is gated per
+method (`METHODS`).
 """
 
 from __future__ import annotations
@@ -14,18 +16,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from agents.errors import AgentsError
 from agents.model import CAPABILITY_FIELDS, Capabilities
 
 __all__ = [
     "LEVEL_RANK",
+    "METHODS",
+    "NOT_EXECUTED",
     "TOOLS",
+    "UNGRANTABLE_METHODS",
     "UNMOUNTED",
     "UNMOUNTED_SETTINGS",
+    "MethodRefused",
     "ToolNeed",
     "UnmountedSetting",
     "capabilities_from_json",
     "grants",
     "level_covers",
+    "method_need",
     "tool_token_permissions",
     "union",
     "unmounted_capabilities",
@@ -66,6 +74,9 @@ class ToolNeed:
     family: str
     capability: str
     level: Level
+    #: capabilities the call also reads (rerun_failed_jobs_for_pr_head reads the pull request):
+    #: added to its token at read where the target repository's grant includes them
+    reads: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -81,7 +92,11 @@ def _family(
     return table
 
 
-#: every brokered tool; anything else is `unknown_tool`
+#: every tool hookspawn executes, and so every tool the gate knows; anything else is
+#: `unknown_tool`. Names and arguments are today's GitHub MCP server's where it has a tool of
+#: the same purpose; the platform's own names (the merges, the selected reruns, the secrets
+#: list) and the older names hookspawn answered before the server renamed them
+#: (`get_pull_request`, `get_issue`, …) are kept beside them.
 TOOLS: dict[str, ToolNeed] = {
     **_family(
         "contents",
@@ -104,82 +119,175 @@ TOOLS: dict[str, ToolNeed] = {
         "pull requests",
         "pull_requests",
         read=(
-            "get_pull_request",
+            "pull_request_read",
             "list_pull_requests",
+            "get_pull_request",
             "get_pull_request_files",
             "get_pull_request_diff",
-            "get_pull_request_comments",
-            "get_pull_request_reviews",
-            "pull_request_read",
         ),
         write=(
             "create_pull_request",
             "update_pull_request",
             "update_pull_request_branch",
-            "create_and_submit_pull_request_review",
-            "create_pending_pull_request_review",
-            "add_comment_to_pending_review",
-            "submit_pending_pull_request_review",
-            "delete_pending_pull_request_review",
+            "pull_request_review_write",
             "add_reply_to_pull_request_comment",
             "request_copilot_review",
-            "pull_request_review_write",
         ),
     ),
     **_family(
         "issues",
         "issues",
-        read=(
-            "get_issue",
-            "list_issues",
-            "get_issue_comments",
-            "issue_read",
-            "list_issue_types",
-            "list_issue_fields",
-        ),
-        write=(
-            "create_issue",
-            "update_issue",
-            "add_issue_comment",
-            "issue_write",
-            "add_sub_issue",
-            "remove_sub_issue",
-            "reprioritize_sub_issue",
-            "sub_issue_write",
-        ),
+        read=("issue_read", "list_issues", "get_issue"),
+        write=("issue_write", "create_issue", "update_issue", "add_issue_comment"),
     ),
     **_family("checks", "checks", read=("get_pull_request_status",), write=()),
     **_family(
         "actions",
         "actions",
-        read=(
-            "list_workflows",
-            "list_workflow_runs",
-            "get_workflow_run",
-            "get_workflow_run_logs",
-            "get_workflow_run_usage",
-            "list_workflow_jobs",
-            "get_job_logs",
-            "list_workflow_run_artifacts",
-            "download_workflow_run_artifact",
-            "actions_list",
-            "actions_get",
-        ),
+        read=("actions_list", "actions_get", "list_workflow_runs"),
         write=(
-            "run_workflow",
-            "rerun_workflow_run",
+            "actions_run_trigger",
             "rerun_failed_jobs",
             "rerun_failed_jobs_for_pr_head",
-            "cancel_workflow_run",
-            "delete_workflow_run_logs",
-            "actions_run_trigger",
+            "rerun_workflow_run",
         ),
     ),
-    **_family("secrets", "secrets", read=("actions_secret_list",), write=("actions_secret_write",)),
+    **_family("secrets", "secrets", read=("actions_secret_list",), write=()),
     **_family(
         "merge", "merge", read=(), write=("merge_pull_request", "enable_pull_request_auto_merge")
     ),
 }
+
+TOOLS["rerun_failed_jobs_for_pr_head"] = replace(
+    TOOLS["rerun_failed_jobs_for_pr_head"], reads=("pull_requests",)
+)
+
+#: Actions mutations no capability grants: `actions: write` adds only the selected reruns
+#: (a rerun repeats a run that already ran, on the commit and workflow it ran with), never
+#: starting a workflow, cancelling a run or deleting its logs. GitHub authorizes all of them
+#: with the same `actions: write`, so no mount level could grant them apart from the reruns.
+UNGRANTABLE_METHODS = frozenset({"run_workflow", "cancel_workflow_run", "delete_workflow_run_logs"})
+
+#: a tool taking a `method` argument: what each method needs on the target repository (the
+#: tool's own need unless named here), and the methods hookspawn executes; a method of the
+#: GitHub MCP server's enum not listed is refused `invalid_argument`, and one in
+#: UNGRANTABLE_METHODS `tool_not_granted`
+METHODS: dict[str, dict[str, ToolNeed]] = {
+    "pull_request_read": {
+        **{
+            method: TOOLS["pull_request_read"]
+            for method in (
+                "get",
+                "get_diff",
+                "get_files",
+                "get_commits",
+                "get_review_comments",
+                "get_reviews",
+                "get_comments",
+            )
+        },
+        "get_status": TOOLS["get_pull_request_status"],
+        "get_check_runs": TOOLS["get_pull_request_status"],
+    },
+    "pull_request_review_write": {
+        method: TOOLS["pull_request_review_write"]
+        for method in ("create", "submit_pending", "delete_pending")
+    },
+    "issue_read": {
+        method: TOOLS["issue_read"]
+        for method in ("get", "get_comments", "get_sub_issues", "get_parent", "get_labels")
+    },
+    "issue_write": {method: TOOLS["issue_write"] for method in ("create", "update")},
+    "actions_list": {
+        method: TOOLS["actions_list"]
+        for method in (
+            "list_workflows",
+            "list_workflow_runs",
+            "list_workflow_jobs",
+            "list_workflow_run_artifacts",
+        )
+    },
+    "actions_get": {
+        method: TOOLS["actions_get"]
+        for method in (
+            "get_workflow",
+            "get_workflow_run",
+            "get_workflow_job",
+            "download_workflow_run_artifact",
+            "get_workflow_run_usage",
+            "get_workflow_run_logs_url",
+        )
+    },
+    "actions_run_trigger": {
+        method: TOOLS["actions_run_trigger"]
+        for method in ("rerun_workflow_run", "rerun_failed_jobs")
+    },
+}
+
+
+#: names an agent may still write that hookspawn does not execute, and what to use instead:
+#: the GitHub MCP server's older names for tools it now has under a `method`, and what no
+#: capability grants (`check` says so for a name in `allow`; a call of one is `unknown_tool`)
+NOT_EXECUTED: dict[str, str] = {
+    **{
+        old: f"use {new} (method {method})"
+        for old, (new, method) in {
+            "list_workflows": ("actions_list", "list_workflows"),
+            "list_workflow_jobs": ("actions_list", "list_workflow_jobs"),
+            "list_workflow_run_artifacts": ("actions_list", "list_workflow_run_artifacts"),
+            "get_workflow_run": ("actions_get", "get_workflow_run"),
+            "get_workflow_run_usage": ("actions_get", "get_workflow_run_usage"),
+            "get_workflow_run_logs": ("actions_get", "get_workflow_run_logs_url"),
+            "download_workflow_run_artifact": ("actions_get", "download_workflow_run_artifact"),
+            "get_pull_request_comments": ("pull_request_read", "get_review_comments"),
+            "get_pull_request_reviews": ("pull_request_read", "get_reviews"),
+            "create_and_submit_pull_request_review": ("pull_request_review_write", "create"),
+            "create_pending_pull_request_review": ("pull_request_review_write", "create"),
+            "submit_pending_pull_request_review": ("pull_request_review_write", "submit_pending"),
+            "delete_pending_pull_request_review": ("pull_request_review_write", "delete_pending"),
+            "get_issue_comments": ("issue_read", "get_comments"),
+        }.items()
+    },
+    **{
+        name: "no mount capability grants it: actions: write adds only the reruns "
+        "(rerun_failed_jobs, rerun_failed_jobs_for_pr_head, rerun_workflow_run)"
+        for name in UNGRANTABLE_METHODS
+    },
+    "actions_secret_write": "hookspawn does not write Actions secrets (GitHub takes them "
+    "only encrypted to the repository's key)",
+}
+
+
+class MethodRefused(AgentsError):
+    """A method the tool does not execute (`code`: invalid_argument) or no capability grants
+    (`code`: tool_not_granted); the message names the tool, the method and why."""
+
+    code = "invalid_argument"
+
+
+def method_need(tool: str, method: object) -> ToolNeed:
+    """What one call of `tool` needs on the target repository: the tool's own need, or for a
+    tool taking a `method` the need of that method (MethodRefused when it has none)."""
+    need = TOOLS[tool]
+    methods = METHODS.get(tool)
+    if methods is None:
+        return need
+    if isinstance(method, str) and method in methods:
+        return methods[method]
+    if method in UNGRANTABLE_METHODS:
+        raise MethodRefused(
+            f"{tool} method {method}: no mount capability grants it (actions: write adds only "
+            "the reruns, rerun_failed_jobs and rerun_workflow_run)",
+            code="tool_not_granted",
+            tool=tool,
+            method=method,
+        )
+    shown = ", ".join(methods)
+    raise MethodRefused(
+        f"{tool}: method {method!r} is not one hookspawn executes (one of {shown})",
+        argument="method",
+    )
+
 
 #: what a covered repository no mount names gets through the proxy under the `default`
 #: setting: the default capabilities, with merge and secrets always denied
@@ -253,7 +361,8 @@ def tool_token_permissions(need: ToolNeed, grant: Capabilities | None = None) ->
     """The installation-token permissions one call of a tool gets: its own capability only,
     plus `workflows: write` for a call that writes contents (the contents family's writes and
     merging) when `grant`, the target repository's, includes it: GitHub refuses a change
-    under `.github/workflows/` to a token without it.
+    under `.github/workflows/` to a token without it. A tool that also reads another
+    capability (`ToolNeed.reads`) gets it at read when `grant` includes it.
 
     Merging has no permission of its own on GitHub: it is authorized through contents and pull
     requests, both at write.
@@ -264,6 +373,10 @@ def tool_token_permissions(need: ToolNeed, grant: Capabilities | None = None) ->
         permission = {attr: perm for attr, _, perm in CAPABILITY_FIELDS}[need.capability]
         assert permission is not None
         body = {permission: need.level, "metadata": "read"}
+    for attr in need.reads:
+        permission = {a: perm for a, _, perm in CAPABILITY_FIELDS}[attr]
+        if grant is not None and permission and level_covers(str(getattr(grant, attr)), "read"):
+            body.setdefault(permission, "read")
     writes_contents = body.get("contents") == "write"
     if writes_contents and grant is not None and grant.workflows == "write":
         body["workflows"] = "write"

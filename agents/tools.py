@@ -1,15 +1,17 @@
-"""Tool entries (`tools:`): the GitHub tool and its allowlist, checked against mount grants."""
+"""Tool entries (`tools:`): the GitHub tool and its allowlist, checked against what hookspawn
+executes and the mounts' grants."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agents.github_tools import TOOLS, grants
+from agents.errors import Diagnostic, Loc
+from agents.github_tools import NOT_EXECUTED, TOOLS, grants
 from agents.model import Mount
 from agents.schema import Sink, join, opt_enum, opt_str_list, strict_map
 from agents.source import YMap, YNode, YScalar, YSeq, describe
 
-__all__ = ["compile_tools"]
+__all__ = ["allow_diagnostics", "compile_tools"]
 
 
 def compile_tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[dict[str, Any]]:
@@ -37,7 +39,8 @@ def compile_tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[d
         allow = opt_str_list(sink, item.get("allow"), join(path, "allow"))
         if allow is not None:
             tool["allow"] = allow
-            _warn_ungranted(sink, item.get("allow"), join(path, "allow"), mounts)
+            for found in allow_diagnostics(item.get("allow"), join(path, "allow"), mounts):
+                sink.warning(Loc(found.file, found.line), found.path, found.message)
         if not any(mount.auth.kind == "githubApp" for mount in mounts):
             sink.warning(
                 item.loc,
@@ -48,28 +51,32 @@ def compile_tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[d
     return out
 
 
-def _warn_ungranted(sink: Sink, node: YNode | None, path: str, mounts: list[Mount]) -> None:
-    """A tool no `githubApp` mount grants stays invisible and uncallable even when the
-    allowlist names it (the mounts seed): a warning naming it and what it needs, never an
-    error, so the agent still loads. (Without any githubApp mount the entry's own warning
-    says the tool does nothing.)"""
+def allow_diagnostics(node: YNode | None, path: str, mounts: list[Mount]) -> list[Diagnostic]:
+    """Warnings for the names an `allow` list writes (never errors, so the agent still loads):
+    one hookspawn cannot execute (no tool of the table: every call of it is `unknown_tool`,
+    with what to use instead when the name is an older one), and one no `githubApp` mount
+    grants, which stays invisible and uncallable even when the allowlist names it (the mounts
+    seed). Without any githubApp mount the entry's own warning says the tool does nothing."""
     granted = [m.auth.capabilities for m in mounts if m.auth.kind == "githubApp"]
+    found: list[Diagnostic] = []
     for index, item in enumerate(node.items if isinstance(node, YSeq) else ()):
         if not (isinstance(item, YScalar) and isinstance(item.value, str)):
             continue
+        where = join(path, index)
         need = TOOLS.get(item.value)
         if need is None:
-            sink.warning(
-                item.loc,
-                join(path, index),
-                f"{item.value!r} is no GitHub tool the broker knows: every call of it is "
-                "refused (unknown_tool)",
+            instead = NOT_EXECUTED.get(item.value)
+            message = (
+                f"{item.value!r} is no GitHub tool hookspawn executes: every call of it is "
+                "refused (unknown_tool)" + (f"; {instead}" if instead else "")
             )
         elif granted and not any(grants(caps, need) for caps in granted):
-            sink.warning(
-                item.loc,
-                join(path, index),
+            message = (
                 f"{item.value} needs a githubApp mount granting {need.text}, and no mount "
                 "does: the session never sees it (invisible, every call refused "
-                "tool_not_granted)",
+                "tool_not_granted)"
             )
+        else:
+            continue
+        found.append(Diagnostic(item.loc.file, item.loc.line, where, message, "warning"))
+    return found

@@ -195,6 +195,8 @@ class AuditEntry(_View):
     repository: str | None = None
     mount_path: str | None = None
     tool: str | None = None
+    #: the `method` of a tool taking one (pull_request_read, actions_run_trigger, …)
+    method: str | None = None
     permissions: dict[str, str] | None = None
     message: str | None = None
 

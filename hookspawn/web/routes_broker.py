@@ -60,6 +60,12 @@ class ToolCallBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     repository: str = Field(min_length=3, max_length=256, pattern=r"^[^/\s]+/[^/\s]+$")
+    method: str | None = Field(
+        None,
+        max_length=64,
+        description="the `method` of a tool taking one (pull_request_read, "
+        "actions_run_trigger, …): the call is decided by that method's need",
+    )
 
 
 class ToolDecision(BaseModel):
@@ -161,8 +167,9 @@ _TOOL_CALL: dict[str, Any] = {
         UNPARSEABLE,
         STORE,
         {
-            403: "tool_not_granted, repository_not_covered, repository_access_revoked or "
-            "permission_not_granted",
+            403: "tool_not_granted (also a `method` no capability grants), "
+            "invalid_argument (a `method` the tool does not execute), repository_not_covered, "
+            "repository_access_revoked or permission_not_granted",
             404: "unknown_tool: the GitHub tool table has no tool of that name",
             503: "github_unavailable: GitHub could not be reached",
         },
@@ -180,7 +187,7 @@ async def github_tool_call(
     spec: ToolSession,
 ) -> dict[str, Any]:
     return await run_in_threadpool(
-        broker(request).tool_call, session_id, spec, tool, body.repository
+        broker(request).tool_call, session_id, spec, tool, body.repository, body.method
     )
 
 

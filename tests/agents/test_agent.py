@@ -150,9 +150,9 @@ tools:
         ("merge_pull_request", "merge: write", "{}", "{merge: write}"),
         ("enable_pull_request_auto_merge", "merge: write", "{contents: read}", "{merge: write}"),
         ("actions_secret_list", "secrets: read or write", "{}", "{secrets: read}"),
-        ("actions_secret_write", "secrets: write", "{secrets: read}", "{secrets: write}"),
         ("create_pull_request", "pullRequests: write", "{pullRequests: read}", "{}"),
-        ("run_workflow", "actions: write", "{}", "{actions: write}"),
+        ("rerun_failed_jobs", "actions: write", "{}", "{actions: write}"),
+        ("actions_run_trigger", "actions: write", "{actions: read}", "{actions: write}"),
     ],
 )
 def test_a_github_tool_no_mount_grants_is_a_warning_and_the_agent_loads(
@@ -256,6 +256,28 @@ def test_agents_are_sorted_by_file(tree: Tree) -> None:
     assert [a.name for a in tree.compile().agents] == ["alpha", "mid", "zeta"]
 
 
+@pytest.mark.parametrize(
+    ("tool", "instead"),
+    [
+        ("run_workflow", "actions: write adds only the reruns"),
+        ("cancel_workflow_run", "actions: write adds only the reruns"),
+        ("actions_secret_write", "does not write Actions secrets"),
+        ("list_workflows", "use actions_list (method list_workflows)"),
+        ("get_pull_request_reviews", "use pull_request_read (method get_reviews)"),
+    ],
+)
+def test_an_allowed_tool_hookspawn_cannot_execute_warns_with_what_to_use(
+    tree: Tree, tool: str, instead: str
+) -> None:
+    caps = "{actions: write, secrets: write}"
+    tree.write("agents/a.yaml", BASE + GITHUB_MOUNT.replace("CAPS", caps).replace("TOOL", tool))
+    result = tree.compile()
+    assert result.ok
+    warning = find(result.warnings, "tools.0.allow.1", "no GitHub tool hookspawn executes")
+    assert repr(tool) in warning.message and instead in warning.message
+    assert warning.line == 14
+
+
 def test_diagnostic_format() -> None:
     from agents import Diagnostic
 
@@ -269,8 +291,8 @@ def test_an_allowed_tool_the_broker_does_not_know_warns(tree: Tree) -> None:
     tree.write("agents/a.yaml", BASE + text)
     result = tree.compile()
     assert result.ok
-    warning = find(result.warnings, "tools.0.allow.1", "no GitHub tool the broker knows")
-    assert "'get_isue'" in warning.message
+    warning = find(result.warnings, "tools.0.allow.1", "no GitHub tool hookspawn executes")
+    assert "'get_isue'" in warning.message and "unknown_tool" in warning.message
     caps = "{contents: write, pullRequests: write, issues: write}"
     tree.write(
         "agents/a.yaml", BASE + GITHUB_MOUNT.replace("CAPS", caps).replace("TOOL", "list_issues")

@@ -89,7 +89,23 @@ def test_every_path_argument_of_a_call_is_checked() -> None:
         ("get_issue", {**ok, "issue_number": "1/../x"}, "issue_number"),
         ("create_branch", {**ok, "branch": "b", "from_branch": "../x"}, "from_branch"),
         ("push_files", {**ok, "branch": "b", "files": [{"path": "../x"}]}, "files[0].path"),
-        ("run_workflow", {**ok, "workflow_id": "../../x.yml"}, "workflow_id"),
+        ("list_workflow_runs", {**ok, "workflow_id": "../../x.yml"}, "workflow_id"),
+        ("get_tag", {**ok, "tag": "../v1"}, "tag"),
+        ("delete_file", {**ok, "path": "a/../../b", "branch": "main"}, "path"),
+        ("rerun_failed_jobs", {**ok, "run_id": "1/../../x"}, "run_id"),
+        ("pull_request_read", {**ok, "method": "get", "pullNumber": 0}, "pullNumber"),
+        ("pull_request_read", {**ok, "method": "merge", "pullNumber": 1}, "method"),
+        ("issue_read", {**ok, "issue_number": 1}, "method"),
+        (
+            "actions_list",
+            {**ok, "method": "list_workflow_runs", "resource_id": "../x"},
+            "resource_id",
+        ),
+        (
+            "actions_get",
+            {**ok, "method": "get_workflow_run", "resource_id": "1/../x"},
+            "resource_id",
+        ),
         ("list_branches", {**ok, "owner": ".."}, "owner"),
         ("list_branches", {**ok, "repo": "w/x"}, "repo"),
     ]
@@ -97,3 +113,11 @@ def test_every_path_argument_of_a_call_is_checked() -> None:
         with pytest.raises(InvalidToolArgument) as raised:
             check_path_arguments(tool, arguments)
         assert raised.value.details["argument"] == name, tool
+    # a method the tool executes, or one no capability grants (the gate refuses that one),
+    # passes; an Actions resource id comes as the GitHub MCP server sends it, a string
+    run = {**ok, "method": "get_workflow_run", "resource_id": "12"}
+    assert check_path_arguments("actions_get", run) == "acme/widgets"
+    started = {**ok, "method": "run_workflow", "workflow_id": "ci.yml", "ref": "main"}
+    assert check_path_arguments("actions_run_trigger", started) == "acme/widgets"
+    with pytest.raises(InvalidToolArgument, match="one of get, get_diff"):
+        check_path_arguments("pull_request_read", {**ok, "method": "x", "pullNumber": 1})

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 
 from agents.github_tools import (
     TOOLS,
+    MethodRefused,
     ToolNeed,
     capabilities_from_json,
     grants,
+    method_need,
     tool_token_permissions,
     union,
     unmounted_capabilities,
@@ -207,7 +209,11 @@ class ToolGrant:
 
 
 def tool_grant(
-    spec: SessionSpec, tool: str, repository: str, unmounted: str = "default"
+    spec: SessionSpec,
+    tool: str,
+    repository: str,
+    unmounted: str = "default",
+    method: object = None,
 ) -> ToolGrant:
     """The per-call gate: `unknown_tool` (not found); `tool_not_granted` (denied).
 
@@ -216,19 +222,27 @@ def tool_grant(
     grants: `default`, the default capabilities with merge and secrets denied; `read`, each
     capability at most read; `none`, no tool at all. A repository mounted more than once is
     granted the union of its `githubApp` mounts' capabilities (each is the session's on that
-    repository already); its mounts without GitHub App auth grant nothing.
+    repository already); its mounts without GitHub App auth grant nothing. A tool taking a
+    `method` is re-checked with that method's need (agents.github_tools.METHODS); without one,
+    with the tool's own.
     """
-    need = TOOLS.get(tool)
-    if need is None:
+    visible = TOOLS.get(tool)
+    if visible is None:
         raise AccessNotFound(f"no GitHub tool is named {tool!r}", code="unknown_tool", tool=tool)
+    need = visible
     if tool not in session_tools(spec):
         raise AccessDenied(
-            f"{tool} needs {need.text} on some githubApp mount (and the agent's tools "
+            f"{tool} needs {visible.text} on some githubApp mount (and the agent's tools "
             "allowlist, when it has one): the session does not see it",
             code="tool_not_granted",
             tool=tool,
             repository=repository,
         )
+    try:
+        need = visible if method is None else method_need(tool, method)
+    except MethodRefused as exc:
+        details = {**exc.details, "tool": tool, "repository": repository}
+        raise AccessDenied(exc.message, code=exc.code, **details) from None
     own = [m for m in session_mounts(spec) if m.key == repository.lower()]
     apps = [m for m in own if m.github_app]
     if own:

@@ -6,7 +6,9 @@ by `workers.github.errors`. Installation tokens never appear in an exception, a 
 
 from __future__ import annotations
 
+import functools
 import logging
+import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -88,6 +90,15 @@ class HookDelivery:
         return 200 <= self.status_code < 300
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS context every GitHub client of the process verifies with, built once: httpx
+    builds one for each new client otherwise (loading the CA bundle each time), and githubkit
+    makes a client for each request outside a `with` block (a mint, a revocation, a tool
+    call's token)."""
+    return httpx.create_ssl_context()
+
+
 class GitHubApp:
     """One GitHub App against one API URL; sync, safe to share between threads."""
 
@@ -109,6 +120,7 @@ class GitHubApp:
             http_cache=False,
             auto_retry=False,
             rest_api_validate_body=False,
+            ssl_verify=tls_context(),
         )
 
     def __repr__(self) -> str:

@@ -51,7 +51,17 @@ return {in_window, left}
 """
 
 #: the only fields an entry may have: nothing else (and never a token) reaches the record
-_FIELDS = ("kind", "result", "code", "repository", "mountPath", "tool", "permissions", "message")
+_FIELDS = (
+    "kind",
+    "result",
+    "code",
+    "repository",
+    "mountPath",
+    "tool",
+    "method",
+    "permissions",
+    "message",
+)
 
 
 class SessionAudit:

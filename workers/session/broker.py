@@ -148,11 +148,19 @@ class Broker:
         return session_tools(spec)
 
     def tool_call(
-        self, session_id: str, spec: SessionSpec, tool: str, repository: str
+        self,
+        session_id: str,
+        spec: SessionSpec,
+        tool: str,
+        repository: str,
+        method: str | None = None,
     ) -> dict[str, Any]:
-        """The gate's decision on one call: what it may do, on which repository, through which
-        installation. Nothing is minted and no token is answered."""
+        """The gate's decision on one call (of one `method`, for a tool taking one): what it
+        may do, on which repository, through which installation. Nothing is minted and no
+        token is answered."""
         fields: dict[str, Any] = {"tool": tool, "repository": repository}
+        if method is not None:
+            fields["method"] = method
         try:
             grant, installation, _ = self._tool_decision(spec, tool, repository, fields)
         except (AccessRefused, WorkerError) as exc:
@@ -166,16 +174,30 @@ class Broker:
         }
 
     def tool_token(
-        self, session_id: str, spec: SessionSpec, tool: str, repository: str
+        self,
+        session_id: str,
+        spec: SessionSpec,
+        tool: str,
+        repository: str,
+        method: object = None,
     ) -> MintedToken:
-        """A token scoped to one allowed tool call, the session's own (revoked when it ends),
-        for hookspawn to make the call itself: never to be answered to the session."""
+        """A token minted for one allowed tool call alone, scoped to the tool's (or its
+        method's) capability on that repository, for hookspawn to make the call itself: never
+        to be answered to the session, and revoked by `release` once the call is made."""
         fields: dict[str, Any] = {"tool": tool, "repository": repository}
+        if method is not None:
+            fields["method"] = method
         try:
             grant, installation, repository_id = self._tool_decision(spec, tool, repository, fields)
             where = grant.mount.mount_path if grant.mount is not None else None
             token = self._session_token(
-                session_id, installation, repository_id, repository, grant.permissions, where
+                session_id,
+                installation,
+                repository_id,
+                repository,
+                grant.permissions,
+                where,
+                per_call=True,
             )
         except (AccessRefused, WorkerError) as exc:
             raise self._denied(session_id, "tool", exc, fields) from None
@@ -183,6 +205,11 @@ class Broker:
             session_id, "tool", "allowed", **{**fields, "permissions": token.permissions}
         )
         return token
+
+    def release(self, session_id: str, token: MintedToken) -> None:
+        """Revoke a tool call's token at GitHub once the call is made (SessionTokens.release)."""
+        if self.tokens is not None:
+            self.tokens.release(session_id, token)
 
     def tool_refused(
         self, session_id: str, tool: str, repository: str | None, refusal: Error
@@ -204,7 +231,7 @@ class Broker:
     ) -> tuple[ToolGrant, Installation, int]:
         """The gate, then coverage: a mounted repository through its mount's installation, any
         other through an installation the session's githubApp mounts were granted at spawn."""
-        grant = tool_grant(spec, tool, repository, self.unmounted)
+        grant = tool_grant(spec, tool, repository, self.unmounted, fields.get("method"))
         fields["permissions"] = grant.permissions
         if grant.mount is not None:
             fields["mountPath"] = grant.mount.mount_path
@@ -307,7 +334,11 @@ class Broker:
         repository: str,
         permissions: Mapping[str, str],
         mount_path: str | None,
+        *,
+        per_call: bool = False,
     ) -> MintedToken:
+        """The session's own token (`per_call`: a fresh one for one tool call, see
+        SessionTokens.for_call)."""
         if self.tokens is None:
             raise BrokerDenied(
                 "no GitHub App credentials are configured: no token can be minted",
@@ -319,8 +350,9 @@ class Broker:
                 "with no GitHub App installation behind it: no token can be minted",
                 code="github_not_configured",
             )
+        mint = self.tokens.for_call if per_call else self.tokens.get
         token = mint_or_refuse(
-            partial(self.tokens.get, session_id, installation.id, [repository_id], permissions),
+            partial(mint, session_id, installation.id, [repository_id], permissions),
             self.connections,
             Grant(installation.id, repository_id),
             repository=repository,

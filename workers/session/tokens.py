@@ -1,11 +1,17 @@
 """Installation tokens the broker hands to one session, and their revocation when it ends.
 
-A session's git and tool tokens are its own: minted for it, reused only by it (until near
-expiry), never taken from or put into the spawn path's shared cache, so revoking them at
+A session's git tokens are its own: minted for it, reused only by it (until near expiry), never
+taken from or put into the spawn path's shared cache, so revoking them at
 GitHub (`DELETE /installation/token`) when the session ends touches no other session. They
 are held in this process's memory, never in a log line; with several web processes
 (`hookspawn web --workers N`) they are held sealed in Redis instead, where every one of those
 processes reuses and revokes them and nothing else can read them (workers.session.sealed_tokens).
+
+A tool call's token is minted for that one call (`for_call`) and revoked at GitHub as soon as
+the call is made (`release`, on a thread of its own, so the call's answer does not wait for
+it): never reused, never shared between processes. Until it is revoked it is held in this
+process's memory, so ending the session from this process revokes it too; one whose process
+stops before revoking it dies at its expiry, within the hour.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -77,6 +84,9 @@ class SessionTokens:
         self._margin = refresh_margin
         self._lock = threading.Lock()
         self._held: dict[str, list[Held]] = {}
+        #: the tool-call tokens in use now, by session (`for_call` until revoked)
+        self._calls: dict[str, list[Held]] = {}
+        self._revoker: ThreadPoolExecutor | None = None
         self._shared = shared
 
     def __repr__(self) -> str:
@@ -110,6 +120,71 @@ class SessionTokens:
             self._held.setdefault(session_id, []).append(Held(scope, token))
         return token
 
+    def for_call(
+        self,
+        session_id: str,
+        installation_id: int,
+        repository_ids: Sequence[int],
+        permissions: Mapping[str, str],
+    ) -> MintedToken:
+        """A fresh token for one tool call, never one held: `release` it when the call is made
+        (until then ending the session revokes it with the others)."""
+        scope: Scope = (
+            int(installation_id),
+            frozenset(int(r) for r in repository_ids),
+            frozenset((str(k), str(v)) for k, v in permissions.items()),
+        )
+        token = self._mint(scope[0], sorted(scope[1]), dict(permissions))
+        with self._lock:
+            self._calls.setdefault(session_id, []).append(Held(scope, token))
+        return token
+
+    def release(self, session_id: str, token: MintedToken) -> Future[None] | None:
+        """Revoke a tool call's token at GitHub, on the revoking thread, and forget it once
+        revoked (None: ending the session revoked it already). One GitHub no longer takes is
+        done with; one GitHub could not be asked about is logged and dies at its expiry."""
+        with self._lock:
+            calls = self._calls.get(session_id, [])
+            found = next((h for h in calls if h.token is token), None)
+            if found is None:
+                return None
+            if self._revoker is None:
+                self._revoker = ThreadPoolExecutor(1, thread_name_prefix="hookspawn-revoke")
+            revoker = self._revoker
+        return revoker.submit(self._revoke_call, session_id, found)
+
+    def _revoke_call(self, session_id: str, held: Held) -> None:
+        with self._lock:
+            calls = self._calls.get(session_id, [])
+            if held not in calls:
+                return  # the session's end took it meanwhile
+        self._revoke_one(session_id, held)
+        with self._lock:
+            calls = self._calls.get(session_id, [])
+            if held in calls:
+                calls.remove(held)
+            if not calls:
+                self._calls.pop(session_id, None)
+
+    def _revoke_one(self, session_id: str, held: Held) -> str:
+        """`revoked`, `already` (GitHub refused it already) or `failed` (logged)."""
+        installation_id, token = held.scope[0], held.token
+        try:
+            self._revoke(token.token, installation_id)
+        except WorkerError as exc:
+            if exc.details.get("status") == 401:
+                return "already"
+            log.warning(
+                "session %s: a token of installation %s could not be revoked (%s); it "
+                "expires at %s",
+                session_id,
+                installation_id,
+                exc.message,
+                token.expires_at.isoformat(),
+            )
+            return "failed"
+        return "revoked"
+
     def holds(self, session_id: str) -> int:
         """How many unexpired tokens the session has."""
         return len(self._held_by(session_id))
@@ -129,12 +204,15 @@ class SessionTokens:
         with them), is logged and counted `failed`: it dies at its expiry.
         """
         unreadable = 0
+        with self._lock:
+            held = self._calls.pop(session_id, [])
         if self._shared is not None:
-            held, unreadable = self._shared.take(session_id)
+            shared, unreadable = self._shared.take(session_id)
+            held += shared
         else:
             with self._lock:
                 self._drop_expired()
-                held = self._held.pop(session_id, [])
+                held += self._held.pop(session_id, [])
         if unreadable:
             log.warning(
                 "session %s: %d token(s) sealed by an earlier start of the web could not be "
@@ -142,27 +220,10 @@ class SessionTokens:
                 session_id,
                 unreadable,
             )
-        revoked, already, failed = 0, 0, unreadable
+        counts = {"revoked": 0, "already": 0, "failed": unreadable}
         for item in held:
-            installation_id = item.scope[0]
-            try:
-                self._revoke(item.token.token, installation_id)
-            except WorkerError as exc:
-                if exc.details.get("status") == 401:
-                    already += 1
-                    continue
-                failed += 1
-                log.warning(
-                    "session %s: a token of installation %s could not be revoked (%s); it "
-                    "expires at %s",
-                    session_id,
-                    installation_id,
-                    exc.message,
-                    item.token.expires_at.isoformat(),
-                )
-            else:
-                revoked += 1
-        return Revoked(revoked, already, failed)
+            counts[self._revoke_one(session_id, item)] += 1
+        return Revoked(counts["revoked"], counts["already"], counts["failed"])
 
     def _drop_expired(self) -> None:
         now = self._clock()

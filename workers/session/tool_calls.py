@@ -1,12 +1,14 @@
 """Executes a session's GitHub tool calls: the broker's gate, a token for that one call, GitHub.
 
 The gate is the one `POST /sessions/{id}/github-tools/{tool}` runs (same codes, same audit
-entry); the token it mints is scoped to the tool's permission on that repository and never
-leaves this module. Every answer is a `ToolOutcome`: GitHub's answer as text, or a refusal whose
-text starts with its code (`tool_not_granted: …`, `github_error: 404 …`). The arguments that
-become part of a REST path are checked before the gate (agents.github_tool_arguments): one that
-could leave the tool's own endpoint is `invalid_argument: …`, audited as a refused call, and
-nothing is minted or sent.
+entry; a tool taking a `method` is gated by that method's need). The token it mints is for that
+one call, scoped to the tool's permission on that repository; it never leaves this module and
+is revoked at GitHub once the call is made. Every answer is a `ToolOutcome`: GitHub's answer as
+text, or a refusal whose text starts with its code (`tool_not_granted: …`, `github_error: 404
+…`). A tool the session does not see is `tool_not_granted` whatever its arguments; otherwise
+the arguments that become part of a REST path are checked before the gate
+(agents.github_tool_arguments): one that could leave the tool's own endpoint is
+`invalid_argument: …`, audited as a refused call, and nothing is minted or sent.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from agents.github_tool_arguments import InvalidToolArgument, check_path_arguments
 from agents.github_tool_schemas import TOOL_SCHEMAS
+from agents.github_tools import METHODS
 from templating.errors import Error
 from triggers.session.spec import SessionSpec
 from workers.errors import WorkerError
@@ -67,13 +70,20 @@ class ToolCalls:
             return ToolOutcome(
                 f"unknown_tool: hookspawn executes no GitHub tool named {tool!r}", is_error=True
             )
+        if tool not in self.broker.tools(spec):
+            # a tool the session does not see: the gate refuses it whatever its arguments
+            try:
+                self.broker.tool_token(session_id, spec, tool, _named(arguments) or "-")
+            except WorkerError as exc:
+                return _refusal(exc)
         try:
             repository = check_path_arguments(tool, arguments)
         except InvalidToolArgument as exc:
             self.broker.tool_refused(session_id, tool, _named(arguments), exc)
             return _refusal(exc)
+        method = arguments.get("method") if tool in METHODS else None
         try:
-            token = self.broker.tool_token(session_id, spec, tool, repository)
+            token = self.broker.tool_token(session_id, spec, tool, repository, method)
         except WorkerError as exc:
             return _refusal(exc)
         try:
@@ -82,6 +92,8 @@ class ToolCalls:
         except (WorkerError, InvalidToolArgument) as exc:
             log.info("session %s: %s on %s: %s", session_id, tool, repository, exc.message)
             return _refusal(exc)
+        finally:
+            self.broker.release(session_id, token)
         if isinstance(answer, str):
             return ToolOutcome(answer)
         return ToolOutcome(json.dumps(answer, indent=None, separators=(",", ":")))

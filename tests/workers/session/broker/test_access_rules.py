@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from agents.github_tools import TOOLS, UNMOUNTED, tool_token_permissions
+from agents.github_tools import (
+    METHODS,
+    TOOLS,
+    UNGRANTABLE_METHODS,
+    UNMOUNTED,
+    tool_token_permissions,
+)
 from agents.model import Capabilities
 from tests.conftest import session_spec
 from triggers.session.access import (
@@ -65,7 +71,23 @@ def test_the_table_covers_every_family_and_the_seed_gates() -> None:
         "secrets",
         "read",
     )
-    assert TOOLS["actions_secret_write"].level == "write"
+    # secrets are written through GitHub only encrypted to the repository's key (libsodium),
+    # which hookspawn does not do: no tool writes them
+    assert "actions_secret_write" not in TOOLS
+    # actions: write adds the selected reruns alone; starting, cancelling and deleting logs
+    # are no tool, and no method any capability grants
+    writes = {name for name, need in TOOLS.items() if need.capability == "actions"}
+    writes = {name for name in writes if TOOLS[name].level == "write"}
+    assert writes == {
+        "actions_run_trigger",
+        "rerun_failed_jobs",
+        "rerun_failed_jobs_for_pr_head",
+        "rerun_workflow_run",
+    }
+    assert set(METHODS["actions_run_trigger"]) == {"rerun_workflow_run", "rerun_failed_jobs"}
+    assert {"run_workflow", "cancel_workflow_run", "delete_workflow_run_logs"} == set(
+        UNGRANTABLE_METHODS
+    )
     assert UNMOUNTED.merge == "none" and UNMOUNTED.secrets == "none"
     for name, need in TOOLS.items():
         permissions = tool_token_permissions(need)

@@ -82,17 +82,17 @@ def test_list_read_write_refusal_and_uncovered(broker_env: BrokerEnv) -> None:
 
     got = _mcp(broker_env, writer, as_writer)
     tools = got["tools"]
-    # exactly the tools the session may call that hookspawn executes, with the GitHub MCP
-    # server's argument names
+    # exactly the tools the session may call: hookspawn executes every one of them, with the
+    # GitHub MCP server's argument names
     allowed = broker_env.client.get(
         f"/sessions/{writer.id}/github-tools", headers=writer.auth
     ).json()["items"]
-    assert set(tools) <= set(allowed)
+    assert set(tools) == set(allowed)
     assert {"get_file_contents", "create_or_update_file", "push_files", "create_issue"} <= set(
         tools
     )
     assert "merge_pull_request" not in tools  # merge is not granted
-    assert "list_tags" not in tools  # granted, but hookspawn does not execute it
+    assert "list_tags" in tools and "actions_run_trigger" not in tools  # actions: read
     assert tools["get_pull_request"].input_schema["required"] == ["owner", "repo", "pullNumber"]
     assert "issue_number" in tools["add_issue_comment"].input_schema["properties"]
 
@@ -174,7 +174,7 @@ def test_bad_arguments_and_unexecuted_tools_are_tool_errors(broker_env: BrokerEn
         asked: list[tuple[str, dict[str, Any]]] = [
             ("get_pull_request", {"owner": "acme", "repo": "widgets", "pullNumber": "one"}),
             ("get_issue", {"owner": "acme/widgets", "repo": "x", "issue_number": 1}),
-            ("list_tags", {"owner": "acme", "repo": "widgets"}),
+            ("list_workflows", {"owner": "acme", "repo": "widgets"}),
             ("delete_repository", {"owner": "acme", "repo": "widgets"}),
         ]
         texts = []

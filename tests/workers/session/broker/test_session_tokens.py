@@ -65,3 +65,25 @@ def test_dead_and_unreachable_tokens_are_counted_and_expired_ones_skipped() -> N
     tokens.get("late", 7, [101], {"contents": "read"})
     now[0] += 5 * 3600  # expired: nothing left to revoke
     assert tokens.revoke("late") == Revoked()
+
+
+def test_a_tool_call_token_is_its_own_and_revoked_once_released() -> None:
+    github = GitHubSide()
+    tokens = SessionTokens(github.mint, github.revoke, clock=lambda: 1_000_000.0)
+    read = {"contents": "read", "metadata": "read"}
+    held = tokens.get("s", 7, [101], read)
+    first = tokens.for_call("s", 7, [101], read)
+    second = tokens.for_call("s", 7, [101], read)
+    # never a held token, never the same twice, and never kept for reuse
+    assert len({held.token, first.token, second.token}) == 3
+    assert tokens.get("s", 7, [101], read) is held
+    revoking = tokens.release("s", first)
+    assert revoking is not None
+    revoking.result()
+    assert github.revoked == [first.token]
+    assert tokens.release("s", first) is None  # released once only
+    # the session's end takes the one still in use with the held ones
+    assert tokens.revoke("s") == Revoked(revoked=2)
+    assert sorted(github.revoked) == sorted([first.token, second.token, held.token])
+    assert tokens.release("s", second) is None  # revoked already by the end
+    assert github.revoked.count(second.token) == 1

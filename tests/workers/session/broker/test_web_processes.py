@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -195,13 +196,15 @@ def test_mcp_requests_of_one_client_are_served_by_either_process(web2: Web2) -> 
         "arguments": {"owner": "acme", "repo": "widgets", "path": "src/app.py"},
     }
     minted = len(web2.github.requests_to("access_tokens"))
+    revoked = len(web2.github.requests_to("revoke_token"))
     for n, pid in enumerate([second, first]):
         call = _mcp_request("tools/call", 3 + n, read)
         status, called = web2.via(pid, "POST", path, call, **headers)
         assert status == 200, called
         assert called["result"]["content"][0]["text"] == "print('hi')\n"
-    # one token for the tool's scope, minted by one process and reused by the other
-    assert len(web2.github.requests_to("access_tokens")) == minted + 1
+    # a token for each call, whichever process made it, revoked once it was made
+    tokens = web2.github.requests_to("access_tokens")[minted:]
+    assert len(tokens) == 2
 
     # the official client, a new connection per request: the kernel spreads them over both
     async def main() -> list[str]:
@@ -227,10 +230,15 @@ def test_mcp_requests_of_one_client_are_served_by_either_process(web2: Web2) -> 
         return texts
 
     assert anyio.run(main) == ["widgets\n"] * 3
-    # the tool calls of every process used the session's one token, ended with it
-    assert len(web2.github.requests_to("access_tokens")) == minted + 1
+    # the tool calls of every process: a token each, none held once its call was made
+    assert len(web2.github.requests_to("access_tokens")) == minted + 5
+    deadline = time.monotonic() + 30
+    while len(web2.github.requests_to("revoke_token")) < revoked + 5:
+        assert time.monotonic() < deadline, "a tool call's token was not revoked"
+        time.sleep(0.05)
+    assert len(web2.github.requests_to("revoke_token")) == revoked + 5
     status, ended = web2.via(first, "POST", f"/sessions/{writer.id}/end")
-    assert status == 200 and ended["tokens"] == {"revoked": 1, "failed": 0}
+    assert status == 200 and ended["tokens"] == {"revoked": 0, "failed": 0}
 
 
 def test_failed_authentications_through_either_process_count_toward_one_limit(

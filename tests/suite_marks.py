@@ -66,6 +66,7 @@ SLOW = (
     "hookspawn/schema_check/test_example_paths.py",
     "hookspawn/schema_check/test_event_schemas.py::test_models_are_imported_per_event_in_use",
     "agents/test_report.py::test_cli_check_runs_on_the_examples",
+    "agents/test_schema_agreement.py::test_schema_and_compiler_agree_on_generated_values",
     "test_examples.py",
     "templating/test_properties.py::test_compile_and_render_raise_only_template_errors",
     "templating/test_refs.py::test_every_accepted_ref_is_accepted_by_git",

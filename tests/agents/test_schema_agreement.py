@@ -40,7 +40,7 @@ VALID: dict[str, Any] = {
         ],
         "setupCache": {"ttl": "7d"},
         "resources": {"cpuCount": 2, "memoryMB": 2048},
-        "env": {"ENV_VAR": "x"},
+        "env": {"ENV_VAR": "x", "TOKEN": {"$secret": "token", "optional": True}},
     },
     "mounts": [
         {
@@ -50,6 +50,12 @@ VALID: dict[str, Any] = {
             "mountPath": "/workspace/repo",
             "ref": "main",
             "depth": 1,
+            "auth": {
+                "kind": "githubApp",
+                "installationId": "12",
+                "commitAuthor": {"name": "bot", "email": "bot@example.com"},
+                "capabilities": {"contents": "read", "pullRequests": "none", "issues": "none"},
+            },
         }
     ],
     "triggers": [{"event": "push", "name": "on-push"}],
@@ -92,6 +98,13 @@ FIELDS: dict[str, Callable[[dict[str, Any], object], None]] = {
     "cache key": _at(*_CACHE, "key"),
     "setup name": _at("environment", "setup", 0, "name"),
     "ttl": _at("environment", "setupCache", "ttl"),
+    "environment name": _at("environment", "name"),
+    "image ref": lambda doc, value: _at("environment", "image")(
+        doc, {"kind": "base", "ref": value}
+    ),
+    "secret name": _at("environment", "env", "TOKEN", "$secret"),
+    "installationId": _at("mounts", 0, "auth", "installationId"),
+    "email": _at("mounts", 0, "auth", "commitAuthor", "email"),
     "event": _at("triggers", 0, "event"),
     "action": lambda doc, value: _at("triggers", 0, "actions")(doc, [value]),
     "trigger name": _at("triggers", 0, "name"),
@@ -196,6 +209,11 @@ HOSTILE: dict[str, list[object]] = {
     "event": ["push", "pull_request", "pull_requests", "pull_request_target", "Push", "push\n"],
     "action": ["opened", "Opened", "a.b-c", "-a", "opened\n", "", 1],
     "ttl": ["7d", "0d", "10m", "1y", "7d\n", " 7d", "7"],
+    "environment name": ["runtime", " runtime ", "run time", "a" * 128, "a" * 129, "\n", ""],
+    "image ref": ["node:24", " node:24 ", "-x", "a#b", "a\\b", "a b", "x" * 512, "x" * 513],
+    "secret name": ["token", "a.b-c_d", "a b", "a\n", "x" * 128, "x" * 129, ""],
+    "installationId": ["1", "0", "01", "x", " 1", "1\n", "9" * 20, "9" * 21, 12],
+    "email": ["a@b", "a@@b", "@b", "a@", "a b@c", "a@b\n", "a@b.c"],
 }
 _ALPHABET = "aZ09_-./~ \t\n\x00\x01éHOMEXDG:@"
 

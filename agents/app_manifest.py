@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from agents.model import CompiledAgent
 
 __all__ = [
+    "COVERAGE_EVENTS",
     "DEFAULT_NAME",
     "EVENT_PERMISSIONS",
     "IMPLICIT_EVENTS",
@@ -35,6 +36,11 @@ DEFAULT_NAME = "hookspawn"
 
 #: events every App receives without asking; GitHub refuses them in `default_events`
 IMPLICIT_EVENTS = frozenset({"installation", "installation_repositories"})
+
+#: events the service needs whatever the triggers: `repository` created, renamed, transferred,
+#: deleted … keep each connection's coverage current (workers.github.lifecycle); the other
+#: lifecycle events, `installation*`, GitHub sends to every App anyway
+COVERAGE_EVENTS = frozenset({"repository"})
 
 #: the repository (or organization) permission that lets an App subscribe to each event; the
 #: first one is asked for (at read) when no mount asks for any of them
@@ -116,12 +122,33 @@ def webhook_url(public_url: str) -> str:
     return public_url.rstrip("/") + "/webhooks/github"
 
 
+def _event_needs(event: str, who: list[str], permissions: dict[str, str]) -> list[str]:
+    """Why `event` is subscribed to (the agents whose triggers use it, or coverage), adding
+    the permission GitHub needs to send it when no asked-for one backs it."""
+    reasons = []
+    backing = EVENT_PERMISSIONS.get(event, ())
+    agents_line = ", ".join(sorted(set(who))) or "the connections"
+    if backing and not any(p in permissions for p in backing):
+        permissions[backing[0]] = "read"
+        reasons.append(
+            f"permission {backing[0]}: read so that GitHub sends {event} (for {agents_line})"
+        )
+    if who:
+        reasons.append(f"event {event}: triggers of {agents_line}")
+    if event in COVERAGE_EVENTS:
+        reasons.append(
+            f"event {event}: connections follow its repositories' renames, transfers and deletions"
+        )
+    return reasons
+
+
 def app_manifest(agents: Iterable[CompiledAgent], *, public_url: str, name: str) -> AppManifest:
     """The manifest registering an App that serves `agents` from `public_url`.
 
     Each permission at the highest level any githubApp mount asks for (a capability the mount
-    leaves out counts at its default), `metadata: read` always, and the events the triggers
-    use; an event no asked-for permission backs adds the permission it needs at `read`.
+    leaves out counts at its default), `metadata: read` always, the events the triggers use
+    and the coverage events (COVERAGE_EVENTS); an event no asked-for permission backs adds the
+    permission it needs at `read`.
     """
     permissions: dict[str, str] = {"metadata": "read"}
     needs: dict[str, list[str]] = {}
@@ -144,15 +171,10 @@ def app_manifest(agents: Iterable[CompiledAgent], *, public_url: str, name: str)
     reasons = [
         f"permission {p}: {permissions[p]} for {', '.join(who)}" for p, who in sorted(needs.items())
     ]
+    for event in COVERAGE_EVENTS:
+        events.setdefault(event, [])
     for event, who in sorted(events.items()):
-        backing = EVENT_PERMISSIONS.get(event, ())
-        agents_line = ", ".join(sorted(set(who)))
-        if backing and not any(p in permissions for p in backing):
-            permissions[backing[0]] = "read"
-            reasons.append(
-                f"permission {backing[0]}: read so that GitHub sends {event} (for {agents_line})"
-            )
-        reasons.append(f"event {event}: triggers of {agents_line}")
+        reasons += _event_needs(event, who, permissions)
     reachable = reachable_by_github(public_url)
     if not reachable:
         reasons.append(

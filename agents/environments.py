@@ -300,14 +300,25 @@ def _cache(sink: Sink, node: YNode, path: str) -> SetupEntryCache | None:
                 join(join(path, "files"), index),
                 f"{item.value!r} must be a relative path inside the workspace, without '..'",
             )
+        elif item.value != item.value.strip():
+            sink.error(
+                item.loc,
+                join(join(path, "files"), index),
+                f"{item.value!r} starts or ends with whitespace (a typo, most likely)",
+            )
     paths = opt_str_list(sink, entry.get("paths"), join(path, "paths")) or []
     for index, item in _strings(entry.get("paths")):
         normal = posixpath.normpath(item.value)
-        if ".." in item.value.split("/") or not normal.startswith("/home/user/"):
+        if (
+            ".." in item.value.split("/")
+            or not item.value.startswith("/home/user/")
+            or not normal.startswith("/home/user/")
+        ):
             sink.error(
                 item.loc,
                 join(join(path, "paths"), index),
-                f"{item.value!r} must be an absolute path under /home/user",
+                f"{item.value!r} must be an absolute path under /home/user, spelled "
+                "/home/user/…, without '..'",
             )
     if key is None:
         return None
@@ -321,7 +332,7 @@ def _strings(node: YNode | None) -> list[tuple[int, YScalar]]:
     return [
         (index, item)
         for index, item in enumerate(node.items)
-        if isinstance(item, YScalar) and isinstance(item.value, str) and item.value
+        if isinstance(item, YScalar) and isinstance(item.value, str) and item.value.strip()
     ]
 
 

@@ -41,7 +41,8 @@ TEXT: dict[str, str] = {
     "agent.env": (
         "Variables for the session (agent level): a literal string, or {$secret: NAME} for a "
         "secret the deployment provides. HOME, XDG_*, LD_PRELOAD, LD_LIBRARY_PATH and the "
-        "sandbox's other own variables (proxies, TMPDIR, HOOKSPAWN_*) are refused."
+        "sandbox's other own variables (proxies, TMPDIR, HOOKSPAWN_*) are refused, in any "
+        "letter case."
     ),
     "agent.imports": (
         "Files to merge under this one, as paths relative to this file, inside the .auto "
@@ -89,13 +90,19 @@ TEXT: dict[str, str] = {
         "key. Change key to force a fresh snapshot."
     ),
     "cache.key": "A name you bump to rebuild: 1-128 of A-Z a-z 0-9 _ . -",
-    "cache.files": "Workspace files (relative, no ..) whose contents the snapshot depends on.",
-    "cache.paths": "Directories under /home/user that hold the step's expensive output.",
+    "cache.files": (
+        "Workspace files whose contents the snapshot depends on: relative, no .. segment, not "
+        "starting or ending with whitespace."
+    ),
+    "cache.paths": (
+        "Directories below /home/user that hold the step's expensive output, spelled "
+        "/home/user/…, no .. segment."
+    ),
     "environment.setupCache": "How long a setup snapshot may be reused.",
     "setupCache.ttl": "A duration: a number then s, m, h or d (30m, 24h, 7d).",
     "environment.resources": "Sandbox size; give at least one of cpuCount, memoryMB.",
-    "resources.cpuCount": "CPUs, at least 1.",
-    "resources.memoryMB": "Memory in MB, at least 128.",
+    "resources.cpuCount": "CPUs, at least 1 (an integer; 2.0 counts as 2).",
+    "resources.memoryMB": "Memory in MB, at least 128 (an integer; 2048.0 counts as 2048).",
     "environment.env": (
         "Variables set on the environment resource: a literal string, or {$secret: NAME}; "
         "the sandbox's own variables are refused, as in the agent's env."
@@ -117,15 +124,15 @@ TEXT: dict[str, str] = {
         "a git@host:path address. githubApp auth needs the owner/repo form."
     ),
     "mount.mountPath": (
-        "An absolute path in the sandbox (/workspace/repo); not /, no .. or whitespace, not "
-        "inside another mount."
+        "An absolute path in the sandbox (/workspace/repo); not / (nor /. or //), no .. "
+        "segment or whitespace, not inside another mount."
     ),
     "mount.ref": (
         "What to check out: a branch, a full ref, or a ref template such as "
         "refs/pull/{{ payload.github.pullRequest.number }}/head (that makes the agent "
         "event-dependent). Without it the checkout is whatever the fetch leaves: set it."
     ),
-    "mount.depth": "Fetch depth (shallow, no tags).",
+    "mount.depth": "Fetch depth (shallow, no tags): an integer, at least 1 (1.0 counts as 1).",
     "mount.auth": (
         "kind: none (public repositories, no GitHub credentials) or kind: githubApp (the "
         "project's GitHub App: push, the git credential helper and the GitHub tools)."
@@ -160,7 +167,10 @@ TEXT: dict[str, str] = {
     ),
     "trigger": "A GitHub event that starts a session.",
     "trigger.kind": "github, the only kind.",
-    "trigger.event": "The X-GitHub-Event name, such as pull_request or issue_comment.",
+    "trigger.event": (
+        "The X-GitHub-Event name, such as pull_request or issue_comment: one of GitHub's "
+        "webhook events (pull_requests is refused, naming pull_request)."
+    ),
     "trigger.actions": "The actions that fire (opened, created …); any when absent.",
     "trigger.repositories": (
         "owner/name globs (* within a segment, ** across), case-insensitive. Default: the "

@@ -9,32 +9,60 @@ of the merged result (cross-field rules, templates, globs).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agents.compiler import _AGENT_KEYS
 from agents.environment_spec import DEFAULT_SETUP_CACHE_TTL, TTL_RE
 from agents.environments import _ENV_KEYS, PRESETS
 from agents.file_descriptions import TEXT
+from agents.github_events import GITHUB_EVENTS
 from agents.import_resolver import DIRECTIVES
 from agents.merge import REMOVABLE
 from agents.model import CAPABILITY_FIELDS, Capabilities
 from agents.mounts import _MOUNT_KEYS, BARE_RE, INSTALLATION_RE
-from agents.triggerdefs import _OPS, _TRIGGER_KEYS, ACTION_RE, EVENT_RE, FILTER_PATH_RE, MAX_PATTERN
+from agents.sandbox.env import PROTECTED_ENV_NAMES, PROTECTED_ENV_PREFIXES
+from agents.triggerdefs import _OPS, _TRIGGER_KEYS, ACTION_RE, FILTER_PATH_RE, MAX_PATTERN
 
 __all__ = ["KINDS", "file_schema"]
 
 KINDS = ("agent", "fragment")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
-_NAME = r"^[A-Za-z0-9_.-]{1,128}$"
-_NAME_TRIMMED = r"^\s*[A-Za-z0-9_.-]{1,128}\s*$"  # the compiler trims these names first
+# Patterns hold in ECMA 262 (editors) and Python's re (jsonschema) alike. `$` would also match
+# before a final newline in Python, so a value ends where nothing follows: `(?![\s\S])`.
+_END = r"(?![\s\S])"
+_NAME = rf"^[A-Za-z0-9_.-]{{1,128}}{_END}"
+_NAME_TRIMMED = rf"^\s*[A-Za-z0-9_.-]{{1,128}}\s*{_END}"  # the compiler trims these names first
 _NON_EMPTY = r"\S"
-_REPOSITORY = rf"^(?:{BARE_RE.pattern}|https://[^\s/]+/\S+|git@[^\s:]+:\S+)$"
-_MOUNT_PATH = r"^/(?!.*(?:^|/)\.\.(?:/|$))[^\s\x00-\x1f]*$"
-_RELATIVE = r"^(?!/)(?!(?:.*/)?\.\.(?:/|$))"
-_HOME_PATH = r"^/home/user/(?!.*(?:^|/)\.\.(?:/|$))"
-_ENV_KEY = r"^[A-Za-z_][A-Za-z0-9_]*$"
-_BASE_REF = r"^\s*(?!-)[^\s#\\]{1,512}\s*$"
+_REPOSITORY = rf"^(?:{BARE_RE.pattern}|https://[^\s/]+/\S+|git@[^\s:]+:\S+){_END}"
+#: no `..` segment anywhere (put right after `^`)
+_NO_DOTDOT = rf"(?![\s\S]*(?:^|/)\.\.(?:/|{_END}))"
+#: what follows is not only empty and `.` segments: the path names a directory below
+_BELOW = rf"(?!(?:\.?/)*\.?{_END})"
+#: absolute, no `..`, no whitespace or control character, not `/` itself once normalised
+_MOUNT_PATH = rf"^{_NO_DOTDOT}/{_BELOW}[^\s\x00-\x1f]*{_END}"
+#: relative, no `..`, neither starting nor ending with whitespace
+_RELATIVE_FILE = rf"^(?!/){_NO_DOTDOT}\S(?:[\s\S]*\S)?{_END}"
+#: spelled /home/user/…, no `..`, naming something below /home/user
+_HOME_PATH = rf"^{_NO_DOTDOT}/home/user/{_BELOW}"
+_ENV_KEY = rf"^[A-Za-z_][A-Za-z0-9_]*{_END}"
+_BASE_REF = rf"^\s*(?!-)[^\s#\\]{{1,512}}\s*{_END}"
+
+
+def _any_case(text: str) -> str:
+    """`text` as a pattern matching it in any letter case (ECMA 262 has no inline `(?i)`)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in text)
+
+
+#: the variables the sandbox sets itself (agents.sandbox.env), compared case-insensitively
+_PROTECTED_ENV = (
+    "^(?:(?:"
+    + "|".join(_any_case(n) for n in sorted(PROTECTED_ENV_NAMES))
+    + f"){_END}|"
+    + "|".join(_any_case(p) for p in PROTECTED_ENV_PREFIXES)
+    + ")"
+)
 
 
 def _d(key: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -76,12 +104,12 @@ def _capabilities() -> dict[str, Any]:
 def _auth() -> dict[str, Any]:
     properties = {
         "kind": _d("auth.kind", {"enum": ["none", "githubApp"]}),
-        "installationId": _string("auth.installationId", rf"^{INSTALLATION_RE.pattern}$"),
+        "installationId": _string("auth.installationId", rf"^{INSTALLATION_RE.pattern}{_END}"),
         "commitAuthor": _object(
             "auth.commitAuthor",
             {
                 "name": _string("commitAuthor.name"),
-                "email": _string("commitAuthor.email", r"^[^@\s]+@[^@\s]+$"),
+                "email": _string("commitAuthor.email", rf"^[^@\s]+@[^@\s]+{_END}"),
             },
         ),
         "capabilities": _capabilities(),
@@ -112,7 +140,7 @@ def _mount() -> dict[str, Any]:
 
 def _filter() -> dict[str, Any]:
     properties = {
-        "path": _string("filter.path", rf"^{FILTER_PATH_RE.pattern}$"),
+        "path": _string("filter.path", rf"^{FILTER_PATH_RE.pattern}{_END}"),
         "equals": _d("filter.equals", {}),
         "in": _d("filter.in", {"type": "array"}),
         "matches": _d("filter.matches", {"type": "string", "maxLength": MAX_PATTERN}),
@@ -126,9 +154,11 @@ def _filter() -> dict[str, Any]:
 def _trigger() -> dict[str, Any]:
     properties = {
         "kind": _d("trigger.kind", {"enum": ["github"], "default": "github"}),
-        "event": _string("trigger.event", rf"^{EVENT_RE.pattern}$"),
+        "event": _d("trigger.event", {"enum": sorted(GITHUB_EVENTS)}),
         "actions": _strings(
-            "trigger.actions", {"type": "string", "pattern": rf"^{ACTION_RE.pattern}$"}, minItems=1
+            "trigger.actions",
+            {"type": "string", "pattern": rf"^{ACTION_RE.pattern}{_END}"},
+            minItems=1,
         ),
         "repositories": _strings("trigger.repositories", minItems=1),
         "branches": _strings("trigger.branches", minItems=1),
@@ -165,7 +195,7 @@ def _env_map(key: str) -> dict[str, Any]:
         key,
         {
             "type": "object",
-            "propertyNames": {"pattern": _ENV_KEY},
+            "propertyNames": {"pattern": _ENV_KEY, "not": {"pattern": _PROTECTED_ENV}},
             "additionalProperties": value,
             "default": {},
         },
@@ -194,11 +224,9 @@ def _setup_entry() -> dict[str, Any]:
         {
             "key": _string("cache.key", _NAME),
             "files": _strings(
-                "cache.files", {"type": "string", "pattern": _RELATIVE + _NON_EMPTY}, default=[]
+                "cache.files", {"type": "string", "pattern": _RELATIVE_FILE}, default=[]
             ),
-            "paths": _strings(
-                "cache.paths", {"type": "string", "pattern": _HOME_PATH + r".*[^/.]"}, default=[]
-            ),
+            "paths": _strings("cache.paths", {"type": "string", "pattern": _HOME_PATH}, default=[]),
         },
         required=("key",),
     )
@@ -227,7 +255,7 @@ def _environment() -> dict[str, Any]:
         ),
         "setupCache": _object(
             "environment.setupCache",
-            {"ttl": _string("setupCache.ttl", rf"^{TTL_RE.pattern}$")},
+            {"ttl": _string("setupCache.ttl", rf"^{TTL_RE.pattern}{_END}")},
             required=("ttl",),
             default={"ttl": DEFAULT_SETUP_CACHE_TTL},
         ),

@@ -124,6 +124,8 @@ def opt_int(sink: Sink, node: YNode | None, path: str, *, minimum: int) -> int |
     if node is None:
         return None
     value = node.value if isinstance(node, YScalar) else None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 2048.0 is the integer 2048, as JSON Schema counts it
     if not isinstance(value, int) or isinstance(value, bool):
         sink.error(node.loc, path, f"must be an integer, got {describe(node)}")
         return None

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import re
 from typing import Any
 
+from agents.github_events import GITHUB_EVENTS
 from agents.globs import validate_glob
 from agents.model import Filter, FilterOp, Trigger
 from agents.regex_bound import PatternError, compile_bounded
@@ -16,7 +18,13 @@ from agents.source import YNode, YScalar, YSeq, describe, to_plain
 from agents.templates import compile_field
 from templating import Dialect, Template
 
-__all__ = ["MAX_PATTERN", "compile_trigger", "compile_triggers", "trigger_key"]
+__all__ = [
+    "MAX_PATTERN",
+    "compile_trigger",
+    "compile_triggers",
+    "trigger_key",
+    "unknown_event",
+]
 
 MAX_PATTERN = 1000
 EVENT_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
@@ -91,6 +99,10 @@ def compile_trigger(sink: Sink, node: YNode, path: str, index: int) -> Trigger |
         pattern=EVENT_RE,
         rule="a GitHub event name such as pull_request",
     )
+    if event is not None and event not in GITHUB_EVENTS:
+        event_node = entry.get("event")
+        assert event_node is not None
+        sink.error(event_node.loc, join(path, "event"), unknown_event(event))
     actions = opt_str_list(
         sink,
         entry.get("actions"),
@@ -133,6 +145,15 @@ def compile_trigger(sink: Sink, node: YNode, path: str, index: int) -> Trigger |
     )
     key = name if name is not None else trigger_key(trigger.definition())
     return dataclasses.replace(trigger, key=key)
+
+
+def unknown_event(event: str) -> str:
+    """Why `event` is refused: no GitHub webhook has that name (and the closest that does)."""
+    squashed = event.replace("_", "").rstrip("s")
+    close = [n for n in sorted(GITHUB_EVENTS) if n.replace("_", "").rstrip("s") == squashed]
+    close = close or difflib.get_close_matches(event, GITHUB_EVENTS, n=1, cutoff=0.75)
+    hint = f"did you mean {close[0]!r}?" if close else "an X-GitHub-Event name such as pull_request"
+    return f"unknown GitHub webhook event {event!r} ({hint})"
 
 
 def _text(sink: Sink, node: YNode | None, path: str) -> Template | None:

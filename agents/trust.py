@@ -22,7 +22,6 @@ OPEN_EVENTS = {
     "pull_request_review": "review",
     "pull_request_review_comment": "comment",
     "pull_request_review_thread": "pullRequest",
-    "pull_request_target": "pullRequest",
 }  # event → the object whose authorAssociation says who wrote it
 #: `author_association` values of people without a role in the repository
 #: (https://docs.github.com/en/graphql/reference/enums#commentauthorassociation)

@@ -22,6 +22,7 @@ __all__ = [
     "protected_host_path",
     "reading_order",
     "validate",
+    "warnings",
     "well_formed_mounts",
 ]
 
@@ -276,21 +277,32 @@ def _srt_rules(n: int, m: SandboxMount, mounts: list[tuple[int, SandboxMount]]) 
                 "srt cannot overlay: use readonly or writable (overlay needs microsandbox)",
             )
         )
-    around = [
-        (k, other)
-        for k, other in mounts
-        if k != n and other.mode == "writable" and is_within(m.target, other.target)
-    ]
-    if m.mode == "readonly" and around:
-        k, other = max(around, key=lambda pair: len(pair[1].target))
-        problems.append(
-            Problem(
-                f"{where}.mode",
-                f"readonly {m.target} lies inside the writable sandbox.mounts[{k}] "
-                f"({other.target}): srt mounts only add access, so it would stay writable",
-            )
-        )
     return problems
+
+
+def warnings(config: SandboxConfig) -> list[Problem]:
+    """What a valid configuration holds that has no effect: with srt (whose mounts only add
+    access), a readonly mount inside a writable one, which stays writable there."""
+    if config.backend != "srt":
+        return []
+    found: list[Problem] = []
+    for n, m in enumerate(config.mounts):
+        around = [
+            (k, other)
+            for k, other in enumerate(config.mounts)
+            if k != n and other.mode == "writable" and is_within(m.target, other.target)
+        ]
+        if m.mode == "readonly" and around:
+            k, other = max(around, key=lambda pair: len(pair[1].target))
+            found.append(
+                Problem(
+                    f"sandbox.mounts[{n}].mode",
+                    f"readonly {m.target} lies inside the writable sandbox.mounts[{k}] "
+                    f"({other.target}): srt mounts only add access, so it stays writable "
+                    "(valid, but the readonly mode has no effect)",
+                )
+            )
+    return found
 
 
 def _legacy(security: object) -> list[Problem]:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Problem", "protected_env_name", "sandbox_env"]
+__all__ = [
+    "PROTECTED_ENV_NAMES",
+    "PROTECTED_ENV_PREFIXES",
+    "Problem",
+    "protected_env_name",
+    "sandbox_env",
+]
 
 
 @dataclass(frozen=True)
@@ -22,7 +28,7 @@ class Problem:
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: variables the runtime sets for its own confinement (proxies, credentials, git and TLS
 #: trust, the sandbox's temporary directory); compared case-insensitively
-_SECURITY_ENV = frozenset(
+PROTECTED_ENV_NAMES = frozenset(
     name.upper()
     for name in (
         "HOME",
@@ -58,13 +64,13 @@ _SECURITY_ENV = frozenset(
         "LD_LIBRARY_PATH",
     )
 )
-_SECURITY_ENV_PREFIXES = ("XDG_", "HOOKSPAWN_", "SRT_", "GIT_CONFIG", "CLOUDSDK_PROXY_")
+PROTECTED_ENV_PREFIXES = ("XDG_", "HOOKSPAWN_", "SRT_", "GIT_CONFIG", "CLOUDSDK_PROXY_")
 
 
 def protected_env_name(name: str) -> bool:
     """The runtime sets this variable itself: HOME, XDG_*, or a security setting."""
     upper = name.upper()
-    return upper in _SECURITY_ENV or upper.startswith(_SECURITY_ENV_PREFIXES)
+    return upper in PROTECTED_ENV_NAMES or upper.startswith(PROTECTED_ENV_PREFIXES)
 
 
 def sandbox_env(raw: object, problems: list[Problem]) -> dict[str, str]:

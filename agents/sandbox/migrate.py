@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import copy
 import posixpath
+from collections.abc import Callable
 from typing import Any
 
 from agents.sandbox.env import Problem
 
-__all__ = ["migrate"]
+__all__ = ["Check", "migrate"]
 
 _ROOTS = (("sandboxReadRoots", "readonly"), ("sandboxWriteRoots", "writable"))
+_FIELD = {mode: key for key, mode in _ROOTS}
+
+#: what `sandbox check` says of a whole configuration document: every problem (the rules and
+#: the host's answers: a source that does not exist, a symbolic link into a protected path)
+Check = Callable[[object], list[Problem]]
 
 
 def _roots(security: dict[str, Any], problems: list[Problem]) -> list[dict[str, str]]:
@@ -59,13 +65,34 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def _dropped(mount: dict[str, str], backend: str, check: Check | None, notes: list[str]) -> bool:
+    """Whether `sandbox check` refuses this legacy root as a mount on its own (then `notes`
+    says why it is dropped)."""
+    if check is None:
+        return False
+    problems = check({"sandbox": {"backend": backend, "mounts": [mount]}})
+    if not problems:
+        return False
+    why = "; ".join(p.message for p in problems)
+    notes.append(f"security.{_FIELD[mount['mode']]} {mount['target']}: dropped, since {why}")
+    return True
+
+
 def _reconciled(
-    existing: list[Any], added: list[dict[str, str]], *, srt: bool, notes: list[str]
+    existing: list[Any],
+    added: list[dict[str, str]],
+    *,
+    backend: str,
+    check: Check | None,
+    notes: list[str],
 ) -> list[dict[str, str]]:
     """The legacy roots that may join `existing` without breaking a rule `sandbox check`
     applies: a read root that is a write root too becomes the one writable mount; with srt
     (whose mounts only add access), a read root inside a writable mount is dropped, since it
-    would stay writable there. Each is said in `notes`."""
+    would stay writable there; a root `check` refuses on its own (on this host: one that does
+    not exist, or leads into a protected path) is dropped. Each is said in `notes`."""
+    srt = backend == "srt"
+    added = [m for m in added if m in existing or not _dropped(m, backend, check, notes)]
     writable = [m["target"] for m in added if m["mode"] == "writable"]
     writable += [
         m["target"]
@@ -96,7 +123,7 @@ def _reconciled(
 
 
 def _mounts(
-    sandbox: dict[str, Any], added: list[dict[str, str]], notes: list[str]
+    sandbox: dict[str, Any], added: list[dict[str, str]], check: Check | None, notes: list[str]
 ) -> list[Problem]:
     mounts = sandbox.get("mounts")
     if mounts is None:
@@ -109,17 +136,21 @@ def _mounts(
     for n, mount in enumerate(mounts):
         if isinstance(mount, dict):
             _mode(mount, f"sandbox.mounts[{n}]", problems)
-    srt = sandbox.get("backend", "srt") == "srt"
-    mounts += _reconciled(mounts, added, srt=srt, notes=notes)
+    backend = sandbox.get("backend", "srt")
+    mounts += _reconciled(mounts, added, backend=backend, check=check, notes=notes)
     return problems
 
 
-def migrate(raw: object, notes: list[str] | None = None) -> tuple[object, list[Problem]]:
+def migrate(
+    raw: object, notes: list[str] | None = None, *, check: Check | None = None
+) -> tuple[object, list[Problem]]:
     """A configuration → the same configuration in today's shape, or the problems that stop
     the migration (then nothing is to be written). An already-migrated configuration comes
     back equal to itself. Legacy roots become mounts appended after the existing ones; a root
     already mounted at the same place in the same mode is not added twice, and roots that
-    would break a mount rule are merged or dropped, each with a line in `notes`."""
+    would break a mount rule are merged or dropped, each with a line in `notes`. With
+    `check` (what `sandbox check` says of a document, host included), a root it refuses as a
+    mount on its own is dropped too, with the reason."""
     notes = [] if notes is None else notes
     if not isinstance(raw, dict):
         return raw, [Problem("(document)", "must be a JSON object")]
@@ -138,7 +169,7 @@ def migrate(raw: object, notes: list[str] | None = None) -> tuple[object, list[P
     if sandbox is not None and not isinstance(sandbox, dict):
         return raw, [*problems, Problem("sandbox", "must be an object")]
     if isinstance(sandbox, dict):
-        problems += _mounts(sandbox, added, notes)
+        problems += _mounts(sandbox, added, check, notes)
         if added and "backend" not in sandbox:
             # the legacy roots were srt's: its host paths are what source = target keeps valid
             doc["sandbox"] = {"backend": "srt", **sandbox}

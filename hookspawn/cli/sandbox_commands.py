@@ -11,12 +11,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agents.sandbox.config import HostPaths, SandboxConfig, validate
+from agents.sandbox.config import HostPaths, SandboxConfig, warnings
 from agents.sandbox.migrate import migrate as migrated
 from hookspawn.cli.settings import load_settings
 from hookspawn.errors import CommandError
 from workers.session.runner.command import account_of, runner_account
-from workers.session.runner.sandbox import host_paths_for, load_config, sandbox_available
+from workers.session.runner.sandbox import (
+    check_document,
+    host_paths_for,
+    load_config,
+    sandbox_available,
+)
 from workers.settings import Settings
 
 __all__ = ["sandbox"]
@@ -48,6 +53,8 @@ def _check(path: Path, settings: Settings, *, probe: bool) -> int:
     config, problems = load_config(path, host=host_paths_for(settings.data_dir))
     for problem in problems:
         print(problem.line(str(path)))
+    for warning in warnings(config) if config is not None else ():
+        print(f"{path}: {warning.field}: warning: {warning.message}", file=sys.stderr)
     if config is not None and config.backend == "none":
         print(
             f"{path}: sandbox.backend: none runs session commands unconfined (development only)",
@@ -91,12 +98,12 @@ def _migrate(path: Path, *, write: bool, host: HostPaths) -> int:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CommandError(f"{path} is not JSON: {exc}", exit_code=2) from None
     notes: list[str] = []
-    doc, problems = migrated(raw, notes)
+    doc, problems = migrated(raw, notes, check=lambda d: check_document(d, host=host)[1])
     if problems:
         for problem in problems:
             print(problem.line(str(path)), file=sys.stderr)
         return 1
-    _, broken = validate(doc, host=host)
+    _, broken = check_document(doc, host=host)
     if broken:
         for problem in broken:
             print(f"{problem.line(str(path))} (after migrating)", file=sys.stderr)

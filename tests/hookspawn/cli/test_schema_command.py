@@ -74,7 +74,9 @@ def test_the_schema_carries_the_compilers_enums_patterns_and_defaults(
     assert image["properties"]["name"]["enum"] == list(PRESETS)
     assert schema["properties"]["harness"]["enum"] == ["claude-code", "codex"]
     assert defs["mount"]["properties"]["depth"]["default"] == 1
-    assert schema["properties"]["name"]["pattern"] == "^[A-Za-z0-9_.-]{1,128}$"
+    # ends where nothing follows: Python's `$` would also match before a final newline
+    assert schema["properties"]["name"]["pattern"] == r"^[A-Za-z0-9_.-]{1,128}(?![\s\S])"
+    assert "pull_request" in defs["trigger"]["properties"]["event"]["enum"]
 
     def every_property(node: Any) -> list[tuple[str, Any]]:
         found = []

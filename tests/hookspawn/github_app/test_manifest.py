@@ -59,9 +59,14 @@ def test_the_examples_ask_exactly_what_their_agents_need() -> None:
             "metadata": "read",
             "pull_requests": "write",
         },
-        "default_events": ["issue_comment", "pull_request", "push"],
+        # repository: connections follow renames, transfers and deletions, whatever the triggers
+        "default_events": ["issue_comment", "pull_request", "push", "repository"],
     }
     assert "event push: triggers of nightly-deps" in made.reasons
+    assert (
+        "event repository: connections follow its repositories' renames, transfers and deletions"
+        in made.reasons
+    )
 
 
 def test_highest_level_wins_and_an_unbacked_event_adds_its_permission(tmp_path: Path) -> None:
@@ -98,7 +103,7 @@ def test_highest_level_wins_and_an_unbacked_event_adds_its_permission(tmp_path: 
         "issues": "read",
         "metadata": "read",
     }
-    assert made.events == ["issues", "push"]
+    assert made.events == ["issues", "push", "repository"]
     # GitHub refuses a webhook it cannot reach: on loopback the App's webhook is inactive
     assert made.manifest["hook_attributes"] == {
         "url": "http://127.0.0.1:8000/webhooks/github",
@@ -145,7 +150,8 @@ def test_forward_command_names_the_events_the_url_and_the_secret(
     assert main(["github-app", "forward-command", str(EXAMPLES)]) == 0
     out, _ = capsys.readouterr()
     assert out == (
-        "gh webhook forward --repo=acme/widgets --events=issue_comment,pull_request,push "
+        "gh webhook forward --repo=acme/widgets "
+        "--events=issue_comment,pull_request,push,repository "
         "--url=http://127.0.0.1:8000/webhooks/github --secret=s3cret\n"
     )
     assert main(["github-app", "forward-command", str(EXAMPLES), "--repository", "me/mine"]) == 0
@@ -174,8 +180,31 @@ def test_the_serve_banner_prints_the_forward_command(tmp_path: Path) -> None:
     )
     assert lines[0] == (
         "forward GitHub's webhooks here: gh webhook forward --repo=acme/widgets "
-        "--events=issue_comment,pull_request,push --url=http://127.0.0.1:8000/webhooks/github "
+        "--events=issue_comment,pull_request,push,repository "
+        "--url=http://127.0.0.1:8000/webhooks/github "
         "--secret=s1"
     )
     assert "`hookspawn github-app create`" in lines[1]
     assert len(forward_lines(settings, {"HOOKSPAWN_WEBHOOK_SECRET": "s"}, "x", demo=True)) == 1
+
+
+def test_the_coverage_events_are_the_lifecycle_events_github_does_not_send_unasked() -> None:
+    from agents.app_manifest import COVERAGE_EVENTS, IMPLICIT_EVENTS
+    from workers.github.lifecycle import LIFECYCLE_EVENTS
+
+    unasked = {e for e in LIFECYCLE_EVENTS if e.startswith("installation")}
+    assert unasked >= IMPLICIT_EVENTS
+    assert LIFECYCLE_EVENTS - unasked == COVERAGE_EVENTS
+
+
+def test_an_agent_without_triggers_still_subscribes_to_repository(tmp_path: Path) -> None:
+    write_agent(
+        tmp_path,
+        "quiet",
+        AGENT.format(name="quiet", capabilities="{contents: read}", triggers="  []"),
+    )
+    result = compile_dir(tmp_path)
+    assert result.ok, result.errors
+    made = app_manifest(result.agents, public_url="https://hooks.example", name="x")
+    assert made.events == ["repository"]
+    assert made.permissions["metadata"] == "read"  # what GitHub needs to send it

@@ -95,7 +95,7 @@ def test_the_app_is_created_end_to_end(
     assert manifest["name"] == "acme-agents"
     assert manifest["hook_attributes"] == {"url": f"{PUBLIC}/webhooks/github", "active": True}
     assert manifest["redirect_url"] == f"{PUBLIC}/github-app/callback"
-    assert manifest["default_events"] == ["issue_comment", "pull_request", "push"]
+    assert manifest["default_events"] == ["issue_comment", "pull_request", "push", "repository"]
     # the state waits in Redis, with an expiry
     (key,) = redis_client.keys("*github-app-state*")
     assert 0 < redis_client.ttl(key) <= 3600

@@ -21,6 +21,7 @@ from agents.sandbox.config import (
     protected_host_path,
     reading_order,
     validate,
+    warnings,
     well_formed_mounts,
 )
 from workers.errors import WorkerError
@@ -30,6 +31,7 @@ from workers.session.runner.session_git import reach_through_proxy
 __all__ = [
     "SYSTEM_READ",
     "SandboxUnavailable",
+    "check_document",
     "confine",
     "host_paths_for",
     "host_problems",
@@ -84,6 +86,11 @@ def load_config(path: Path, *, host: HostPaths) -> tuple[SandboxConfig | None, l
         ]
     except UnicodeDecodeError:
         return None, [Problem("(file)", "not UTF-8 text")]
+    return check_document(raw, host=host)
+
+
+def check_document(raw: object, *, host: HostPaths) -> tuple[SandboxConfig | None, list[Problem]]:
+    """A parsed configuration checked by the rules and against this host: every problem."""
     config, problems = validate(raw, host=host)
     # the host's answers too, for every mount well formed on its own: all problems at once
     mounts = list(enumerate(config.mounts)) if config else well_formed_mounts(raw, host=host)
@@ -359,6 +366,8 @@ def open_sandbox(
     config, problems = load_config(path, host=host)
     if config is None:
         raise SandboxUnavailable("; ".join(p.line(str(path)) for p in problems))
+    for warning in warnings(config):
+        log.warning("%s", warning.line(str(path)))
     reason = sandbox_available(config, srt=srt, account=account)
     if reason is not None:
         raise SandboxUnavailable(reason)

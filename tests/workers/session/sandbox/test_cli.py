@@ -188,6 +188,23 @@ class TestCheck:
             f"{tmp_path / 'bad.json'}: (file): not JSON: Expecting value at line 1 column 13"
         ]
 
+    def test_a_readonly_mount_inside_a_writable_one_passes_with_a_warning_naming_both(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "out" / "ref").mkdir(parents=True)
+        out, ref = str(tmp_path / "out"), str(tmp_path / "out" / "ref")
+        doc = {"sandbox": {"backend": "srt", "mounts": [
+            {"source": out, "target": out, "mode": "writable"},
+            {"source": ref, "target": ref, "mode": "readonly"}]}}  # fmt: skip
+        path = write(tmp_path / "s.json", doc)
+        done = hookspawn("sandbox", "check", str(path))
+        assert (done.returncode, done.stdout) == (0, "")
+        assert done.stderr == (
+            f"{path}: sandbox.mounts[1].mode: warning: readonly {ref} lies inside the writable "
+            f"sandbox.mounts[0] ({out}): srt mounts only add access, so it stays writable "
+            "(valid, but the readonly mode has no effect)\n"
+        )
+
     def test_backend_none_passes_with_a_warning(self, tmp_path: Path) -> None:
         path = write(tmp_path / "s.json", {"sandbox": {"backend": "none"}})
         done = hookspawn("sandbox", "check", str(path))
@@ -272,13 +289,21 @@ LEGACY = {
 }
 
 
+def srv_under(doc: object, tmp_path: Path) -> Any:
+    """`doc` with its `/srv/…` paths moved under tmp_path (created there): migrate keeps what
+    `sandbox check` accepts on this host, where a source must exist."""
+    for name in ("cache", "reference-data", "out"):
+        (tmp_path / "srv" / name).mkdir(parents=True, exist_ok=True)
+    return json.loads(json.dumps(doc).replace('"/srv/', f'"{tmp_path}/srv/'))
+
+
 class TestMigrate:
     def test_prints_the_migrated_json_and_a_diff_and_changes_no_file(self, tmp_path: Path) -> None:
-        path = write(tmp_path / "s.json", LEGACY)
+        path = write(tmp_path / "s.json", srv_under(LEGACY, tmp_path))
         before = path.read_bytes()
         done = hookspawn("sandbox", "migrate", str(path))
-        assert done.returncode == 0
-        assert json.loads(done.stdout) == {
+        assert done.returncode == 0, done.stderr
+        expected = {
             "sandbox": {
                 "backend": "srt",
                 "mounts": [
@@ -292,13 +317,14 @@ class TestMigrate:
                 ],
             }
         }
+        assert json.loads(done.stdout) == srv_under(expected, tmp_path)
         assert done.stderr.startswith(f"--- {path}\n+++ {path} (migrated)\n@@ ")
         assert '-    "sandboxReadRoots": [\n' in done.stderr
         assert '+        "mode": "writable"\n' in done.stderr
         assert path.read_bytes() == before
 
     def test_write_rewrites_the_file_and_a_second_run_changes_nothing(self, tmp_path: Path) -> None:
-        path = write(tmp_path / "s.json", LEGACY)
+        path = write(tmp_path / "s.json", srv_under(LEGACY, tmp_path))
         first = hookspawn("sandbox", "migrate", str(path), "--write")
         assert first.returncode == 0
         assert path.read_text() == first.stdout
@@ -310,6 +336,7 @@ class TestMigrate:
         self, example: dict[str, Any], tmp_path: Path
     ) -> None:
         path = tmp_path / "s.json"
+        example = on_host(example, tmp_path)
         path.write_text(json.dumps(example))  # one line: not how migrate would format it
         done = hookspawn("sandbox", "migrate", str(path), "--write")
         assert (done.returncode, done.stdout, done.stderr) == (0, path.read_text() + "\n", "")
@@ -366,23 +393,71 @@ class TestMigrate:
     def test_a_result_check_would_refuse_is_neither_printed_nor_written(
         self, tmp_path: Path
     ) -> None:
-        """An existing readonly mount a write root now covers: srt would keep it writable."""
+        """An existing mount whose source this host lacks: migrating cannot mend it."""
+        missing = str(tmp_path / "gone")
         doc = {
             "sandbox": {
                 "backend": "srt",
-                "mounts": [
-                    {"source": "/srv/out/ref", "target": "/srv/out/ref", "mode": "readonly"}
-                ],
+                "mounts": [{"source": missing, "target": missing, "readOnly": True}],
             },
-            "security": {"sandboxWriteRoots": ["/srv/out"]},
+            "security": {"sandboxWriteRoots": [str(tmp_path)]},
         }
         path = write(tmp_path / "s.json", doc)
         before = path.read_bytes()
         done = hookspawn("sandbox", "migrate", str(path), "--write")
         assert (done.returncode, done.stdout) == (1, "")
         assert (
-            f"{path}: sandbox.mounts[0].mode: readonly /srv/out/ref lies inside the writable "
-            "sandbox.mounts[1] (/srv/out)"
+            f"{path}: sandbox.mounts[0].source: {missing} does not exist on this host "
+            "(after migrating)"
         ) in done.stderr
-        assert "(after migrating)" in done.stderr and "nothing written" in done.stderr
+        assert "nothing written" in done.stderr
         assert path.read_bytes() == before
+
+    def test_a_root_check_would_refuse_on_this_host_is_dropped_and_said(
+        self, tmp_path: Path
+    ) -> None:
+        """A read root that does not exist, a write root that is a symbolic link into the data
+        directory: each dropped with the reason `sandbox check` gives; the rest migrates."""
+        (tmp_path / "data" / "workspaces").mkdir(parents=True)
+        (tmp_path / "innocent").symlink_to(tmp_path / "data" / "workspaces")
+        (tmp_path / "ref").mkdir()
+        missing, innocent, ref = (str(tmp_path / n) for n in ("missing", "innocent", "ref"))
+        doc = {"security": {"sandboxReadRoots": [missing, ref], "sandboxWriteRoots": [innocent]}}
+        path = write(tmp_path / "s.json", doc)
+        done = hookspawn("sandbox", "migrate", str(path), "--write")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["sandbox"]["mounts"] == [
+            {"source": ref, "target": ref, "mode": "readonly"}
+        ]
+        assert (
+            f"{path}: security.sandboxReadRoots {missing}: dropped, since {missing} does not "
+            "exist on this host\n"
+        ) in done.stderr
+        assert (
+            f"{path}: security.sandboxWriteRoots {innocent}: dropped, since {innocent} leads to "
+            f"{tmp_path / 'data' / 'workspaces'}, which is {tmp_path / 'data'}, the data directory"
+        ) in done.stderr
+        checked = hookspawn("sandbox", "check", str(path))
+        assert (checked.returncode, checked.stdout, checked.stderr) == (0, "", "")
+
+    def test_an_existing_readonly_mount_a_write_root_now_covers_migrates_with_a_warning(
+        self, tmp_path: Path
+    ) -> None:
+        """Valid, but srt keeps it writable: `sandbox check` says so, and the file is written."""
+        (tmp_path / "out" / "ref").mkdir(parents=True)
+        out, ref = str(tmp_path / "out"), str(tmp_path / "out" / "ref")
+        doc = {
+            "sandbox": {
+                "backend": "srt",
+                "mounts": [{"source": ref, "target": ref, "mode": "readonly"}],
+            },
+            "security": {"sandboxWriteRoots": [out]},
+        }
+        path = write(tmp_path / "s.json", doc)
+        done = hookspawn("sandbox", "migrate", str(path), "--write")
+        assert done.returncode == 0, done.stderr
+        checked = hookspawn("sandbox", "check", str(path))
+        assert (checked.returncode, checked.stdout) == (0, "")
+        assert f"readonly {ref} lies inside the writable sandbox.mounts[1] ({out})" in (
+            checked.stderr
+        )

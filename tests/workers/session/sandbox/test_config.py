@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from agents.sandbox.config import HostPaths, Problem, SandboxConfig, SandboxMount, validate
+from agents.sandbox.config import (
+    HostPaths,
+    Problem,
+    SandboxConfig,
+    SandboxMount,
+    validate,
+    warnings,
+)
 
 HOST = HostPaths(host_home="/home/op", data_dir="/var/lib/hookspawn")
 
@@ -143,13 +150,31 @@ class TestPaths:
 
 
 class TestAddOnlyForSrt:
-    def test_a_readonly_mount_inside_a_writable_one_says_it_would_stay_writable(self) -> None:
-        field, message = only(
-            config("srt", mount("/srv/cache", mode="writable"), mount("/srv/cache/ro"))
+    def test_a_readonly_mount_inside_a_writable_one_is_valid_with_a_warning(self) -> None:
+        got = valid(
+            config(
+                "srt",
+                mount("/srv", mode="writable"),
+                mount("/srv/cache", mode="writable"),
+                mount("/srv/cache/ro"),
+            )
         )
-        assert field == "sandbox.mounts[1].mode"
-        assert "inside the writable sandbox.mounts[0] (/srv/cache)" in message
-        assert "srt mounts only add access" in message
+        ((field, message),) = [(w.field, w.message) for w in warnings(got)]
+        assert field == "sandbox.mounts[2].mode"
+        # the innermost writable mount around it, and both paths
+        assert "readonly /srv/cache/ro lies inside the writable sandbox.mounts[1] (/srv/cache)" in (
+            message
+        )
+        assert "srt mounts only add access, so it stays writable" in message
+
+    def test_nothing_else_warns(self) -> None:
+        for raw in (
+            *SEED_EXAMPLES,
+            config("srt", mount("/srv/a", mode="writable"), mount("/srv/b")),
+        ):
+            assert warnings(valid(raw)) == []
+        nested = config("microsandbox", mount("/srv/c", mode="writable"), mount("/srv/c/ro"))
+        assert warnings(valid(nested)) == []  # a VM mount takes its own mode
 
     def test_a_readonly_mount_of_the_workspace_says_it_cannot_take_write_access_away(
         self,

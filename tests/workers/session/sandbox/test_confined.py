@@ -293,6 +293,26 @@ class TestWhenTheSandboxCannotStart:
         config = open_sandbox(path, host=host_paths_for(host.data))
         assert config.mounts == (SandboxMount(str(host.shared), str(host.shared), "writable"),)
 
+    def test_a_readonly_mount_inside_a_writable_one_opens_with_a_logged_warning(
+        self, host: Host, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        inner = host.shared / "ref"
+        inner.mkdir()
+        mounts = [
+            {"source": str(host.shared), "target": str(host.shared), "mode": "writable"},
+            {"source": str(inner), "target": str(inner), "mode": "readonly"},
+        ]
+        path = tmp_path / "s.json"
+        path.write_text(json.dumps({"sandbox": {"backend": "srt", "mounts": mounts}}))
+        with caplog.at_level(logging.WARNING, logger="hookspawn.sandbox"):
+            config = open_sandbox(path, host=host_paths_for(host.data))
+        assert len(config.mounts) == 2
+        assert (
+            f"{path}: sandbox.mounts[1].mode: readonly {inner} lies inside the writable "
+            f"sandbox.mounts[0] ({host.shared}): srt mounts only add access, so it stays "
+            "writable (valid, but the readonly mode has no effect)"
+        ) in [r.getMessage() for r in caplog.records]
+
 
 def test_backend_none_runs_the_command_as_given_and_says_so_each_time(
     host: Host, caplog: pytest.LogCaptureFixture

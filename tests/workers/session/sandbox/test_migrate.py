@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agents.sandbox.config import validate
+from agents.sandbox.config import Problem, validate
 from agents.sandbox.migrate import migrate
 from tests.workers.session.sandbox.test_config import HOST, SEED_EXAMPLES
 
@@ -211,3 +211,51 @@ def test_a_microsandbox_keeps_a_read_root_nested_in_a_writable_one() -> None:
     assert notes == []
     assert len(doc["sandbox"]["mounts"]) == 2  # type: ignore[index]
     assert validate(doc, host=HOST)[1] == []
+
+
+def test_a_root_the_check_refuses_on_its_own_is_dropped_with_the_reason() -> None:
+    """What `sandbox check` says of each legacy root as a one-mount configuration (the host's
+    answers included) decides: a refused root is dropped, the reason in `notes`."""
+    seen: list[object] = []
+
+    def check(doc: object) -> list[Problem]:
+        seen.append(doc)
+        mount = doc["sandbox"]["mounts"][0]  # type: ignore[index]
+        if mount["source"] == "/srv/gone":
+            return [Problem("sandbox.mounts[0].source", "/srv/gone does not exist on this host")]
+        return []
+
+    notes: list[str] = []
+    doc, problems = migrate(
+        {"security": {"sandboxReadRoots": ["/srv/gone", "/srv/ref"]}}, notes, check=check
+    )
+    assert problems == []
+    assert doc == {
+        "sandbox": {
+            "backend": "srt",
+            "mounts": [{"source": "/srv/ref", "target": "/srv/ref", "mode": "readonly"}],
+        }
+    }
+    assert notes == [
+        "security.sandboxReadRoots /srv/gone: dropped, since /srv/gone does not exist on this host"
+    ]
+    assert seen[0] == {
+        "sandbox": {
+            "backend": "srt",
+            "mounts": [{"source": "/srv/gone", "target": "/srv/gone", "mode": "readonly"}],
+        }
+    }
+
+
+def test_a_root_touching_a_protected_path_is_dropped_by_the_rules_check() -> None:
+    notes: list[str] = []
+    doc, problems = migrate(
+        {"security": {"sandboxReadRoots": ["/home/op/.ssh", "/srv/ref"]}},
+        notes,
+        check=lambda d: validate(d, host=HOST)[1],
+    )
+    assert problems == []
+    assert [m["target"] for m in doc["sandbox"]["mounts"]] == ["/srv/ref"]  # type: ignore[index]
+    (note,) = notes
+    assert note.startswith("security.sandboxReadRoots /home/op/.ssh: dropped, since ")
+    assert "a security-relevant path of the host home" in note

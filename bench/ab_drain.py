@@ -10,11 +10,14 @@ From the drain it reads, per run, the CPU a delivery of the worker's main proces
 processes (together: the worker) and of redis-server, the Redis commands a delivery, and the
 same for the no-op worker (the worker's CPU over the no-op's is the machine's speed of the
 moment taken out); and the ratio to the no-op's drain rate. From the load run: p50 and p99
-(webhook → session) and the CPU a delivery of web, worker and Redis. It prints, per figure,
-each side's median over the passes (min..max) and head's median against base's.
+(webhook → session), the CPU a delivery of web, worker and Redis, and what was lost or
+duplicated (printed, not fatal: a load run on a crowded machine may fail its own verdict).
+It prints, per figure, each side's median over the passes (min..max) and head's median
+against base's.
 
 Run:    .venv/bin/python bench/ab_drain.py --base 4b2420f [--head HEAD] [--passes 4]
                                            [--n 2000] [--runs 2] [--load-rate 400]
+                                           [--load-seconds 60] [--load-args '--noop-runs 1']
 """
 
 from __future__ import annotations
@@ -77,8 +80,7 @@ def take_load(side: Side, output: str) -> str:
     if latency is None or cpu is None or audit is None or verdict is None:
         raise RuntimeError(f"{side.name}: no summary in load.py's output:\n{output[-3000:]}")
     accepted, processed, lost, duplicated = (int(x) for x in audit.groups())
-    if lost or duplicated or processed != accepted:
-        raise RuntimeError(f"{side.name}: load run lost or duplicated:\n{output[-3000:]}")
+    side.add(load_lost=float(lost + accepted - processed), load_duplicated=float(duplicated))
     side.add(p50=float(latency.group(1)), p99=float(latency.group(2)))
     shares = dict(re.findall(r"(\w+) ([\d.]+)", cpu.group(1)))
     worker = sum(float(v) for k, v in shares.items() if k.startswith("worker"))
@@ -86,7 +88,8 @@ def take_load(side: Side, output: str) -> str:
     for key in ("web", "redis"):
         if key in shares:
             side.add(**{f"load_{key}": float(shares[key])})
-    return (f"load p50 {latency.group(1)} p99 {latency.group(2)} ms, CPU ms {cpu.group(1)}, "
+    return (f"load p50 {latency.group(1)} p99 {latency.group(2)} ms, CPU ms {cpu.group(1)}; "
+            f"accepted {accepted}, processed {processed}, lost {lost}, duplicated {duplicated}; "
             f"{verdict.group(1)}")  # fmt: skip
 
 
@@ -97,6 +100,9 @@ def main() -> None:
     parser.add_argument("--load-rate", type=float, default=0.0,
                         help="also run load.py at this rate (deliveries/s) each pass")  # fmt: skip
     parser.add_argument("--load-seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--load-args", default="", help="more flags for load.py, e.g. '--noop-runs 1 --noop-n 1000'"
+    )
     parser.add_argument(
         "--quiet-load", type=float, default=1000.0, help="benches wait for a load below (never)"
     )
@@ -113,6 +119,7 @@ def main() -> None:
         "--rate", f"{args.load_rate:g}",
         "--seconds", f"{args.load_seconds:g}",
         "--quiet-load", str(args.quiet_load),
+        *args.load_args.split(),
     ]  # fmt: skip
 
     def run(side: Side) -> str:
@@ -143,6 +150,8 @@ def main() -> None:
             ("load: web CPU ms", "load_web", 2),
             ("load: worker CPU ms", "load_worker", 2),
             ("load: redis CPU ms", "load_redis", 2),
+            ("load: lost (not processed)", "load_lost", 0),
+            ("load: duplicated sessions", "load_duplicated", 0),
         ]
     table(sides, columns)
 

@@ -6,7 +6,8 @@ commit in the cache, its imports checked every pass). Each pass runs that commit
 order alternating from pass to pass; each side's `hookspawn web` is measured against the bare
 ASGI endpoint in the same run. bench_intake's output has changed over time, so it is read
 loosely: per run, a line `<scenario> run N: R req/s, …` with whatever `p99 X ms` and CPU
-figures (`<what> X us|ms`) it carries, the `/bare = R` ratio (else computed from the two
+figures (`<what> X us|ms`) it carries, `CPU per delivery X us end to end` where it prints
+that, the `/bare = R` ratio (else computed from the two
 rates), and every audit line (`accepted (202) …, recorded …, queued … -> OK`), which must all
 say OK. It prints, per figure, each side's median over the passes (min..max) and head's median
 against base's.
@@ -30,6 +31,7 @@ RUN = re.compile(r"^\s*(bare|hookspawn)\s+run \d+: ([\d.]+) req/s(.*)$", re.MULT
 P99 = re.compile(r"p99 ([\d.]+) ms")
 CPU = re.compile(r"([A-Za-z][\w-]*(?: [A-Za-z][\w-]*)*?) ([\d.]+) (us|µs|ms)\b")
 RATIO = re.compile(r"/bare\s*=\s*([\d.]+)")
+END_TO_END = re.compile(r"CPU per delivery ([\d.]+) us end to end")
 AUDIT = re.compile(r"accepted \(202\) \d+, recorded .*?-> (\w+)")
 SEEN: dict[str, str] = {}  # figure key -> heading, as met in the output
 
@@ -61,6 +63,9 @@ def take(side: Side, output: str) -> str:
     if "hookspawn" not in rates:
         raise RuntimeError(f"{side.name}: no hookspawn run in bench_intake's output:\n"
                            f"{output[-3000:]}")  # fmt: skip
+    for value in END_TO_END.findall(output):  # bench_intake's own sum, where it prints one
+        SEEN["cpu_end_to_end"] = "CPU us: end to end"
+        side.add(cpu_end_to_end=float(value))
     ratio = RATIO.search(output)
     if ratio is not None:
         side.add(ratio=float(ratio.group(1)))

@@ -65,9 +65,13 @@ def take_drain(side: Side, output: str) -> str:
             continue
         side.add(main=float(main), pool=float(pool), worker=worker, redis=float(redis),
                  commands=float(commands))  # fmt: skip
+        versus = ""
         if noop is not None:
             side.add(noop_worker=noop[0], over_noop=worker / noop[0])
-        parts.append(f"worker {worker:.2f} (main {main} pool {pool}) redis {redis} cmds {commands}")
+            versus = f", {worker / noop[0]:.2f}x the no-op's {noop[0]:.2f}"
+        parts.append(
+            f"worker {worker:.2f} (main {main} pool {pool}{versus}) redis {redis} cmds {commands}"
+        )
     if not parts:
         raise RuntimeError(f"{side.name}: no CPU figures in the output:\n{output[-3000:]}")
     return f"drain {ratio.group(1)} (runs {ratio.group(2).strip()}); " + "; ".join(parts)

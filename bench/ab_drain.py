@@ -84,7 +84,7 @@ def take_load(side: Side, output: str) -> str:
     if latency is None or cpu is None or audit is None or verdict is None:
         raise RuntimeError(f"{side.name}: no summary in load.py's output:\n{output[-3000:]}")
     accepted, processed, lost, duplicated = (int(x) for x in audit.groups())
-    side.add(load_lost=float(lost + accepted - processed), load_duplicated=float(duplicated))
+    side.add(load_lost=float(max(lost, accepted - processed)), load_duplicated=float(duplicated))
     side.add(p50=float(latency.group(1)), p99=float(latency.group(2)))
     shares = dict(re.findall(r"(\w+) ([\d.]+)", cpu.group(1)))
     worker = sum(float(v) for k, v in shares.items() if k.startswith("worker"))

@@ -1,0 +1,1 @@
+"""The webhook intake route and the write-coalesced record scripts it sends."""

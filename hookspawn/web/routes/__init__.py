@@ -1,0 +1,1 @@
+"""The admin API's routes and the models of their answers."""

@@ -1,0 +1,1 @@
+"""The web UI: its pages, sign-ins, the overview and its charts."""

@@ -13,8 +13,8 @@ import httpx
 import uvicorn
 
 from hookspawn.serve.redis_server import free_port
-from hookspawn.web.http_server import listen, web_config
-from hookspawn.web.listeners import listening_app
+from hookspawn.web.server.http_server import listen, web_config
+from hookspawn.web.server.listeners import listening_app
 from tests.conftest import wait_for
 from workers.runtime import Runtime
 
@@ -57,7 +57,7 @@ def live_listeners(
     rt: Runtime, port: int | None = None, broker_port: int | None = None
 ) -> Iterator[Listening]:
     """The app as `hookspawn web` serves it: uvicorn in a thread on two sockets of
-    127.0.0.1, the admin API's and the broker's (hookspawn/web/listeners.py), with the
+    127.0.0.1, the admin API's and the broker's (hookspawn/web/server/listeners.py), with the
     connection limits of `rt.settings`; `port`, `broker_port`: chosen beforehand (for settings
     that must name them), else free ones."""
     main, broker = listen("127.0.0.1", port or 0), listen("127.0.0.1", broker_port or 0)

@@ -189,7 +189,7 @@ ALL: tuple[Series, ...] = (
     SESSION_START_SECONDS,
 )
 
-#: kept in the web process's memory (hookspawn/web/routes_metrics.py): intake must not write to
+#: kept in the web process's memory (hookspawn/web/routes/metrics.py): intake must not write to
 #: Redis beyond the delivery itself, and a refused delivery must leave Redis untouched
 WEB_LOCAL: tuple[Series, ...] = (DELIVERIES, INTAKE_SECONDS)
 COUNT_FIELD, SUM_FIELD, INF_BUCKET = "count", "sum", "+Inf"

@@ -181,7 +181,7 @@ class Settings(BaseSettings):
     retry_backoff_floor: float = Field(default=1.0, gt=0, le=60)
     #: the running server the client commands (send, deliveries, …) talk to, when no --url
     url: str | None = None
-    # HTTP limits, per connection and before any authentication (hookspawn/web/limits.py)
+    # HTTP limits, per connection and before any authentication (hookspawn/web/server/limits.py)
     #: from connecting (or the first byte of the next request) to the end of its headers
     header_timeout: Duration = timedelta(seconds=10)
     #: from the end of the headers to the end of the body

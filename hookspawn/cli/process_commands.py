@@ -56,7 +56,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def web(args: argparse.Namespace) -> int:
     from hookspawn.exposure import open_admin_refusal, open_admin_warning
-    from hookspawn.web.http_server import serve_web
+    from hookspawn.web.server.http_server import serve_web
     from workers.runtime import build_runtime
 
     settings = load_settings()
@@ -80,7 +80,7 @@ def web(args: argparse.Namespace) -> int:
         )
     log_agents(log, settings.agents_dir, settings.secret_names)
     if args.workers > 1:
-        from hookspawn.web.processes import serve_processes
+        from hookspawn.web.server.processes import serve_processes
 
         return serve_processes(
             settings,

@@ -61,7 +61,8 @@ def lock_data_dir(data_dir: Path) -> int | str:
 class ProgramGroup:
     """`serve`'s programs (web, worker, runner) as child processes that live and stop together:
     when one exits or we are signalled, all are stopped; none is ever restarted (the web's
-    process supervisor, hookspawn.web.processes.Supervisor, is the one that replaces a child).
+    process supervisor, hookspawn.web.server.processes.Supervisor, is the one that replaces a
+    child).
 
     Each child leads a process group of its own (a worker's pool processes join it), so
     `stop` reaches what a child started too; and each dies with us if we are killed

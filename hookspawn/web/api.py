@@ -12,26 +12,24 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from hookspawn.web import (
-    deps,
-    error_models,
-    host_check,
-    http_errors,
-    receiver,
-    routes_agents,
-    routes_broker,
-    routes_connections,
-    routes_deliveries,
-    routes_explain,
-    routes_github_app,
-    routes_health,
-    routes_mcp,
-    routes_metrics,
-    routes_runner,
-    routes_sessions,
-    token_revocation,
-    ui,
+from hookspawn.web import deps, error_models, http_errors
+from hookspawn.web.broker import mcp as broker_mcp
+from hookspawn.web.broker import routes as broker_routes
+from hookspawn.web.broker import token_revocation
+from hookspawn.web.intake import receiver
+from hookspawn.web.routes import (
+    agents,
+    connections,
+    deliveries,
+    explain,
+    github_app,
+    health,
+    metrics,
+    runner,
+    sessions,
 )
+from hookspawn.web.server import host_check
+from hookspawn.web.ui import pages
 from workers.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -88,7 +86,7 @@ def create_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> HookspawnApp:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
             async with (
-                routes_metrics.flushing(app),
+                metrics.flushing(app),
                 token_revocation.revoking(app),
                 mcp_endpoint(),
             ):
@@ -123,18 +121,18 @@ def create_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> HookspawnApp:
     app.hosts = host_check.HostGate(hosts)
     http_errors.install(app)
     app.include_router(receiver.router)
-    app.include_router(routes_deliveries.router)
-    app.include_router(routes_health.router)
-    app.include_router(routes_agents.router)
-    app.include_router(routes_sessions.router)
-    app.include_router(routes_broker.router)
-    app.include_router(routes_runner.router)
-    app.include_router(routes_connections.router)
-    app.include_router(routes_explain.router)
-    app.include_router(routes_github_app.router)
-    app.include_router(routes_metrics.router)
-    app.include_router(ui.router)
-    mcp_endpoint = routes_mcp.install(app)
+    app.include_router(deliveries.router)
+    app.include_router(health.router)
+    app.include_router(agents.router)
+    app.include_router(sessions.router)
+    app.include_router(broker_routes.router)
+    app.include_router(runner.router)
+    app.include_router(connections.router)
+    app.include_router(explain.router)
+    app.include_router(github_app.router)
+    app.include_router(metrics.router)
+    app.include_router(pages.router)
+    mcp_endpoint = broker_mcp.install(app)
     app.openapi = _document(app)  # type: ignore[method-assign]
     _publish_document(app)
     return app

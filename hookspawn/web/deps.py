@@ -6,11 +6,11 @@ import hmac
 
 from fastapi import Request
 
-from hookspawn.web import ui_logins
 from hookspawn.web.http_errors import ApiError
+from hookspawn.web.ui import logins
 from workers.runtime import Runtime
 
-#: the /ui sign-in cookie: a login id (hookspawn/web/ui_logins.py); its name predates logins
+#: the /ui sign-in cookie: a login id (hookspawn/web/ui/logins.py); its name predates logins
 LOGIN_COOKIE = "hookspawn_session"
 #: methods that change nothing, so need no origin check
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -37,7 +37,7 @@ def require_admin(request: Request) -> None:
     if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode()):
         return
     cookie = request.cookies.get(LOGIN_COOKIE)
-    if cookie and ui_logins.valid(rt.client, token, cookie):
+    if cookie and logins.valid(rt.client, token, cookie):
         same_origin(request, required=True)
         return
     raise ApiError("unauthorized", "this endpoint needs Authorization: Bearer <admin token>")

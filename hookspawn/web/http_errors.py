@@ -30,7 +30,7 @@ API_CODES: dict[str, int] = {
     "unsupported_content_type": 415,
     "explain_unavailable": 501,
     "starts_unavailable": 503,
-    # refused by the connection itself, before the app (hookspawn/web/limits.py)
+    # refused by the connection itself, before the app (hookspawn/web/server/limits.py)
     "header_timeout": 408,
     "body_timeout": 408,
     "headers_too_large": 431,
@@ -52,7 +52,7 @@ class ApiError(HookspawnError):
 
 
 class MisdirectedRequest(ApiError):
-    """A request for a host this server does not answer to (hookspawn/web/host_check.py)."""
+    """A request for a host this server does not answer to (hookspawn/web/server/host_check.py)."""
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__("misdirected_request", message, **details)
@@ -60,7 +60,7 @@ class MisdirectedRequest(ApiError):
 
 class MalformedHost(MisdirectedRequest):
     """A `Host` that names no host at all: a bracketed IPv6 address followed by anything but
-    `:port`, or one with a zone (hookspawn/web/host_check.py)."""
+    `:port`, or one with a zone (hookspawn/web/server/host_check.py)."""
 
     def __init__(self, message: str, **details: Any) -> None:
         ApiError.__init__(self, "malformed_host", message, **details)
@@ -215,7 +215,7 @@ def install(app: FastAPI) -> None:
         )
 
     async def handle_gone(request: Request, exc: Exception) -> JSONResponse:
-        # the client left (or hookspawn.web.limits cut its request off and answered it): this
+        # the client left (or hookspawn.web.server.limits cut its request off and answered it): this
         # answer goes nowhere, but it keeps a routine disconnect out of the error log
         message = "the client disconnected before its request was read"
         return JSONResponse(error_body("client_disconnected", message), status_code=400)

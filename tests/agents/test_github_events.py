@@ -3,9 +3,8 @@ an error naming the file, the trigger and the name (with the closest known one).
 
 from __future__ import annotations
 
-from hookspawn.cli.check.event_schemas import EventSchemas
-
 from agents.github_events import GITHUB_EVENTS
+from hookspawn.cli.check.event_schemas import EventSchemas
 from tests.agents.conftest import ENV, Tree
 
 

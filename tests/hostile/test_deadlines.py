@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 
 from hookspawn.serve.redis_server import free_port
-from hookspawn.web.http_server import web_config
+from hookspawn.web.server.http_server import web_config
 from tests.conftest import make_settings, wait_for
 
 #: the body deadline is far past the header deadline, so a cut at the header deadline cannot

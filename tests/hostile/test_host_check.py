@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from hookspawn.web.api import create_app
-from hookspawn.web.host_check import HostPolicy, bracket_problem, host_name
+from hookspawn.web.server.host_check import HostPolicy, bracket_problem, host_name
 from tests.conftest import make_settings, webhook_headers
 from tests.live_server import live_client
 from tests.workers.delivery.pipeline.conftest import write_agents

@@ -9,7 +9,7 @@ the same on every run. What each test asserts:
   details}}`, the generated 422s included.
 - `test_responses_conform_to_the_schema`: all of schemathesis' default checks (status code,
   content type, headers and body schema conformance, negative data rejected, positive data
-  accepted). Routes declare their response models (hookspawn/web/api_models.py), so bodies are
+  accepted). Routes declare their response models (hookspawn/web/routes/models.py), so bodies are
   checked against them; what is left is listed in KNOWN_GAPS, and the test fails both on a
   new gap and on a listed status code the document declares now (shrink the list then).
 - `test_untyped_response_bodies`: which documented answers have no real body schema

@@ -27,7 +27,7 @@ from starlette.types import Receive, Scope, Send
 
 from agents.github_tool_schemas import TOOL_SCHEMAS
 from hookspawn.web import http_errors
-from hookspawn.web.routes_broker import broker, tool_session
+from hookspawn.web.broker.routes import broker, tool_session
 from templating.errors import Error
 from triggers.session.spec import SessionSpec
 from workers.session.tool_calls import ToolCalls

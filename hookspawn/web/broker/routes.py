@@ -6,7 +6,7 @@ admin token or the session's own credential (a session may always give up what i
 runner ends each session it ran that way).
 
 `router` serves these on the admin API's listener; `session_router` serves them on the broker
-listener (hookspawn/web/listeners.py), the one address a session's sandbox may reach, where
+listener (hookspawn/web/server/listeners.py), the one address a session's sandbox may reach, where
 `/end` takes the session's own credential only: no admin token, and no loopback trust.
 """
 

@@ -22,9 +22,9 @@ from fastapi.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from hookspawn.web import http_errors
-from hookspawn.web.api_models import IntakeAnswer, Queued
 from hookspawn.web.error_models import errors
-from hookspawn.web.routes_metrics import WebMetrics, count_intake, web_metrics
+from hookspawn.web.routes.metrics import WebMetrics, count_intake, web_metrics
+from hookspawn.web.routes.models import IntakeAnswer, Queued
 from triggers.errors import InvalidSignature, PayloadTooLarge
 from triggers.intake import MAX_BODY, ParsedDelivery, check_size, parse_delivery
 from workers.delivery.record import NewDelivery

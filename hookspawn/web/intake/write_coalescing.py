@@ -3,7 +3,7 @@
 uvicorn writes a response's status line and headers when the app sends its start, and the
 body when it sends the body: two system calls for every small answer (a webhook's 202, a
 health check), each costing about as much as the rest of the answer. Each connection of
-`hookspawn web` (hookspawn/web/limits.py) writes through this wrapper: the writes made while
+`hookspawn web` (hookspawn/web/server/limits.py) writes through this wrapper: the writes made while
 one callback of the event loop runs are joined and written at the end of it; anything that
 ends or checks the stream (close, write_eof, abort, the buffer size) sends what is pending
 first, and a write that makes the pending bytes large goes out at once. Once the stream is

@@ -7,9 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import AgentList
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, errors
+from hookspawn.web.routes.models import AgentList
 from workers.agents_source import AgentsSource
 from workers.delivery.pipeline import SpawnPipeline
 

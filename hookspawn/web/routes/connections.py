@@ -9,9 +9,9 @@ from fastapi import APIRouter, Depends, Path, Request
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import ConnectionList, SyncReportView
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
+from hookspawn.web.routes.models import ConnectionList, SyncReportView
 from workers.github.connections import ConnectionStore, run_sync
 from workers.github.manual_connections import NAME_PATTERN, OWNER_PATTERN, REPOSITORY_PATTERN
 

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import DeliveryList, DeliveryView, Queued
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
-from hookspawn.web.session_outcomes import latest_outcomes, with_session_status
+from hookspawn.web.routes.models import DeliveryList, DeliveryView, Queued
+from hookspawn.web.routes.session_outcomes import latest_outcomes, with_session_status
 from workers.runtime import Runtime
 
 router = APIRouter(dependencies=[Depends(require_admin)], responses=errors(ADMIN, STORE))

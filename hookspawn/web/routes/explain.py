@@ -8,10 +8,10 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import ExplainAnswer
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, errors
 from hookspawn.web.http_errors import ApiError
+from hookspawn.web.routes.models import ExplainAnswer
 from triggers.json_codec import load_body
 from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.explain import DELIVERY_RE, EVENT_RE, explain

@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import Health, Readiness
 from hookspawn.web.deps import runtime
+from hookspawn.web.routes.models import Health, Readiness
 
 router = APIRouter()
 

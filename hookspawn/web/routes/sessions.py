@@ -9,11 +9,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web.api_models import JsonSchemaDocument, SessionList, SessionRef, SessionView
 from hookspawn.web.deps import require_admin, runtime
 from hookspawn.web.error_models import ADMIN, STORE, UNPARSEABLE, errors
 from hookspawn.web.http_errors import ApiError, StartRefused
-from hookspawn.web.routes_runner import log_tail, settled
+from hookspawn.web.routes.models import JsonSchemaDocument, SessionList, SessionRef, SessionView
+from hookspawn.web.routes.runner import log_tail, settled
 from triggers.outcome import Outcome
 from triggers.session.spec import SessionSpec, session_json_schema
 from workers import metrics

@@ -1,5 +1,5 @@
 """How `hookspawn web` serves the app: uvicorn on two sockets (the admin API's and the
-broker's, hookspawn/web/listeners.py), with the connection limits and proxy trust."""
+broker's, hookspawn/web/server/listeners.py), with the connection limits and proxy trust."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import uvicorn
 
 from hookspawn.errors import CommandError
-from hookspawn.web.limits import Limits, protocol
+from hookspawn.web.server.limits import Limits, protocol
 from workers.runtime import Runtime
 from workers.settings import Settings
 
@@ -28,9 +28,9 @@ BACKLOG = 2048
 
 def serve_web(rt: Runtime, *, host: str, port: int, broker_port: int, access_log: bool) -> None:
     """Serve the admin API on host:port and the broker alone on host:broker_port
-    (hookspawn/web/listeners.py) until stopped, with every limit of `hookspawn.web.limits`
-    in force on both."""
-    from hookspawn.web.listeners import listening_app
+    (hookspawn/web/server/listeners.py) until stopped, with every limit of
+    `hookspawn.web.server.limits` in force on both."""
+    from hookspawn.web.server.listeners import listening_app
 
     main, broker = listen(host, port), listen(host, broker_port)
     try:
@@ -106,7 +106,7 @@ def settle_heap() -> None:
 def web_config(
     app: Any, settings: Settings, *, host: str, port: int, access_log: bool
 ) -> uvicorn.Config:
-    """uvicorn's configuration for `app`, with every limit of `hookspawn.web.limits` (each
+    """uvicorn's configuration for `app`, with every limit of `hookspawn.web.server.limits` (each
     process serving it has its own).
 
     X-Forwarded-Proto and X-Forwarded-For are believed only from HOOKSPAWN_TRUSTED_PROXIES

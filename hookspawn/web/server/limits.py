@@ -20,7 +20,7 @@ import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from hookspawn.web.http_errors import API_CODES, ApiError, error_body
-from hookspawn.web.write_coalescing import CoalescingTransport
+from hookspawn.web.intake.write_coalescing import CoalescingTransport
 from workers.settings import Settings
 
 #: after a refusal, how long the rest of what the client sends is read and dropped before

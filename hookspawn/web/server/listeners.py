@@ -10,7 +10,7 @@ authenticated by the session's own credential. Every other path there is 404, wi
 an admin token; the admin token and the loopback trust do not exist on it.
 
 Both sockets belong to the same uvicorn server (each process of `web --workers N` has a pair),
-so the connection limits (hookspawn/web/limits.py) and the Host check apply to both alike.
+so the connection limits (hookspawn/web/server/limits.py) and the Host check apply to both alike.
 `Listeners` is the ASGI application uvicorn runs: it sends a request to the app of the socket
 that accepted it, by the local port of the connection (`scope["server"]`), never by anything
 the client sends; a request on any socket but the admin one gets the broker app.
@@ -26,8 +26,11 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
-from hookspawn.web import host_check, http_errors, routes_broker, routes_mcp
+from hookspawn.web import http_errors
 from hookspawn.web.api import HookspawnApp, HostCheckedApp, create_app
+from hookspawn.web.broker import mcp as broker_mcp
+from hookspawn.web.broker import routes as broker_routes
+from hookspawn.web.server import host_check
 from workers.runtime import Runtime
 
 __all__ = ["BrokerApp", "Listeners", "broker_app", "listening_app"]
@@ -62,8 +65,8 @@ def broker_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> BrokerApp:
         host_check.HostPolicy.of(bound=bound_host, public_url=settings.public_url, allowed=allowed)
     )
     http_errors.install(app)
-    app.include_router(routes_broker.session_router)
-    mcp_endpoint = routes_mcp.install(app)
+    app.include_router(broker_routes.session_router)
+    mcp_endpoint = broker_mcp.install(app)
     return app
 
 

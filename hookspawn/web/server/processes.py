@@ -1,11 +1,11 @@
 """`hookspawn web --workers N`: N processes serving one port, under a supervising parent.
 
 uvicorn's own `workers=` starts its children with `spawn` from an import string, and pickles
-its configuration: the app's protocol class (made per limits by `hookspawn.web.limits`) and a
+its configuration: the app's protocol class (made per limits by `hookspawn.web.server.limits`) and a
 built Runtime survive neither. So the parent here opens N listening sockets on the port, each
 with SO_REUSEPORT (the kernel spreads new connections over them by their addresses: one
 process cannot take every connection of a burst, as it could accepting from one shared socket),
-and N more on the broker's port (hookspawn/web/listeners.py), then forks one child per pair.
+and N more on the broker's port (hookspawn/web/server/listeners.py), then forks one child per pair.
 Each child builds its own Runtime and app, so every Redis connection is opened after the fork
 and none is inherited, and runs uvicorn on its pair of sockets. The parent holds the sockets,
 so the connections queued on the sockets of a child that died wait for its replacement
@@ -38,7 +38,7 @@ from typing import Any
 import uvicorn
 
 from hookspawn.errors import CommandError
-from hookspawn.web.http_server import BACKLOG, broker_line, settle_heap, web_config
+from hookspawn.web.server.http_server import BACKLOG, broker_line, settle_heap, web_config
 from workers.session.sealed_tokens import new_key
 from workers.settings import Settings
 
@@ -231,7 +231,7 @@ def serve_processes(
     """Serve the app from `workers` processes on host:port, and the broker alone on
     host:broker_port, until stopped; answers the exit status (CommandError when a port
     cannot be listened on)."""
-    from hookspawn.web.listeners import listening_app
+    from hookspawn.web.server.listeners import listening_app
     from workers.runtime import build_runtime
 
     mains = listeners(host, port, workers)

@@ -13,7 +13,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from hookspawn.web import svg_charts
+from hookspawn.web.ui import svg_charts
 from workers import metrics
 from workers.metrics_collector import read_stored, stored_fields
 from workers.runtime import Runtime

@@ -15,12 +15,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
-from hookspawn.web import overview, ui_logins
 from hookspawn.web.deps import LOGIN_COOKIE, require_admin, runtime, same_origin
 from hookspawn.web.http_errors import ApiError
-from hookspawn.web.routes_deliveries import delivery_view
-from hookspawn.web.routes_runner import cancel_session, log_tail, settled
-from hookspawn.web.session_outcomes import latest_outcomes
+from hookspawn.web.routes.deliveries import delivery_view
+from hookspawn.web.routes.runner import cancel_session, log_tail, settled
+from hookspawn.web.routes.session_outcomes import latest_outcomes
+from hookspawn.web.ui import logins, overview
 from triggers.session.harness_events import Step, timeline
 from workers.delivery.pipeline import SpawnPipeline
 from workers.runtime import Runtime
@@ -67,7 +67,7 @@ def _pretty(value: Any) -> str:
 
 
 _templates = Environment(
-    loader=PackageLoader("hookspawn.web", "templates"),
+    loader=PackageLoader("hookspawn.web.ui", "templates"),
     autoescape=select_autoescape(default=True, default_for_string=True),
     undefined=ChainableUndefined,
     trim_blocks=True,
@@ -175,17 +175,17 @@ async def login(request: Request) -> Response:
         return RedirectResponse(target, status_code=303)
     given = form.get("token")
     if given is not None and hmac.compare_digest(given.strip().encode(), token.encode()):
-        login_id = await run_in_threadpool(ui_logins.create, runtime(request).client, token)
+        login_id = await run_in_threadpool(logins.create, runtime(request).client, token)
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(
             LOGIN_COOKIE,
             login_id,
-            max_age=ui_logins.SECONDS,
+            max_age=logins.SECONDS,
             path="/",
             httponly=True,
             samesite="lax",
             # https as the client connected: directly, or through a trusted proxy's
-            # X-Forwarded-Proto (hookspawn/web/http_server.py)
+            # X-Forwarded-Proto (hookspawn/web/server/http_server.py)
             secure=request.url.scheme == "https",
         )
         return response
@@ -199,7 +199,7 @@ async def logout(request: Request) -> Response:
     same_origin(request, required=False)
     login_id = request.cookies.get(LOGIN_COOKIE)
     if login_id:
-        await run_in_threadpool(ui_logins.revoke, runtime(request).client, login_id)
+        await run_in_threadpool(logins.revoke, runtime(request).client, login_id)
     response = RedirectResponse("/ui/login", status_code=303)
     response.delete_cookie(LOGIN_COOKIE, path="/", httponly=True, samesite="lax")
     return response

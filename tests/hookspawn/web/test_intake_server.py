@@ -16,8 +16,8 @@ import uvicorn
 
 from hookspawn.serve.redis_server import free_port
 from hookspawn.web.api import HookspawnApp, create_app
-from hookspawn.web.http_server import web_config
-from hookspawn.web.limits import BodyBudget, GuardedProtocol
+from hookspawn.web.server.http_server import web_config
+from hookspawn.web.server.limits import BodyBudget, GuardedProtocol
 from tests.conftest import SECRET, wait_for
 from triggers.signature import sign
 from workers import keys

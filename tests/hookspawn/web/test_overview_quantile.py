@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hookspawn.web.overview import quantile
+from hookspawn.web.ui.overview import quantile
 
 BUCKETS = [(0.1, 2.0), (0.5, 9.0), (1.0, 10.0)]
 

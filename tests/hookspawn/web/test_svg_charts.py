@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from hookspawn.web.svg_charts import bar_chart, time_series
+from hookspawn.web.ui.svg_charts import bar_chart, time_series
 
 SVG = "{http://www.w3.org/2000/svg}"
 HOSTILE = '<script>alert("x")</script>&amp;'

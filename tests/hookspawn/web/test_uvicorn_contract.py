@@ -1,5 +1,5 @@
 """What hookspawn relies on in uvicorn beyond its documented interface, checked against the
-installed uvicorn: every name `hookspawn.web.limits.UVICORN_CONTRACT` lists exists with the
+installed uvicorn: every name `hookspawn.web.server.limits.UVICORN_CONTRACT` lists exists with the
 shape the limits use, the limits module uses no uvicorn name the contract leaves out, and no
 other module reaches past uvicorn's public `Config` and `Server`."""
 
@@ -16,7 +16,7 @@ from typing import Any
 import uvicorn
 from uvicorn.server import ServerState
 
-from hookspawn.web.limits import UVICORN_CONTRACT, GuardedProtocol
+from hookspawn.web.server.limits import UVICORN_CONTRACT, GuardedProtocol
 
 ROOT = Path(__file__).resolve().parents[3]
 LIMITS = ROOT / "hookspawn" / "web" / "limits.py"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from hookspawn.web.write_coalescing import FLUSH_AT, CoalescingTransport
+from hookspawn.web.intake.write_coalescing import FLUSH_AT, CoalescingTransport
 
 
 class Recording:

@@ -257,7 +257,7 @@ def test_the_routed_endpoint_answers_as_the_app_does(rt: Runtime) -> None:
 
     from fastapi import FastAPI
 
-    from hookspawn.web import receiver
+    from hookspawn.web.intake import receiver
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -288,8 +288,8 @@ def test_without_the_pipe_redis_py_records_the_same(rt: Runtime) -> None:
     """The way a TLS Redis is reached (redis-py's asyncio client): same record, same dedup."""
     import asyncio
 
-    from hookspawn.web.receiver import Recorder
-    from hookspawn.web.routes_metrics import web_metrics
+    from hookspawn.web.intake.receiver import Recorder
+    from hookspawn.web.routes.metrics import web_metrics
     from triggers.intake import parse_delivery
 
     body = b'{"action": "opened", "installation": {"id": 9}}'

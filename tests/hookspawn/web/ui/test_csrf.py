@@ -17,8 +17,8 @@ import pytest
 import redis
 
 from hookspawn.serve.redis_server import RedisServer, free_port
-from hookspawn.web import ui_logins
 from hookspawn.web.api import create_app
+from hookspawn.web.ui import logins
 from tests.conftest import make_settings, wait_for
 from tests.hookspawn.web.ui.test_browser import Chromium, chromium_path
 from tests.hostile.conftest import ADMIN_TOKEN, web_process
@@ -273,10 +273,10 @@ def test_secure_cookie_behind_a_trusted_proxy_only(
 
 
 def test_a_new_admin_token_ends_earlier_logins(redis_client: redis.Redis) -> None:
-    login_id = ui_logins.create(redis_client, "token-before")
-    assert ui_logins.valid(redis_client, "token-before", login_id)
-    assert not ui_logins.valid(redis_client, "token-after", login_id)
-    assert not ui_logins.valid(redis_client, "token-before", login_id + "x")
-    assert not ui_logins.valid(redis_client, "token-before", "")
-    ui_logins.revoke(redis_client, login_id)
-    assert not ui_logins.valid(redis_client, "token-before", login_id)
+    login_id = logins.create(redis_client, "token-before")
+    assert logins.valid(redis_client, "token-before", login_id)
+    assert not logins.valid(redis_client, "token-after", login_id)
+    assert not logins.valid(redis_client, "token-before", login_id + "x")
+    assert not logins.valid(redis_client, "token-before", "")
+    logins.revoke(redis_client, login_id)
+    assert not logins.valid(redis_client, "token-before", login_id)

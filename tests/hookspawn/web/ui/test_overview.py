@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn.web import overview
+from hookspawn.web.ui import overview
 from tests.conftest import wait_for
 from tests.github_standin import GitHubStandin
 from tests.hookspawn.web.ui.test_pages import page

@@ -15,8 +15,8 @@ import redis
 
 from hookspawn.serve.redis_server import free_port
 from tests.conftest import SECRET, webhook_headers
+from tests.hookspawn.web.intake.test_receiver import snapshot
 from tests.procs import HOOKSPAWN, Proc, environment, launch, wait_answering
-from tests.triggers.intake.test_receiver import snapshot
 from workers import keys
 
 #: what POST /webhooks/github may answer, and the error code each refusal carries

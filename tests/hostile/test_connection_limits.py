@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from hookspawn.serve.redis_server import RedisServer
 from tests.conftest import WEBHOOKS, wait_for, webhook_headers
-from tests.hookspawn.test_serve import (
+from tests.hookspawn.serve.test_serve import (
     served as served,  # `hookspawn serve`: embedded Redis, web, worker
 )
 from tests.hostile.conftest import ADMIN_TOKEN, signed_delivery, web_process

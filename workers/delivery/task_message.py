@@ -4,7 +4,7 @@ Intake pushes it onto the broker list inside the same atomic Redis script that r
 the delivery, so a 202 costs one round trip and a recorded delivery is always queued;
 replay and the sweep push the same message (`Runtime.enqueue`); recover asks GitHub to
 redeliver, which comes back through intake. It is exactly what `celery.send_task` puts on a
-Redis list (Celery protocol 2, kombu's Redis transport); tests/triggers/intake/test_task_message.py
+Redis list (Celery protocol 2, kombu's Redis transport); tests/workers/delivery/test_task_message.py
 compares the two field by field.
 """
 

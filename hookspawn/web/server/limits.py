@@ -3,7 +3,7 @@
 `GuardedProtocol` is uvicorn's httptools protocol with these limits added around uvicorn's
 own handling, each override calling uvicorn's method; keep-alive, pipelining, the request
 cycle and shutdown stay uvicorn's. uvicorn documents none of what this relies on, so it is
-all named in `UVICORN_CONTRACT` below, and tests/hookspawn/web/test_uvicorn_contract.py
+all named in `UVICORN_CONTRACT` below, and tests/hookspawn/web/server/test_uvicorn_contract.py
 checks each name against the installed uvicorn (pinned to one minor in pyproject.toml) and
 that nothing else in the project reaches past uvicorn's public `Config` and `Server`.
 """

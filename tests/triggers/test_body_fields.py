@@ -14,7 +14,7 @@ from triggers.body_fields import BodyFields, _read_checked, _read_parsed, read_f
 from triggers.errors import InvalidBody
 from triggers.json_codec import MAX_DEPTH
 
-WEBHOOKS = Path(__file__).resolve().parents[2] / "webhooks"
+WEBHOOKS = Path(__file__).resolve().parents[1] / "webhooks"
 
 
 def outcome(read: object, document: bytes) -> BodyFields | str:

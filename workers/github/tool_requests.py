@@ -92,14 +92,12 @@ class _Call:
             url = self.base + encoded_path(*path)
         except ValueError as exc:  # a value GitHub answered (a sha, a branch) that is no segment
             raise GitHubToolFailed(f"GitHub answered {exc}", status=0) from None
+        return self._request(method, url, params=query or None, json=json, headers=headers)
+
+    def _request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        """One call to GitHub; a refusal or no answer raised as `GitHubToolFailed`."""
         try:
-            response = self.github.request(
-                method,
-                url,
-                params=query or None,
-                json=json,
-                headers=headers,
-            )
+            response = self.github.request(method, url, **kwargs)
         except RequestFailed as exc:
             status = exc.response.status_code
             raise GitHubToolFailed(
@@ -117,20 +115,10 @@ class _Call:
 
     def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
         """GitHub's GraphQL API (`POST /graphql`): its `data`; its `errors` as a refusal."""
-        try:
-            response = self.github.request(
-                "POST", "/graphql", json={"query": query, "variables": dict(variables)}
-            )
-        except RequestFailed as exc:
-            status = exc.response.status_code
-            raise GitHubToolFailed(
-                f"{status} {_message(exc.response.raw_response)}", status=status
-            ) from None
-        except GitHubException as exc:
-            raise GitHubToolFailed(
-                f"GitHub could not be reached ({type(exc).__name__})", status=0
-            ) from None
-        body = response.raw_response.json()
+        response = self._request(
+            "POST", "/graphql", json={"query": query, "variables": dict(variables)}
+        )
+        body = response.json()
         errors = body.get("errors") if isinstance(body, dict) else None
         if errors or not isinstance(body, dict) or not isinstance(body.get("data"), dict):
             shown = "; ".join(str(e.get("message")) for e in errors or () if isinstance(e, dict))

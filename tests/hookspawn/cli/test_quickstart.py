@@ -36,14 +36,15 @@ def code_blocks() -> list[str]:
 def quick_start() -> tuple[list[str], str]:
     """The commands of the Quick start's run steps, and the block that holds them."""
     block = code_blocks()[0]
-    commands = [line for line in block.splitlines() if line and not line.startswith("#")]
+    lines = (line.split("   #")[0].rstrip() for line in block.splitlines())
+    commands = [line for line in lines if line and not line.startswith("#")]
     return commands, block
 
 
 def test_the_quick_start_is_these_steps() -> None:
     commands, block = quick_start()
     assert commands == [
-        "pip install -e '.[dev]'",
+        "pip install -c requirements.lock -e '.[dev]'",
         "hookspawn serve --demo",
         "hookspawn send --example pull_request.opened",
     ]
@@ -76,7 +77,8 @@ def served() -> Iterator[Served]:
 
 def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served) -> None:
     commands, _ = quick_start()
-    assert commands[0] == "pip install -e '.[dev]'"  # done: the tests run in that install
+    # done: the tests run in that install
+    assert commands[0] == "pip install -c requirements.lock -e '.[dev]'"
     wait_for(lambda: "demo: then open" in served.log.read_text(), timeout=30)
     banner = served.log.read_text()
     assert f"serving on {served.url}" in banner

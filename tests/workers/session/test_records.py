@@ -25,7 +25,16 @@ OLD_SPEC = {
     "id": "old-1",
     "agent": "pr-review",
     "harness": "claude-code",
-    "environment": {"name": "default", "resource": {"spec": {"image": "x"}}},
+    "environment": {
+        "name": "default",
+        "resource": {
+            "name": "default",
+            "spec": {
+                "image": {"kind": "preset", "name": "node24"},
+                "baseImage": "node:24-bookworm-slim",
+            },
+        },
+    },
     "systemPrompt": None,
     "tools": [],
     "env": {},

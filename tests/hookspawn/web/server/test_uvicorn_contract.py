@@ -19,7 +19,7 @@ from uvicorn.server import ServerState
 from hookspawn.web.server.limits import UVICORN_CONTRACT, GuardedProtocol
 
 ROOT = Path(__file__).resolve().parents[4]
-LIMITS = ROOT / "hookspawn" / "web" / "limits.py"
+LIMITS = ROOT / "hookspawn" / "web" / "server" / "limits.py"
 #: the packages whose modules may use only uvicorn's public names
 PACKAGES = ("hookspawn", "workers", "triggers", "agents", "templating")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import filecmp
 import os
+import random
 import re
 import shutil
 import signal
@@ -104,7 +105,32 @@ class DataDirInUse(HookspawnError, RuntimeError):
     """Another redis-server runs on this data directory: two on one AOF would diverge."""
 
 
+#: where the kernel picks the local ports of outgoing connections (Linux's default range)
+_EPHEMERAL = "/proc/sys/net/ipv4/ip_local_port_range"
+_LOWEST = 10000
+
+
 def free_port() -> int:
+    """A port free on 127.0.0.1 now, for a listener started a little later.
+
+    It is taken below the kernel's ephemeral range where there is room: a port from that
+    range can be handed to any outgoing connection (a worker's, a test's) in the seconds
+    before the listener binds it. Chosen at random, so processes choosing at once rarely meet.
+    """
+    try:
+        low = int(Path(_EPHEMERAL).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    if low - _LOWEST >= 1000:
+        choose = random.SystemRandom()
+        for _ in range(64):
+            port = choose.randrange(_LOWEST, low)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

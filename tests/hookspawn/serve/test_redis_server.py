@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import redis
 from hookspawn.serve.redis_server import (
     DataDirInUse,
     RedisServer,
+    free_port,
     redis_server_binary,
     redis_server_version,
     servers_using,
@@ -73,3 +75,13 @@ def test_stop_servers_using_ends_a_server_left_on_the_directory(tmp_path: Path) 
     assert stop_servers_using(tmp_path / "redis") == [left.process.pid]
     assert left.process.wait(10) == 0  # SIGTERM: it wrote its AOF and exited cleanly
     assert servers_using(tmp_path / "redis") == []
+
+
+def test_a_free_port_is_bindable_and_below_the_range_outgoing_connections_take() -> None:
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = {free_port() for _ in range(20)}
+    assert len(ports) > 1  # chosen at random, not handed out in order
+    for port in ports:
+        assert 10000 <= port < low
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", port))

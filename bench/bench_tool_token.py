@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.github_standin import GitHubStandin
 from workers.github.client import GitHubApp
-from workers.github.tool_requests import run_tool, token_client
+from workers.github.tools import run_tool, token_client
 from workers.session.tokens import SessionTokens
 
 APP_ID = "4242"

@@ -25,7 +25,7 @@ from agents.github_tools import METHODS
 from templating.errors import Error
 from triggers.session.spec import SessionSpec
 from workers.errors import WorkerError
-from workers.github.tool_requests import run_tool, token_client
+from workers.github.tools import run_tool, token_client
 from workers.session.broker import Broker
 
 __all__ = ["ToolCalls", "ToolOutcome"]

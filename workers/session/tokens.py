@@ -39,6 +39,17 @@ Revoke = Callable[[str, int], None]
 Scope = tuple[int, frozenset[int], frozenset[tuple[str, str]]]
 
 
+def scope_of(
+    installation_id: int, repository_ids: Sequence[int], permissions: Mapping[str, str]
+) -> Scope:
+    """What a token is minted for, in a form two requests for the same can be compared by."""
+    return (
+        int(installation_id),
+        frozenset(int(r) for r in repository_ids),
+        frozenset((str(k), str(v)) for k, v in permissions.items()),
+    )
+
+
 @dataclass(frozen=True)
 class Revoked:
     """What ending a session did to its tokens: revoked now, already dead, not revoked."""
@@ -103,11 +114,7 @@ class SessionTokens:
         """The session's own token for exactly this scope: one it holds (not within the refresh
         margin of its expiry), or a fresh one. Every token stays held until it expires, so
         ending the session revokes the replaced ones too."""
-        scope: Scope = (
-            int(installation_id),
-            frozenset(int(r) for r in repository_ids),
-            frozenset((str(k), str(v)) for k, v in permissions.items()),
-        )
+        scope = scope_of(installation_id, repository_ids, permissions)
         fresh = self._clock() + self._margin
         for held in self._held_by(session_id):
             if held.scope == scope and held.token.expires_at.timestamp() > fresh:
@@ -129,11 +136,7 @@ class SessionTokens:
     ) -> MintedToken:
         """A fresh token for one tool call, never one held: `release` it when the call is made
         (until then ending the session revokes it with the others)."""
-        scope: Scope = (
-            int(installation_id),
-            frozenset(int(r) for r in repository_ids),
-            frozenset((str(k), str(v)) for k, v in permissions.items()),
-        )
+        scope = scope_of(installation_id, repository_ids, permissions)
         token = self._mint(scope[0], sorted(scope[1]), dict(permissions))
         with self._lock:
             self._calls.setdefault(session_id, []).append(Held(scope, token))

@@ -12,16 +12,14 @@ expiry, within the hour).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import redis
 from fastapi import FastAPI
-from starlette.concurrency import run_in_threadpool
 
+from hookspawn.web.periodic import every
 from workers import keys
 from workers.runtime import Runtime
 
@@ -45,21 +43,14 @@ async def revoking(app: FastAPI) -> AsyncIterator[None]:
     """App lifespan: `revoke_listed` every INTERVAL seconds."""
     rt: Runtime = app.state.runtime
 
-    async def loop() -> None:
-        while True:
-            await asyncio.sleep(INTERVAL)
-            try:
-                for session_id in await run_in_threadpool(revoke_listed, rt):
-                    log.info("session %s: ended without its broker; its tokens revoked", session_id)
-            except redis.RedisError as exc:
-                log.warning("revoking the tokens of ended sessions failed: %s", exc)
-            except Exception:  # a bug: logged, and the loop goes on
-                log.exception("revoking the tokens of ended sessions failed")
+    def revoke() -> None:
+        try:
+            for session_id in revoke_listed(rt):
+                log.info("session %s: ended without its broker; its tokens revoked", session_id)
+        except redis.RedisError as exc:
+            log.warning("revoking the tokens of ended sessions failed: %s", exc)
+        except Exception:  # a bug: logged, and the loop goes on
+            log.exception("revoking the tokens of ended sessions failed")
 
-    task = asyncio.create_task(loop())
-    try:
+    async with every(INTERVAL, revoke):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import re
@@ -22,6 +21,7 @@ from prometheus_client import (
 from starlette.concurrency import run_in_threadpool
 
 from hookspawn.web.deps import require_admin, runtime
+from hookspawn.web.periodic import every
 from workers import metrics
 from workers.metrics_collector import RedisCollector
 
@@ -84,20 +84,8 @@ def web_metrics(app: FastAPI) -> WebMetrics:
 async def flushing(app: FastAPI) -> AsyncIterator[None]:
     """App lifespan: flush this process's metrics every FLUSH_INTERVAL, and once at shutdown."""
     client = app.state.runtime.client
-
-    async def loop() -> None:
-        while True:
-            await asyncio.sleep(FLUSH_INTERVAL)
-            await run_in_threadpool(metrics.flush, client)
-
-    task = asyncio.create_task(loop())
-    try:
+    async with every(FLUSH_INTERVAL, lambda: metrics.flush(client), at_exit=True):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await run_in_threadpool(metrics.flush, client)
 
 
 def count_intake(counted: WebMetrics, event: str, status: str, started: float) -> None:

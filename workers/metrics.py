@@ -224,6 +224,8 @@ class MetricsBuffer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        #: held from taking the buffer until Redis has it (see flush)
+        self._flushing = threading.Lock()
         self._ints: dict[bytes, int] = {}
         self._floats: dict[bytes, float] = {}
 
@@ -249,29 +251,35 @@ class MetricsBuffer:
             return len(self._ints) + len(self._floats)
 
     def flush(self, client: redis.Redis) -> bool:
-        """Add the buffer to Redis in one atomic round trip; on failure keep it for next time."""
-        with self._lock:
-            ints, floats = self._ints, self._floats
-            if not ints and not floats:
-                return True
-            self._ints, self._floats = {}, {}
-        try:
-            pipe = client.pipeline(transaction=True)
-            for field, amount in ints.items():
-                pipe.hincrby(keys.METRICS, field, amount)
-            for field, value in floats.items():
-                pipe.hincrbyfloat(keys.METRICS, field, value)
-            pipe.execute()
-        except redis.RedisError as exc:
-            # MULTI/EXEC: none of it was applied, so putting it back counts nothing twice
-            self._merge(ints, floats)
-            log.debug("metrics flush failed, kept for the next one: %s", exc)
-            return False
-        return True
+        """Add the buffer to Redis in one atomic round trip; on failure keep it for next time.
+
+        One flush at a time: a flush that finds the buffer empty because another took it has
+        waited for that one to reach Redis, so whatever was recorded before a flush returns is
+        in Redis when it returns (a scrape flushes, then reads)."""
+        with self._flushing:
+            with self._lock:
+                ints, floats = self._ints, self._floats
+                if not ints and not floats:
+                    return True
+                self._ints, self._floats = {}, {}
+            try:
+                pipe = client.pipeline(transaction=True)
+                for field, amount in ints.items():
+                    pipe.hincrby(keys.METRICS, field, amount)
+                for field, value in floats.items():
+                    pipe.hincrbyfloat(keys.METRICS, field, value)
+                pipe.execute()
+            except redis.RedisError as exc:
+                # MULTI/EXEC: none of it was applied, so putting it back counts nothing twice
+                self._merge(ints, floats)
+                log.debug("metrics flush failed, kept for the next one: %s", exc)
+                return False
+            return True
 
     def reset(self) -> None:
         """A fresh lock and buffer (after fork: the child must not inherit the parent's)."""
         self._lock = threading.Lock()
+        self._flushing = threading.Lock()
         self._ints, self._floats = {}, {}
 
     def _merge(self, ints: Mapping[bytes, int], floats: Mapping[bytes, float]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -297,3 +298,27 @@ def test_replays_and_repeated_idempotency_keys_are_not_sessions_created(hs: Hook
     # one latency per session created by a delivery, none for a replay
     got = scrape(hs.client)
     assert got.value("hookspawn_webhook_to_session_seconds_count") == len(created)
+
+
+def test_a_flush_that_finds_the_buffer_taken_returns_once_redis_has_it(redis_url: str) -> None:
+    """A scrape flushes, then reads: the counts another thread's flush took must be in Redis by
+    the time the scrape's flush returns, or the scrape misses them."""
+    recorder = metrics.MetricsBuffer()
+    code = f"code_{uuid.uuid4().hex[:8]}"
+    field = json.dumps(["hookspawn_outcomes_total", "", "failed", code], separators=(",", ":"))
+    recorder.inc(metrics.OUTCOMES, "failed", code)
+    client = redis.Redis.from_url(redis_url)
+    admin = redis.Redis.from_url(redis_url)
+    try:
+        admin.execute_command("CLIENT", "PAUSE", 600, "WRITE")  # the first flush waits in Redis
+        first = threading.Thread(target=recorder.flush, args=(client,))
+        first.start()
+        wait_for(lambda: recorder.pending() == 0, timeout=5, what="the first flush took the buffer")
+        assert recorder.flush(client) is True  # finds it empty: must wait for the first
+        stored = client.hget(keys.METRICS, field)  # a read: not held by the pause
+        first.join(timeout=5)
+    finally:
+        admin.execute_command("CLIENT", "UNPAUSE")
+        client.close()
+        admin.close()
+    assert stored is not None and int(stored) == 1

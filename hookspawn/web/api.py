@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Depends, FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
@@ -71,6 +71,21 @@ class HookspawnApp(HostCheckedApp):
         await super().checked(scope, receive, send)
 
 
+App = TypeVar("App", bound=FastAPI)
+
+
+def undocumented(cls: type[App], **options: Any) -> App:
+    """An app of `cls` that serves no OpenAPI document or docs pages of its own, and does no
+    OpenTelemetry (FastAPI would otherwise look for a provider on every request)."""
+    return cls(
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+        **options,
+    )
+
+
 def host_header(scope: Scope) -> bytes | None:
     """The raw `Host` header of a request, or None without one."""
     for name, value in scope["headers"]:
@@ -94,17 +109,14 @@ def create_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> HookspawnApp:
         finally:
             await receiver.close_recorder(app)
 
-    app = HookspawnApp(
+    # the OpenAPI document is served below behind the admin token, like every route but intake
+    # and health
+    app = undocumented(
+        HookspawnApp,
         title="hookspawn",
         version="0.1.0",
         description="GitHub webhooks in, agent sessions out.",
         lifespan=lifespan,
-        # no OpenTelemetry here: FastAPI would otherwise look for a provider on every request
-        telemetry={"tracing": False, "metrics": False, "logs": False},
-        # served below behind the admin token, like every route but intake and health
-        openapi_url=None,
-        docs_url=None,
-        redoc_url=None,
     )
     app.state.runtime = rt
     settings = rt.settings
@@ -120,18 +132,21 @@ def create_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> HookspawnApp:
         )
     app.hosts = host_check.HostGate(hosts)
     http_errors.install(app)
-    app.include_router(receiver.router)
-    app.include_router(deliveries.router)
-    app.include_router(health.router)
-    app.include_router(agents.router)
-    app.include_router(sessions.router)
-    app.include_router(broker_routes.router)
-    app.include_router(runner.router)
-    app.include_router(connections.router)
-    app.include_router(explain.router)
-    app.include_router(github_app.router)
-    app.include_router(metrics.router)
-    app.include_router(pages.router)
+    for routes in (
+        receiver,
+        deliveries,
+        health,
+        agents,
+        sessions,
+        broker_routes,
+        runner,
+        connections,
+        explain,
+        github_app,
+        metrics,
+        pages,
+    ):
+        app.include_router(routes.router)
     mcp_endpoint = broker_mcp.install(app)
     app.openapi = _document(app)  # type: ignore[method-assign]
     _publish_document(app)

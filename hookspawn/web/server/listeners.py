@@ -27,7 +27,7 @@ from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
 from hookspawn.web import http_errors
-from hookspawn.web.api import HookspawnApp, HostCheckedApp, create_app
+from hookspawn.web.api import HookspawnApp, HostCheckedApp, create_app, undocumented
 from hookspawn.web.broker import mcp as broker_mcp
 from hookspawn.web.broker import routes as broker_routes
 from hookspawn.web.server import host_check
@@ -48,14 +48,7 @@ def broker_app(rt: Runtime, *, bound_host: str = "127.0.0.1") -> BrokerApp:
         async with mcp_endpoint():
             yield
 
-    app = BrokerApp(
-        title="hookspawn broker",
-        lifespan=lifespan,
-        telemetry={"tracing": False, "metrics": False, "logs": False},
-        openapi_url=None,
-        docs_url=None,
-        redoc_url=None,
-    )
+    app = undocumented(BrokerApp, title="hookspawn broker", lifespan=lifespan)
     app.state.runtime = rt
     settings = rt.settings
     allowed = [*settings.allowed_hosts]

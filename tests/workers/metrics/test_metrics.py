@@ -310,7 +310,7 @@ def test_a_flush_that_finds_the_buffer_taken_returns_once_redis_has_it(redis_url
     client = redis.Redis.from_url(redis_url)
     admin = redis.Redis.from_url(redis_url)
     try:
-        admin.execute_command("CLIENT", "PAUSE", 600, "WRITE")  # the first flush waits in Redis
+        admin.client_pause(600, all=False)  # writes wait: the first flush waits in Redis
         first = threading.Thread(target=recorder.flush, args=(client,))
         first.start()
         wait_for(lambda: recorder.pending() == 0, timeout=5, what="the first flush took the buffer")
@@ -318,7 +318,7 @@ def test_a_flush_that_finds_the_buffer_taken_returns_once_redis_has_it(redis_url
         stored = client.hget(keys.METRICS, field)  # a read: not held by the pause
         first.join(timeout=5)
     finally:
-        admin.execute_command("CLIENT", "UNPAUSE")
+        admin.client_unpause()
         client.close()
         admin.close()
     assert stored is not None and int(stored) == 1

@@ -265,7 +265,9 @@ def redis_binary(side: Side, witness: Path) -> str:
     """The redis-server this side's own code starts in its benches (path and version)."""
     probe = (
         "import importlib\n"
-        "for name in ('hookspawn.redis_server', 'workers.redis_server'):\n"
+        # where each commit kept it
+        "for name in ('hookspawn.serve.redis_server', 'hookspawn.redis_server',\n"
+        "             'workers.redis_server'):\n"
         "    try:\n"
         "        module = importlib.import_module(name)\n"
         "    except ImportError:\n"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hookspawn.cli import main
-from tests.workers.session.sandbox.test_config import (
+from tests.agents.sandbox.test_config import (
     MICROSANDBOX_OVERLAY,
     MICROSANDBOX_REFERENCE,
     SRT_CACHE,

@@ -11,7 +11,7 @@ from agents import compile_dir
 from agents.app_manifest import app_manifest
 from hookspawn.cli import main
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / ".auto"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / ".auto"
 
 
 def write_agent(root: Path, name: str, text: str) -> Path:

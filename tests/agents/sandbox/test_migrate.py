@@ -9,7 +9,7 @@ import pytest
 
 from agents.sandbox.config import Problem, validate
 from agents.sandbox.migrate import migrate
-from tests.workers.session.sandbox.test_config import HOST, SEED_EXAMPLES
+from tests.agents.sandbox.test_config import HOST, SEED_EXAMPLES
 
 
 def migrated(raw: dict[str, Any]) -> Any:

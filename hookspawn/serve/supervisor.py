@@ -30,6 +30,7 @@ from hookspawn.serve.redis_server import (
 )
 from workers.github.app_registration import SECRET_FILE, data_dir_secret
 from workers.lifeline import tied_to_this_process
+from workers.session.runner.command import account_of
 from workers.session.runner.roots import WorkspacesUnavailable, open_workspaces, runner_readable_dir
 from workers.settings import Settings
 
@@ -148,7 +149,12 @@ def _prepare_demo(settings: Settings, env: dict[str, str], base_url: str) -> lis
             open_workspaces(settings)  # made now: the demo's repository goes in it
         except WorkspacesUnavailable:
             readable = data_dir  # the runner refuses to start, saying why
-    env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(readable)
+    try:
+        account = account_of(settings.runner_user)
+    except KeyError:
+        account = None  # no such user: the runner refuses to start, saying why
+    owner = (account.uid, account.gid) if account else None
+    env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(readable, owner)
     notes = demo_notes(base_url, os.environ)
     notes.insert(len(notes) - 2, harness_note(settings))  # before what to try
     if not env.get("HOOKSPAWN_SANDBOX_CONFIG"):

@@ -400,6 +400,7 @@ def pytest_without_tools(
 
 
 @pytest.mark.slow  # pytest, twice, over a sample of the suite and the Quick start
+@pytest.mark.timeout(600)  # the inner runs' own tests are bounded by theirs
 def test_without_the_programs_pytest_passes_and_names_what_it_skipped(tmp_path: Path) -> None:
     """A machine where only the Quick start's install ran: its tests pass (the demo's session
     too, run as root or not), each test needing a program skipped, naming it."""

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import redis
+
 from hookspawn.exposure import OPEN_FLAG, open_admin_refusal
 from hookspawn.serve.agents_notice import agents_notice
 from hookspawn.serve.demo import (
@@ -225,8 +227,11 @@ class _SandboxProbe:
 
 def _forget_demo(redis_url: str) -> str | None:
     """The banner's line when an earlier `serve --demo` left its connection in this store,
-    which is now removed."""
-    if not remove_connection(redis_url):
+    which is now removed (None also when that Redis does not answer: web and worker say so)."""
+    try:
+        if not remove_connection(redis_url):
+            return None
+    except redis.RedisError:
         return None
     return (
         f"removed the demo connection {ACCOUNT} (installation {INSTALLATION_ID}) an earlier "

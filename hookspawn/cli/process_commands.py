@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import warnings
 
 from hookspawn.cli.settings import load_settings
 from hookspawn.errors import CommandError
@@ -26,6 +28,24 @@ def _logging(settings: Settings) -> None:
         level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+
+
+def _quiet_celery_start() -> None:
+    """Above DEBUG, a Celery worker starts without its banner (its `ready.` line says it is up)
+    and without its warning about running as root, which is about pickled messages: the
+    queues of hookspawn accept JSON only. At DEBUG both stay, as Celery prints them."""
+    if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+        return
+    from celery.exceptions import SecurityWarning
+    from celery.signals import celeryd_init
+
+    warnings.filterwarnings("ignore", category=SecurityWarning)
+
+    def quiet(instance: object = None, **_: object) -> None:
+        # the worker reads it when it starts, after this signal
+        setattr(instance, "quiet", True)  # noqa: B010
+
+    celeryd_init.connect(quiet, weak=False)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -117,6 +137,13 @@ def worker(args: argparse.Namespace) -> int:
         for name in ("celery.app.trace", "celery.worker.strategy"):
             logging.getLogger(name).setLevel(logging.WARNING)
     log_agents(log, settings.agents_dir, settings.secret_names)
+    _quiet_celery_start()
+    if os.geteuid() == 0:
+        log.info(
+            "the worker runs as root: Celery warns against that because a pickled message could "
+            "run code as root, and this worker accepts JSON messages only (run it as another "
+            "user to avoid root altogether)"
+        )
     # one scan of the agent files a second for the whole worker, not one per pool process:
     # started before the pool is forked, which then reads its change count
     watch = ChangeWatch(settings.agents_dir).start()
@@ -157,6 +184,7 @@ def runner(args: argparse.Namespace) -> int:
     _logging(settings)
     if args.concurrency < 1:
         raise CommandError(f"--concurrency {args.concurrency}: must be at least 1", exit_code=2)
+    _quiet_celery_start()  # it runs as root by design: to run sessions as their own user
     try:
         return run_runner(settings, args.concurrency)
     except (ValueError, KeyError, WorkerError) as exc:

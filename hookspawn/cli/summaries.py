@@ -219,6 +219,7 @@ def connections_text(answer: Mapping[str, Any]) -> str:
         if pruned:
             covers += f" (pruned: {', '.join(pruned)})"
         status = str(inst.get("status")) + (" manual" if inst.get("manual") else "")
+        status += " demo" if inst.get("demo") else ""
         rows.append([str(inst.get("id")), str(inst.get("account")), status, covers])
     return _table(rows) + "".join(line + "\n" for line in _shadowed(items))
 

@@ -3,16 +3,13 @@ on the embedded default (embedded Redis, sessions kept in hookspawn's own store)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from agents.sandbox.config import SandboxConfig
 from hookspawn.cli.client import DEFAULT_URL
 from workers.github.connections import ConnectionStore
 from workers.github.installation import Installation
 from workers.redis_connection import redis_client
-from workers.session.runner.sandbox import sandbox_available
 from workers.settings import Settings
 
 __all__ = [
@@ -21,10 +18,10 @@ __all__ = [
     "REPOSITORY",
     "demo_environment",
     "demo_notes",
-    "demo_sandbox",
     "demo_settings",
     "harness_note",
     "record_connection",
+    "remove_connection",
 ]
 
 #: package data: the example agents (examples/.auto in a checkout)
@@ -87,28 +84,6 @@ def harness_note(settings: Settings) -> str:
     )
 
 
-#: the demo's sandbox configuration, in the data directory
-SANDBOX_FILE = "demo-sandbox.json"
-
-
-def demo_sandbox(data_dir: Path) -> tuple[Path, str]:
-    """The sandbox configuration the demo's runner uses when HOOKSPAWN_SANDBOX_CONFIG is
-    unset, written into the data directory, and a note saying what it is: backend srt with
-    no mounts where srt can start here, else backend none (commands run unconfined), so the
-    demo still runs its sessions and says loudly that it does not confine them."""
-    why = sandbox_available(SandboxConfig(backend="srt"))
-    backend = "srt" if why is None else "none"
-    path = (data_dir / SANDBOX_FILE).absolute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"sandbox": {"backend": backend, "mounts": [], "env": {}}}) + "\n")
-    if why is None:
-        return path, f"demo: sessions run confined by srt (sandbox config {path})"
-    return path, (
-        f"demo: WARNING: srt cannot start here ({why}); sessions run UNCONFINED "
-        f"(sandbox backend none, {path})"
-    )
-
-
 def record_connection(redis_url: str) -> None:
     """Record the demo connection in the store at `redis_url` (again on every start: a later
     sync or lifecycle event may have changed it)."""
@@ -121,8 +96,29 @@ def record_connection(redis_url: str) -> None:
                 account=ACCOUNT,
                 repositories={REPOSITORY_ID: REPOSITORY},
                 permissions=dict(PERMISSIONS),
+                demo=True,
             ),
         )
+    finally:
+        client.close()
+
+
+def _is_demo(installation: Installation) -> bool:
+    """The demo connection: labelled so, or as an older demo recorded it unlabelled (the
+    demo's installation id, account and one repository, by id and name)."""
+    return installation.demo or (
+        not installation.manual
+        and installation.account == ACCOUNT
+        and installation.repositories == {REPOSITORY_ID: REPOSITORY}
+    )
+
+
+def remove_connection(redis_url: str) -> bool:
+    """Remove the demo connection from the store at `redis_url`, where an earlier demo left
+    it; whether there was one."""
+    client = redis_client(redis_url)
+    try:
+        return ConnectionStore(client).remove_if(INSTALLATION_ID, _is_demo)
     finally:
         client.close()
 

@@ -43,9 +43,21 @@ def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
-def demo_repository(data_dir: Path) -> str:
+def _hand_to(root: Path, owner: tuple[int, int]) -> None:
+    """`root` and everything in it owned by `owner` (uid, gid), links left alone."""
+    for path in (root, *root.rglob("*")):
+        if not path.is_symlink() and (path.stat().st_uid, path.stat().st_gid) != owner:
+            os.chown(path, *owner)
+
+
+def demo_repository(data_dir: Path, owner: tuple[int, int] | None = None) -> str:
     """Create `<data_dir>/demo-git/acme/widgets.git` once (main, and the sample pull request's
-    head at refs/pull/2/head); the HOOKSPAWN_GIT_URL_REWRITE value that serves it."""
+    head at refs/pull/2/head); the HOOKSPAWN_GIT_URL_REWRITE value that serves it.
+
+    `owner` (uid, gid): the account session commands run as, when it is not this process's.
+    The repository is handed to it (on every start, so one an earlier demo made is too): a
+    session's own git, which runs as that account and, without srt, outside any user namespace,
+    refuses a repository another account owns ("detected dubious ownership")."""
     root = (data_dir / "demo-git").absolute()
     bare = root / "acme" / "widgets.git"
     if not (bare / "HEAD").exists():
@@ -68,4 +80,6 @@ def demo_repository(data_dir: Path) -> str:
         _git(work, "push", "-q", str(staging), f"pull:refs/pull/{PULL_NUMBER}/head")
         staging.rename(bare)
         shutil.rmtree(work, ignore_errors=True)
+    if owner is not None:
+        _hand_to(root, owner)
     return f"https://github.com/=file://{root}/"

@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import http.client
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import redis
 
 from hookspawn.exposure import OPEN_FLAG, open_admin_refusal
 from hookspawn.serve.agents_notice import agents_notice
 from hookspawn.serve.demo import (
+    ACCOUNT,
+    INSTALLATION_ID,
     demo_environment,
     demo_notes,
-    demo_sandbox,
     harness_note,
     record_connection,
+    remove_connection,
 )
 from hookspawn.serve.demo_repository import demo_repository
 from hookspawn.serve.forward_notice import app_secret_note, forward_lines
@@ -28,8 +35,15 @@ from hookspawn.serve.redis_server import (
     redis_server_version,
     stop_servers_using,
 )
+from hookspawn.serve.session_sandbox import (
+    demo_sandbox,
+    serve_sandbox,
+    serve_sandbox_note,
+    srt_problem,
+)
 from workers.github.app_registration import SECRET_FILE, data_dir_secret
 from workers.lifeline import tied_to_this_process
+from workers.session.runner.command import Account, account_of
 from workers.session.runner.roots import WorkspacesUnavailable, open_workspaces, runner_readable_dir
 from workers.settings import Settings
 
@@ -89,6 +103,20 @@ class ProgramGroup:
             time.sleep(0.2)
         return 0
 
+    def wait_until(self, done: Callable[[], bool]) -> int | None:
+        """Poll `done` until it holds (None), or until a child exits or we are signalled
+        (the code `wait` would answer)."""
+        while not self.stopping:
+            for name, child in self.children:
+                code = child.poll()
+                if code is not None:
+                    print(f"hookspawn: {name} exited with {code}; stopping", file=sys.stderr)
+                    return code or 1
+            if done():
+                return None
+            time.sleep(0.1)
+        return 0
+
     def stop(self, timeout: float = 20.0) -> None:
         self.stopping = True
         for _, child in self.children:
@@ -104,6 +132,24 @@ class ProgramGroup:
         for _, child in self.children:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)  # whatever a child left in its group
+
+
+def answers(host: str, port: int) -> bool:
+    """Whether an HTTP server answers at `host:port` (any answer; an address to bind to, such
+    as 0.0.0.0, is asked at loopback)."""
+    if host in ("0.0.0.0", ""):  # noqa: S104 - asked at loopback, not bound
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    connection = http.client.HTTPConnection(host, port, timeout=2)
+    try:
+        connection.request("GET", "/healthz")
+        connection.getresponse().read()
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+    return True
 
 
 def _child_command(*args: str) -> list[str]:
@@ -127,19 +173,19 @@ def _embedded_redis(data_dir: Path) -> RedisServer:
     return RedisServer(data_dir, die_with_parent=True).start()
 
 
-def _spawn_workers(
-    programs: ProgramGroup, env: dict[str, str], concurrency: int, *, runner: bool
-) -> None:
-    """The delivery worker, and with HOOKSPAWN_RUNNER=local (or the demo) the session runner."""
-    programs.spawn("worker", _child_command("worker", "--concurrency", str(concurrency)), env)
-    if runner:
-        programs.spawn("runner", _child_command("runner"), env)
+def _runner_account(settings: Settings) -> Account | None:
+    """The account session commands run as (None: this process's, or no such user, which the
+    runner refuses at its start, saying why)."""
+    try:
+        return account_of(settings.runner_user)
+    except KeyError:
+        return None
 
 
 def _prepare_demo(settings: Settings, env: dict[str, str], base_url: str) -> list[str]:
-    """Record the demo connection, make its repository (where the runner user can read it)
-    and (unless HOOKSPAWN_SANDBOX_CONFIG names one) its sandbox configuration, all in `env`;
-    the notes printed under the banner."""
+    """Record the demo connection, make its repository (where the runner user can read it,
+    owned by that user) and (unless HOOKSPAWN_SANDBOX_CONFIG names one) its sandbox
+    configuration, all in `env`; the notes printed under the banner."""
     record_connection(env["HOOKSPAWN_REDIS_URL"])
     readable = runner_readable_dir(settings)
     data_dir = Path(os.path.abspath(settings.data_dir))
@@ -148,14 +194,84 @@ def _prepare_demo(settings: Settings, env: dict[str, str], base_url: str) -> lis
             open_workspaces(settings)  # made now: the demo's repository goes in it
         except WorkspacesUnavailable:
             readable = data_dir  # the runner refuses to start, saying why
-    env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(readable)
+    account = _runner_account(settings)
+    owner = (account.uid, account.gid) if account else None
+    env["HOOKSPAWN_GIT_URL_REWRITE"] = demo_repository(readable, owner)
     notes = demo_notes(base_url, os.environ)
     notes.insert(len(notes) - 2, harness_note(settings))  # before what to try
     if not env.get("HOOKSPAWN_SANDBOX_CONFIG"):
-        sandbox, note = demo_sandbox(settings.data_dir)
+        sandbox, note = demo_sandbox(settings.data_dir, account)
         env["HOOKSPAWN_SANDBOX_CONFIG"] = str(sandbox)
         notes.insert(len(notes) - 2, note)  # before what to try
     return notes
+
+
+class _SandboxProbe:
+    """`serve`'s own srt configuration (when HOOKSPAWN_SANDBOX_CONFIG is unset), probed in a
+    thread while the programs start, as the runner will probe it: the banner's line."""
+
+    def __init__(self, settings: Settings, env: dict[str, str]) -> None:
+        self.path = serve_sandbox(settings.data_dir)
+        env["HOOKSPAWN_SANDBOX_CONFIG"] = str(self.path)
+        self.why: str | None = None
+        account = _runner_account(settings)
+        self.thread = threading.Thread(
+            target=lambda: setattr(self, "why", srt_problem(account)), daemon=True
+        )
+        self.thread.start()
+
+    def note(self) -> str:
+        self.thread.join()
+        return serve_sandbox_note(self.path, self.why)
+
+
+def _forget_demo(redis_url: str) -> str | None:
+    """The banner's line when an earlier `serve --demo` left its connection in this store,
+    which is now removed (None also when that Redis does not answer: web and worker say so)."""
+    try:
+        if not remove_connection(redis_url):
+            return None
+    except redis.RedisError:
+        return None
+    return (
+        f"removed the demo connection {ACCOUNT} (installation {INSTALLATION_ID}) an earlier "
+        "`serve --demo` left"
+    )
+
+
+def _webhook_secret(settings: Settings, env: dict[str, str]) -> str:
+    """The banner's webhook secret line: the one set, or one generated and kept in the data
+    directory (then given to the children in `env`)."""
+    if settings.webhook_secret:
+        return app_secret_note(settings, os.environ) or "(from HOOKSPAWN_WEBHOOK_SECRET)"
+    secret = data_dir_secret(settings.data_dir, create=True)
+    assert secret is not None
+    env["HOOKSPAWN_WEBHOOK_SECRET"] = secret
+    return f"{secret}  (kept in {settings.data_dir / SECRET_FILE})"
+
+
+def _prepare_sessions(
+    settings: Settings, env: dict[str, str], base_url: str, *, demo: bool
+) -> tuple[list[str], _SandboxProbe | None]:
+    """The demo's parts, or the removal of what an earlier demo left; with no dispatch target,
+    sessions run here (`serve`'s own sandbox unless one is named). The notes under the banner,
+    and the probe whose line joins them."""
+    if demo:
+        notes = _prepare_demo(settings, env, base_url)
+    else:
+        forgotten = _forget_demo(env["HOOKSPAWN_REDIS_URL"])
+        notes = [forgotten] if forgotten else []
+    if not demo and settings.dispatch_url:
+        return notes, None
+    env["HOOKSPAWN_RUNNER"] = "local"  # sessions are run here, by the runner child
+    if env.get("HOOKSPAWN_SANDBOX_CONFIG"):
+        return notes, None
+    return notes, _SandboxProbe(settings, env)
+
+
+def _banner(lines: list[str]) -> None:
+    for line in lines:
+        print(f"hookspawn: {line}", flush=True)
 
 
 def serve(
@@ -170,8 +286,12 @@ def serve(
 ) -> int:
     """`demo`: `settings` are the demo's (hookspawn.serve.demo); its children get the demo's
     environment and the demo connection is recorded in the store before they start.
-    `broker_port`: the session broker's own listener (None: the port after `port`)."""
+    `broker_port`: the session broker's own listener (None: the port after `port`).
+    Without HOOKSPAWN_DISPATCH_URL (always in the demo) sessions are run here, by a runner
+    child confined by srt (hookspawn.serve.session_sandbox). The banner prints once the web
+    answers."""
     broker = port + 1 if broker_port is None else broker_port
+    base_url = f"http://{host}:{port}"
     refusal = open_admin_refusal(
         "serve", host, token=settings.admin_token, allowed=allow_open_admin
     )
@@ -183,7 +303,6 @@ def serve(
         print(lock, file=sys.stderr)
         return 1
     env = demo_environment(os.environ) if demo else dict(os.environ)
-    notes: list[str] = []
     redis_server: RedisServer | None = None
     programs = ProgramGroup()
 
@@ -200,15 +319,9 @@ def serve(
                 print(f"hookspawn serve: {exc}", file=sys.stderr)
                 return 1
             env["HOOKSPAWN_REDIS_URL"] = redis_server.url
-        secret_note = app_secret_note(settings, os.environ) or "(from HOOKSPAWN_WEBHOOK_SECRET)"
-        if not settings.webhook_secret:
-            secret = data_dir_secret(settings.data_dir, create=True)
-            assert secret is not None
-            env["HOOKSPAWN_WEBHOOK_SECRET"] = secret
-            secret_note = f"{secret}  (kept in {settings.data_dir / SECRET_FILE})"
-        if demo:
-            notes = _prepare_demo(settings, env, f"http://{host}:{port}")
-        env["HOOKSPAWN_PUBLIC_URL"] = settings.public_url or f"http://{host}:{port}"
+        secret_note = _webhook_secret(settings, env)
+        notes, probe = _prepare_sessions(settings, env, base_url, demo=demo)
+        env["HOOKSPAWN_PUBLIC_URL"] = settings.public_url or base_url
         # sessions reach the broker at its own listener, never the admin API's
         broker_url = settings.broker_public_url or f"http://{host}:{broker}"
         env["HOOKSPAWN_BROKER_PUBLIC_URL"] = broker_url
@@ -216,28 +329,30 @@ def serve(
         if allow_open_admin:
             web.append(OPEN_FLAG)
         programs.spawn("web", _child_command(*web), env)
-        _spawn_workers(programs, env, concurrency, runner=demo or settings.runner == "local")
-        print(f"hookspawn: serving on http://{host}:{port}", flush=True)
-        print(f"hookspawn: webhook URL   http://{host}:{port}/webhooks/github", flush=True)
-        print(f"hookspawn: webhook secret {secret_note}", flush=True)
-        print(f"hookspawn: deliveries and sessions at http://{host}:{port}/ui", flush=True)
-        print(
-            f"hookspawn: session broker  http://{host}:{broker} (sessions reach it as "
-            f"{broker_url}; their broker routes only, no admin route)",
-            flush=True,
-        )
+        programs.spawn("worker", _child_command("worker", "--concurrency", str(concurrency)), env)
+        if env.get("HOOKSPAWN_RUNNER") == "local":
+            programs.spawn("runner", _child_command("runner"), env)
+        # the banner once the server answers: what it says to do then works
+        stopped = programs.wait_until(lambda: answers(host, port))
+        if stopped is not None:
+            return stopped
+        lines = [
+            f"serving on {base_url}",
+            f"webhook URL   {base_url}/webhooks/github",
+            f"webhook secret {secret_note}",
+            f"deliveries and sessions at {base_url}/ui",
+            f"session broker  http://{host}:{broker} (sessions reach it as {broker_url}; their "
+            "broker routes only, no admin route)",
+        ]
         if redis_server:
             version = redis_server_version(redis_server.binary)
-            print(
-                f"hookspawn: embedded Redis {redis_server.url} (data in "
-                f"{redis_server.data_dir}; redis-server {version} at {redis_server.binary})",
-                flush=True,
+            lines.append(
+                f"embedded Redis {redis_server.url} (data in {redis_server.data_dir}; "
+                f"redis-server {version} at {redis_server.binary})"
             )
-        _, agents_line = agents_notice(settings.agents_dir, settings.secret_names)
-        print(f"hookspawn: {agents_line}", flush=True)
-        notes = forward_lines(settings, env, f"http://{host}:{port}", demo=demo) + notes
-        for note in notes:
-            print(f"hookspawn: {note}", flush=True)
+        lines.append(agents_notice(settings.agents_dir, settings.secret_names)[1])
+        lines += forward_lines(settings, env, base_url, demo=demo)
+        _banner([*lines, *([probe.note()] if probe else []), *notes])
         return programs.wait()
     finally:
         # the runner gives its sessions their grace, then records them stopped: wait for it

@@ -121,6 +121,20 @@ class ConnectionStore:
         """End the manual connections' coverage of `full_name`."""
         return self._update(lambda s, now: remove_manual(s, full_name, now=now))
 
+    def remove_if(self, installation_id: int, matches: Callable[[Installation], bool]) -> bool:
+        """Remove the record of one installation when `matches` holds for it; whether it did."""
+
+        def remove(state: State, now: float) -> Change:
+            found = state.get(installation_id)
+            change = Change()
+            if found is not None and matches(found):
+                del state[installation_id]
+                change.installations.add(installation_id)
+                change.summary.append(f"installation {installation_id} ({found.account}) removed")
+            return change
+
+        return bool(self._update(remove).installations)
+
     # internals ----------------------------------------------------------------------------
     def _load(self, generation: bytes | None = None) -> State:
         """Every installation; the copy read last when `generation` says nothing changed.

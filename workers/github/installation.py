@@ -41,6 +41,9 @@ class Installation:
     #: recorded by `hookspawn connections add` (no GitHub installation behind it, for trying):
     #: it covers like any connection, and no token is ever minted for it
     manual: bool = False
+    #: recorded by `hookspawn serve --demo` for its example repository, and removed by a
+    #: `serve` without --demo
+    demo: bool = False
 
     @property
     def active(self) -> bool:
@@ -90,6 +93,7 @@ class Installation:
     def to_json(self) -> dict[str, Any]:
         return {
             **({"manual": True} if self.manual else {}),
+            **({"demo": True} if self.demo else {}),
             "id": self.id,
             "account": self.account,
             "status": self.status,
@@ -113,6 +117,7 @@ class Installation:
             permissions={str(k): str(v) for k, v in dict(data.get("permissions") or {}).items()},
             updated_at=_epoch(data.get("updatedAt")),
             manual=data.get("manual") is True,
+            demo=data.get("demo") is True,
         )
 
 

@@ -325,6 +325,11 @@ class InstallationView(_View):
         default=False,
         description="recorded by `connections add`: no GitHub installation, no token minted",
     )
+    demo: bool = Field(
+        default=False,
+        description="the demo connection `serve --demo` records (a `serve` without --demo "
+        "removes it): no GitHub installation, no token minted",
+    )
 
 
 class ConnectionList(_View):

@@ -8,16 +8,18 @@ import logging
 import tomllib
 from pathlib import Path
 
+import pytest
 import redis
 
 from agents import compile_dir
-from hookspawn.serve import demo, samples
+from hookspawn.serve import demo, samples, session_sandbox
 from hookspawn.serve.agents_notice import agents_notice
 from triggers.envelope import build_envelope
 from triggers.matching import TriggerIndex
 from workers.github.client import GitHubApp
 from workers.github.connections import ConnectionStore
-from workers.session.runner.sandbox import host_paths_for, open_sandbox
+from workers.github.installation import Installation
+from workers.session.runner.sandbox import SandboxUnavailable, host_paths_for, open_sandbox
 from workers.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -108,6 +110,19 @@ def test_the_demo_connection_covers_the_examples_repository(
     covered = store.resolve("ACME/Widgets", pinned=None, delivery_installation=demo.INSTALLATION_ID)
     assert covered is not None
     assert covered[0].id == demo.INSTALLATION_ID and covered[1] == demo.REPOSITORY_ID
+    assert installation.demo and installation.to_json()["demo"] is True  # labelled
+    # a serve without --demo removes it: labelled, or as an older demo left it unlabelled
+    assert demo.remove_connection(redis_url) and store.all() == []
+    assert not demo.remove_connection(redis_url)
+    installation.demo = False
+    store.replace_installation(demo.INSTALLATION_ID, installation)
+    assert demo.remove_connection(redis_url) and store.all() == []
+    # an installation that only shares the id is kept
+    store.replace_installation(
+        demo.INSTALLATION_ID, Installation(id=demo.INSTALLATION_ID, account="someone")
+    )
+    assert not demo.remove_connection(redis_url)
+    assert [i.account for i in store.all()] == ["someone"]
     notes = demo.demo_notes("http://127.0.0.1:9999", {"PATH": "/bin"})
     assert notes == [
         "demo: connection acme (installation 424242) covers acme/widgets",
@@ -184,9 +199,36 @@ def test_the_package_data_patterns_ship_the_examples_and_samples() -> None:
 
 def test_the_demo_sandbox_is_srt_without_mounts_where_srt_works(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    path, note = demo.demo_sandbox(data_dir)
+    path, note = session_sandbox.demo_sandbox(data_dir)
     assert path == (data_dir / "demo-sandbox.json").absolute()
     assert json.loads(path.read_text()) == {"sandbox": {"backend": "srt", "mounts": [], "env": {}}}
     assert note == f"demo: sessions run confined by srt (sandbox config {path})"
     config = open_sandbox(path, host=host_paths_for(data_dir))
     assert (config.backend, config.mounts) == ("srt", ())
+
+
+def test_without_srt_the_demo_runs_unconfined_and_serves_sessions_fail_naming_setup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "bare"))  # a machine without srt
+    data_dir = tmp_path / "data"
+    path, note = session_sandbox.demo_sandbox(data_dir)
+    assert json.loads(path.read_text())["sandbox"]["backend"] == "none"
+    assert note.startswith("demo: WARNING: srt cannot start here (srt is not installed")
+    assert note.endswith(f"sessions run UNCONFINED (sandbox backend none, {path})")
+
+    # serve's own configuration stays srt: its sessions fail rather than run unconfined
+    path = session_sandbox.serve_sandbox(data_dir)
+    assert path == (data_dir / "sandbox.json").absolute()
+    assert json.loads(path.read_text()) == {"sandbox": {"backend": "srt", "mounts": [], "env": {}}}
+    note = session_sandbox.serve_sandbox_note(path, session_sandbox.srt_problem(None))
+    assert note.startswith("WARNING: srt cannot start here (srt is not installed (")
+    assert "scripts/setup installs them" in note
+    assert "every session fails sandbox_unavailable" in note
+    assert note.endswith(
+        'set HOOKSPAWN_SANDBOX_CONFIG to a file holding {"sandbox": {"backend": "none"}}'
+    )
+    with pytest.raises(SandboxUnavailable) as refused:
+        open_sandbox(path, host=host_paths_for(data_dir))
+    assert refused.value.code == "sandbox_unavailable"
+    assert "scripts/setup installs them" in refused.value.refusal()

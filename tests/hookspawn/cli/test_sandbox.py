@@ -246,7 +246,8 @@ class TestProbe:
         assert done.returncode == 1
         assert done.stdout.startswith(f"{path}: sandbox.backend: srt cannot start as ")
         assert done.stdout.endswith(
-            ": srt is not installed (srt needs bubblewrap, socat and ripgrep on Linux)\n"
+            ": srt is not installed (srt needs bubblewrap, socat and ripgrep on Linux; "
+            "scripts/setup installs them)\n"
         )
 
     @pytest.mark.skipif(os.geteuid() != 0, reason="a runner user is switched to only by root")

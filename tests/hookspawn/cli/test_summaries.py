@@ -105,12 +105,15 @@ def test_connections_list_and_sync() -> None:
                               {"id": 2, "fullName": "acme/gears"}],
              "pruned": [{"id": 3, "fullName": "acme/old"}]},
             {"id": 9, "account": "solo", "status": "suspended", "repositories": [], "pruned": []},
+            {"id": 424242, "account": "acme", "status": "active", "demo": True,
+             "repositories": [{"id": 4, "fullName": "acme/widgets"}], "pruned": []},
         ]
     }  # fmt: skip
     assert connections_text(answer).splitlines() == [
-        "INSTALLATION  ACCOUNT  STATUS     COVERS",
-        "7             acme     active     acme/widgets, acme/gears (pruned: acme/old)",
-        "9             solo     suspended  -",
+        "INSTALLATION  ACCOUNT  STATUS       COVERS",
+        "7             acme     active       acme/widgets, acme/gears (pruned: acme/old)",
+        "9             solo     suspended    -",
+        "424242        acme     active demo  acme/widgets",
     ]
     assert connections_text({"items": []}).startswith("no connections")
     report = {"installations": 1, "repositories": 2, "summary": ["installation 7 (acme) added"]}

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,10 +15,15 @@ import httpx
 import pytest
 import redis
 
+from hookspawn import cli
+from hookspawn.serve.demo import REPOSITORY
+from hookspawn.serve.demo_repository import demo_repository
 from hookspawn.serve.redis_server import RedisServer, free_port, servers_using
+from tests import tool_marks
 from tests.conftest import wait_for
 from tests.procs import HOOKSPAWN_SCRIPT as HOOKSPAWN
 from tests.procs import Served, environment, launch, start_serve, wait_serving
+from workers.session.runner.command import account_of
 
 pytestmark = pytest.mark.slow
 
@@ -94,9 +101,9 @@ def serve_env() -> dict[str, str]:
     return environment({"HOOKSPAWN_LOG_LEVEL": "WARNING"})
 
 
-def serve(cwd: Path, log: Path) -> Served:
+def serve(cwd: Path, log: Path, **settings: str) -> Served:
     """`hookspawn serve` from `cwd` as a user starts it, two worker processes."""
-    return start_serve(cwd, serve_env(), "--concurrency", "2", log=log)
+    return start_serve(cwd, {**serve_env(), **settings}, "--concurrency", "2", log=log)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -107,10 +114,17 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, str, str]]:
-    """`hookspawn serve` started from a directory with folders that shadow its packages."""
+    """`hookspawn serve` started from a directory with folders that shadow its packages, after
+    the README's own-agents steps: `hookspawn init --repository acme/widgets` there (its
+    repository served from a local copy, the demo's, through a url rewrite)."""
     shadowing_folders(tmp_path)
+    assert cli.main(["init", str(tmp_path / ".auto"), "--repository", REPOSITORY]) == 0
+    repositories = Path(tempfile.mkdtemp(prefix="hookspawn-serve-git-"))
+    repositories.chmod(0o755)  # the runner's account reads it, as a user's clone would be
+    account = account_of("nobody")
+    rewrite = demo_repository(repositories, (account.uid, account.gid) if account else None)
     log = tmp_path / "serve.log"
-    served = serve(tmp_path, log)
+    served = serve(tmp_path, log, HOOKSPAWN_GIT_URL_REWRITE=rewrite)
     proc, url = served.proc.popen, served.url
     try:
         wait_serving(served)
@@ -122,6 +136,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, str, 
         yield proc, url, secret.group(1), redis_at.group(1)
     finally:
         stop(proc)
+        shutil.rmtree(repositories, ignore_errors=True)
 
 
 def test_serve_accepts_a_sent_payload_refuses_a_second_serve_and_stops_everything(
@@ -134,6 +149,10 @@ def test_serve_accepts_a_sent_payload_refuses_a_second_serve_and_stops_everythin
         (cwd / ".hookspawn" / "redis").glob("*.aof")
     )
     assert redis_processes(redis_at), "embedded redis-server not running"
+    # the banner once the web answers; no Celery banner or superuser warning around it
+    text = (cwd / "serve.log").read_text()
+    assert text.index("Uvicorn running on") < text.index(f"hookspawn: serving on {url}"), text
+    assert "[tasks]" not in text and "SecurityWarning" not in text, text
 
     sent = subprocess.run(
         [
@@ -154,6 +173,7 @@ def test_serve_accepts_a_sent_payload_refuses_a_second_serve_and_stops_everythin
         return shown.returncode == 0 and '"status": "processed"' in shown.stdout
 
     wait_for(processed, timeout=60)
+    own_agents_session_runs_here(cwd, url)
 
     # a second serve on the same data dir exits at once, naming the first, which goes on
     second = subprocess.run(
@@ -175,6 +195,50 @@ def test_serve_accepts_a_sent_payload_refuses_a_second_serve_and_stops_everythin
     wait_for(lambda: not alive(tree), timeout=30)
     assert redis_processes(redis_at) == [], "redis-server outlived serve"
     assert processes_mentioning(f"--port {url.rsplit(':', 1)[1]}") == []
+
+
+def own_agents_session_runs_here(cwd: Path, url: str) -> None:
+    """The rest of the README's own-agents path (`connections add`, then an event): serve runs
+    the session itself, confined by the srt configuration it wrote, or, where srt cannot
+    start, fails it `sandbox_unavailable` naming scripts/setup, as its banner said."""
+    log = (cwd / "serve.log").read_text()
+    srt_missing = tool_marks.reason(("srt",))
+    if srt_missing is None:
+        assert f"sessions run here, confined by srt (sandbox config {cwd}" in log, log
+    else:
+        assert "WARNING: srt cannot start here (" in log and "scripts/setup" in log, log
+    for line in (f"connections add {REPOSITORY}", "send --example pull_request.opened"):
+        done = subprocess.run(
+            [str(HOOKSPAWN), *line.split(), "--url", url],
+            cwd=cwd, env=serve_env(), capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+    delivery = done.stdout.split()[3]
+    outcomes: list[dict[str, str]] = []
+
+    def dispatched() -> bool:
+        body = httpx.get(f"{url}/deliveries/{delivery}", timeout=5).json()
+        outcomes[:] = body.get("outcomes") or []
+        return bool(body.get("status") == "processed")
+
+    wait_for(dispatched, timeout=60)
+    assert [(o["agent"], o["outcome"]) for o in outcomes] == [("pr-review", "dispatched")]
+    ended: dict[str, object] = {}
+
+    def session_ended() -> bool:
+        ended.update(httpx.get(f"{url}/sessions/{outcomes[0]['sessionId']}", timeout=5).json())
+        return ended.get("status") in ("succeeded", "failed", "cancelled")
+
+    wait_for(session_ended, timeout=120)
+    failure = ended.get("failure")
+    assert isinstance(failure, dict), ended
+    if srt_missing is None:
+        # staged and set up in srt; its harness needs a model key nobody set
+        assert failure["code"] == "harness_unavailable", ended
+        assert "auth preflight" in str(ended["logTail"])
+    else:
+        assert failure["code"] == "sandbox_unavailable", ended
+        assert "scripts/setup" in str(failure["message"])
 
 
 def test_a_crashed_part_stops_everything(

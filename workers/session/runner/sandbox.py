@@ -130,7 +130,8 @@ def _tools(srt: str) -> dict[str, str]:
         path = shutil.which(tool)
         if path is None:
             raise SandboxUnavailable(
-                f"{tool} is not installed (srt needs bubblewrap, socat and ripgrep on Linux)"
+                f"{tool} is not installed (srt needs bubblewrap, socat and ripgrep on Linux; "
+                "scripts/setup installs them)"
             )
         found[tool] = os.path.abspath(path)
     return found

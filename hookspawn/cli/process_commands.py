@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from hookspawn.cli.settings import load_settings
@@ -77,6 +78,12 @@ def web(args: argparse.Namespace) -> int:
         logging.getLogger("hookspawn.web").warning(
             "no HOOKSPAWN_WEBHOOK_SECRET: every delivery is refused (401) until it is set to "
             "the GitHub App's webhook secret"
+        )
+    else:
+        from workers.github.app_registration import webhook_secret_source
+
+        logging.getLogger("hookspawn.web").info(
+            "webhook secret: %s", webhook_secret_source(settings, os.environ)
         )
     log_agents(log, settings.agents_dir, settings.secret_names)
     if args.workers > 1:

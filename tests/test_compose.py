@@ -611,3 +611,30 @@ def test_docker_compose_renders_every_profile_with_the_documented_variables(
             env=compose_env(), capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert refused.returncode != 0 and name in refused.stderr, (name, refused.stderr)
+
+
+def test_the_tls_profile_puts_a_pinned_caddy_in_front_of_web(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    caddy = services["caddy"]
+    assert caddy["profiles"] == ["tls"]
+    assert re.fullmatch(r"caddy:\d+\.\d+\.\d+", caddy["image"]), caddy["image"]
+    # no domain, no Caddy (compose interpolates every profile, so it cannot require it itself)
+    script = caddy["entrypoint"][-1]
+    assert script.startswith('test -n "$$HOOKSPAWN_TLS_DOMAIN"'), script
+    assert caddy["environment"] == {"HOOKSPAWN_TLS_DOMAIN": "${HOOKSPAWN_TLS_DOMAIN:-}"}
+    (config,) = [v for v in caddy["volumes"] if v.endswith(":/etc/caddy/Caddyfile:ro")]
+    site = [
+        line.strip()
+        for line in (ROOT / config.split(":")[0]).read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert site == ["{$HOOKSPAWN_TLS_DOMAIN} {", "reverse_proxy web:8000", "}"]
+    assert sorted(caddy["ports"]) == ["443:443", "443:443/udp", "80:80"]
+    # web is on the proxy's network and believes its fixed address; its own port is the
+    # operator's to put on loopback
+    address = caddy["networks"]["edge"]["ipv4_address"]
+    assert address == "${HOOKSPAWN_EDGE_PROXY_ADDRESS:-172.30.250.2}"
+    web = services["web"]
+    assert "edge" in web["networks"]
+    assert web["environment"]["HOOKSPAWN_TRUSTED_PROXIES"].startswith(f"{address},")
+    assert web["ports"][0] == "${HOOKSPAWN_WEB_PUBLISH:-8000}:8000"

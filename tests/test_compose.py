@@ -19,10 +19,12 @@ import pytest
 import redis
 import yaml
 
+from hookspawn.cli import main
 from hookspawn.cli.parser import build_parser
 from tests.conftest import wait_for
 from tests.procs import environment, launch
 from tests.test_fresh_machine import Call, Machine
+from tests.tool_marks import REQUIRE_ALL
 from workers.celery_app import PROCESS_DELIVERY, make_celery
 from workers.settings import Settings, split_csv
 
@@ -232,9 +234,27 @@ def test_the_runner_service_runs_sessions_from_the_runner_image(compose: dict[st
     build_parser().parse_args(runner["command"][1:])
     assert runner["environment"]["HOOKSPAWN_RUNNER"] == "local"
     web = compose["services"]["web"]["environment"]
-    assert {k: v for k, v in runner["environment"].items() if k != "HOOKSPAWN_RUNNER"} == {
-        k: v for k, v in web.items() if k != "HOOKSPAWN_RUNNER"
+    own = {"HOOKSPAWN_RUNNER", "HOOKSPAWN_SANDBOX_CONFIG"}
+    assert {k: v for k, v in runner["environment"].items() if k not in own} == {
+        k: v for k, v in web.items() if k not in own
     }
+
+
+def test_the_runner_mounts_the_shipped_sandbox_config_and_it_passes_sandbox_check(
+    compose: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    runner = compose["services"]["runner"]
+    inside = runner["environment"]["HOOKSPAWN_SANDBOX_CONFIG"]
+    (mount,) = [v for v in runner["volumes"] if v.split(":")[-2] == inside]
+    host = mount.rsplit(":", 2)[0]
+    source = re.fullmatch(r"\$\{HOOKSPAWN_SANDBOX_HOST_CONFIG:-([^}]+)\}", host)
+    assert source is not None and mount.endswith(":ro"), mount
+    shipped = ROOT / source.group(1)
+    assert json.loads(shipped.read_text())["sandbox"]["backend"] == "srt"
+    # what the runner's start checks, the probe aside (the image has srt; this machine may not)
+    assert main(["sandbox", "check", str(shipped)]) == 0, capsys.readouterr()
+    # the runner keeps web's volumes beside it (YAML merge keys do not merge lists)
+    assert set(compose["services"]["web"]["volumes"]) <= set(runner["volumes"])
 
 
 def test_dockerignore_keeps_environments_data_and_keys_out() -> None:
@@ -249,13 +269,28 @@ def test_dockerignore_keeps_environments_data_and_keys_out() -> None:
 HOOKSPAWN_SERVICES = ("web", "worker", "runner")
 
 
-def test_the_private_key_reaches_the_containers_as_a_secret(compose: dict[str, Any]) -> None:
-    name = "github-app-private-key"
-    assert compose["secrets"][name]["file"].startswith("${HOOKSPAWN_GITHUB_PRIVATE_KEY_FILE")
-    for service in HOOKSPAWN_SERVICES:
-        spec = compose["services"][service]
-        assert name in spec["secrets"]
-        assert spec["environment"]["HOOKSPAWN_GITHUB_PRIVATE_KEY_PATH"] == f"/run/secrets/{name}"
+#: the App's files `github-app create` wrote: the host variable naming each, the compose
+#: secret, the variable the containers read it by
+APP_FILES = {
+    "HOOKSPAWN_GITHUB_PRIVATE_KEY_FILE": (
+        "github-app-private-key", "HOOKSPAWN_GITHUB_PRIVATE_KEY_PATH"
+    ),
+    "HOOKSPAWN_GITHUB_APP_WEBHOOK_SECRET_FILE": (
+        "github-app-webhook-secret", "HOOKSPAWN_GITHUB_APP_WEBHOOK_SECRET_FILE"
+    ),
+}  # fmt: skip
+
+
+def test_the_apps_key_and_webhook_secret_reach_the_containers_as_secrets(
+    compose: dict[str, Any],
+) -> None:
+    for host, (name, inside) in APP_FILES.items():
+        # no App: /dev/null, never read
+        assert compose["secrets"][name]["file"] == f"${{{host}:-/dev/null}}"
+        for service in HOOKSPAWN_SERVICES:
+            spec = compose["services"][service]
+            assert name in spec["secrets"]
+            assert spec["environment"][inside] == f"/run/secrets/{name}"
 
 
 SECRETS = {
@@ -265,12 +300,12 @@ SECRETS = {
 }
 
 
-def test_the_secrets_are_required_and_reach_the_containers_as_files(
-    compose: dict[str, Any],
-) -> None:
-    required = compose["x-required"]
+def test_the_secrets_reach_the_containers_as_files(compose: dict[str, Any]) -> None:
+    # compose itself requires only the admin token: the webhook secret may be the App's, the
+    # dispatch secret is needed with a dispatch URL alone (`hookspawn deploy check` says so)
+    (required,) = compose["x-required"]
+    assert required.startswith("${HOOKSPAWN_ADMIN_TOKEN:?")
     for variable, name in SECRETS.items():
-        assert any(item.startswith(f"${{{variable}:?") for item in required), variable
         assert compose["secrets"][name] == {"environment": variable}
         for service in HOOKSPAWN_SERVICES:
             spec = compose["services"][service]
@@ -427,53 +462,179 @@ def test_worker_healthcheck_pings_its_own_node_and_events_are_sent(
 
 
 def docker_compose() -> list[str] | None:
-    """`docker compose` where this machine has it (the CLI and its compose plugin), else None."""
-    docker = shutil.which("docker")
-    if docker is None:
-        return None
-    try:
-        found = subprocess.run(
-            [docker, "compose", "version"], capture_output=True, text=True, timeout=30
+    """Compose v2 where this machine has it: `docker compose` (the CLI's plugin), or
+    `docker-compose` (scripts/setup puts it in the virtual environment); else None."""
+    candidates = []
+    if docker := shutil.which("docker"):
+        candidates.append([docker, "compose"])
+    for standalone in (
+        Path(sys.executable).parent / "docker-compose",
+        shutil.which("docker-compose"),
+    ):
+        if standalone and Path(standalone).is_file():
+            candidates.append([str(standalone)])
+    for command in candidates:
+        try:
+            found = subprocess.run(
+                [*command, "version"], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if found.returncode == 0 and " v2." in found.stdout:
+            return command
+    return None
+
+
+@pytest.fixture(scope="module")
+def compose_command() -> list[str]:
+    command = docker_compose()
+    if command is None:
+        why = (
+            "Docker Compose v2 is not on this machine (`docker compose` or `docker-compose`; "
+            "scripts/setup installs it)"
         )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return [docker, "compose"] if found.returncode == 0 else None
+        if os.environ.get(REQUIRE_ALL) == "1":
+            pytest.fail(f"{why}; {REQUIRE_ALL}=1 makes that a failure", pytrace=False)
+        pytest.skip(why)
+    return command
+
+
+EXAMPLE = ROOT / "deploy" / "compose.env.example"
+
+
+def example_values() -> dict[str, str]:
+    """deploy/compose.env.example's variables, as written."""
+    values = {}
+    for line in EXAMPLE.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, sep, value = line.partition("=")
+            assert sep and re.fullmatch(r"HOOKSPAWN_[A-Z0-9_]+", name), line
+            values[name] = value
+    return values
+
+
+def filled_example(tmp_path: Path, **changes: str | None) -> Path:
+    """The example .env filled in the way docs/deploy-compose.md says, for every profile: an App
+    carried in from `github-app create`'s files, a dispatch URL with its secret, the runner, TLS;
+    `changes` on top (None: the line left out)."""
+    app = tmp_path / "app"
+    app.mkdir(exist_ok=True)
+    (app / "github-app.pem").write_text("-----BEGIN RSA PRIVATE KEY-----\n")
+    (app / "webhook-secret").write_text("apps-own\n")
+    values = example_values()
+    values.update(
+        HOOKSPAWN_ADMIN_TOKEN="admin-t0ken",
+        HOOKSPAWN_GITHUB_APP_ID="4242",
+        HOOKSPAWN_GITHUB_PRIVATE_KEY_FILE=str(app / "github-app.pem"),
+        HOOKSPAWN_GITHUB_APP_WEBHOOK_SECRET_FILE=str(app / "webhook-secret"),
+        HOOKSPAWN_DISPATCH_URL="https://dispatch.example.com/sessions",
+        HOOKSPAWN_DISPATCH_SECRET="dispatch-s3cret",
+        HOOKSPAWN_RUNNER="local",
+        HOOKSPAWN_FLOWER_BASIC_AUTH="admin:flower-pw",
+        HOOKSPAWN_GRAFANA_ADMIN_PASSWORD="grafana-pw",
+        HOOKSPAWN_TLS_DOMAIN="hooks.example.com",
+        HOOKSPAWN_WEB_PUBLISH="127.0.0.1:8000",
+    )
+    for name, value in changes.items():
+        if value is None:
+            values.pop(name, None)
+        else:
+            values[name] = value
+    path = tmp_path / "filled.env"
+    path.write_text("".join(f"{name}={value}\n" for name, value in values.items()))
+    return path
+
+
+def compose_env() -> dict[str, str]:
+    """This process's environment less anything compose or hookspawn would read."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("HOOKSPAWN_", "COMPOSE_"))}
+
+
+#: each profile and the services it adds to the ones every start runs
+PROFILES = {
+    "": set(),
+    "runner": {"runner"},
+    "flower": {"flower"},
+    "monitoring": {"prometheus", "grafana"},
+    "tls": {"caddy"},
+}
+
+
+def test_the_example_env_names_what_compose_requires_and_reads_for_its_secrets(
+    compose: dict[str, Any],
+) -> None:
+    text = (ROOT / "compose.yaml").read_text()
+    required = set(re.findall(r"(?<!\$)\$\{([A-Z_]+):\?", text))
+    secrets = {spec["environment"] for spec in compose["secrets"].values() if "environment" in spec}
+    files = {
+        re.fullmatch(r"\$\{([A-Z_]+):-/dev/null\}", spec["file"]).group(1)  # type: ignore[union-attr]
+        for spec in compose["secrets"].values()
+        if "file" in spec
+    }
+    assert {"HOOKSPAWN_ADMIN_TOKEN", "HOOKSPAWN_PUBLIC_URL"} <= required
+    assert sorted((required | secrets | files) - set(example_values())) == []
+    documented = (ROOT / "docs" / "configuration.md").read_text()
+    assert sorted(v for v in example_values() if f"`{v}`" not in documented) == []
 
 
 @pytest.mark.slow
-def test_docker_compose_renders_the_file_and_refuses_it_without_a_required_variable(
-    compose: dict[str, Any], tmp_path: Path
+def test_docker_compose_renders_every_profile_with_the_documented_variables(
+    compose_command: list[str], tmp_path: Path
 ) -> None:
-    command = docker_compose()
-    if command is None:
-        pytest.skip(
-            "`docker compose` is not on this machine (no docker, or no compose plugin): "
-            "compose.yaml is read by the other tests of this module only"
-        )
-    key = tmp_path / "app.pem"
-    key.write_text("key\n")
-    required = {
-        re.match(r"\$\{([A-Z_]+):\?", item).group(1)  # type: ignore[union-attr]
-        for item in compose["x-required"]
-    }
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSPAWN_")}
-    env.update({name: "s3cret" for name in required})
-    env["HOOKSPAWN_PUBLIC_URL"] = "https://hooks.example.com"
-    env["HOOKSPAWN_GITHUB_PRIVATE_KEY_FILE"] = str(key)
-    argv = [*command, "-f", str(ROOT / "compose.yaml"), "--profile", "runner", "config"]
-    rendered = subprocess.run(
-        [*argv, "--format", "json"], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert rendered.returncode == 0, rendered.stderr
-    services = json.loads(rendered.stdout)["services"]
-    assert {"redis", "web", "worker", "runner"} <= set(services)
-    assert services["web"]["image"] == services["worker"]["image"] == "hookspawn:local"
-    for name in sorted(required):
+    env_file = filled_example(tmp_path)
+    base = [*compose_command, "-f", str(ROOT / "compose.yaml"), "--env-file", str(env_file)]
+    rendered: dict[str, Any] = {}
+    for profile, added in PROFILES.items():
+        argv = [*base, *(["--profile", profile] if profile else []), "config", "--format", "json"]
+        done = subprocess.run(argv, env=compose_env(), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (profile, done.stderr)
+        services = json.loads(done.stdout)["services"]
+        assert set(services) == {"redis", "web", "worker"} | added, profile
+        rendered.update(services)
+    assert rendered["web"]["image"] == rendered["worker"]["image"] == "hookspawn:local"
+    # the runner's sandbox config is the shipped one, mounted read-only where it is read
+    runner = rendered["runner"]
+    (mount,) = [v for v in runner["volumes"] if v["target"] == "/etc/hookspawn/sandbox.json"]
+    assert mount["source"] == str(ROOT / "deploy" / "sandbox" / "sandbox.json")
+    assert mount["read_only"] is True
+    assert runner["environment"]["HOOKSPAWN_SANDBOX_CONFIG"] == mount["target"]
+    # the proxy web believes is the tls profile's, at its fixed address
+    address = rendered["caddy"]["networks"]["edge"]["ipv4_address"]
+    assert split_csv(rendered["web"]["environment"]["HOOKSPAWN_TRUSTED_PROXIES"]) == [address]
+    assert [p["host_ip"] for p in rendered["web"]["ports"] if p["target"] == 8000] == ["127.0.0.1"]
+
+    # without a required variable compose refuses, naming it
+    for name in ("HOOKSPAWN_ADMIN_TOKEN", "HOOKSPAWN_PUBLIC_URL"):
+        env_file = filled_example(tmp_path, **{name: None})
         refused = subprocess.run(
-            argv,
-            env={k: v for k, v in env.items() if k != name},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+            [*base[:-1], str(env_file), "config"],
+            env=compose_env(), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
         assert refused.returncode != 0 and name in refused.stderr, (name, refused.stderr)
+
+
+def test_the_tls_profile_puts_a_pinned_caddy_in_front_of_web(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    caddy = services["caddy"]
+    assert caddy["profiles"] == ["tls"]
+    assert re.fullmatch(r"caddy:\d+\.\d+\.\d+", caddy["image"]), caddy["image"]
+    # no domain, no Caddy (compose interpolates every profile, so it cannot require it itself)
+    script = caddy["entrypoint"][-1]
+    assert script.startswith('test -n "$$HOOKSPAWN_TLS_DOMAIN"'), script
+    assert caddy["environment"] == {"HOOKSPAWN_TLS_DOMAIN": "${HOOKSPAWN_TLS_DOMAIN:-}"}
+    (config,) = [v for v in caddy["volumes"] if v.endswith(":/etc/caddy/Caddyfile:ro")]
+    site = [
+        line.strip()
+        for line in (ROOT / config.split(":")[0]).read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert site == ["{$HOOKSPAWN_TLS_DOMAIN} {", "reverse_proxy web:8000", "}"]
+    assert sorted(caddy["ports"]) == ["443:443", "443:443/udp", "80:80"]
+    # web is on the proxy's network and believes its fixed address; its own port is the
+    # operator's to put on loopback
+    address = caddy["networks"]["edge"]["ipv4_address"]
+    assert address == "${HOOKSPAWN_EDGE_PROXY_ADDRESS:-172.30.250.2}"
+    web = services["web"]
+    assert "edge" in web["networks"]
+    assert web["environment"]["HOOKSPAWN_TRUSTED_PROXIES"].startswith(f"{address},")
+    assert web["ports"][0] == "${HOOKSPAWN_WEB_PUBLISH:-8000}:8000"

@@ -1,4 +1,5 @@
-"""Secrets handed over as files: `HOOKSPAWN_WEBHOOK_SECRET_FILE`, `HOOKSPAWN_ADMIN_TOKEN_FILE`,
+"""Secrets handed over as files: `HOOKSPAWN_WEBHOOK_SECRET_FILE`,
+`HOOKSPAWN_GITHUB_APP_WEBHOOK_SECRET_FILE`, `HOOKSPAWN_ADMIN_TOKEN_FILE`,
 `HOOKSPAWN_DISPATCH_SECRET_FILE`, `HOOKSPAWN_ANTHROPIC_API_KEY_FILE` and
 `HOOKSPAWN_OPENAI_API_KEY_FILE` name a file whose contents are the setting (compose
 secrets, Kubernetes secret volumes), so the secret itself never sits in the environment.
@@ -21,6 +22,7 @@ from workers.errors import ConfigurationError
 #: the settings that may come from a file, by field name
 SECRET_FILE_FIELDS = (
     "webhook_secret",
+    "github_app_webhook_secret",
     "admin_token",
     "dispatch_secret",
     "anthropic_api_key",

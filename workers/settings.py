@@ -137,6 +137,11 @@ class Settings(BaseSettings):
     agents_dir: Path = Path(".auto")
     github_app_id: str | None = None
     github_private_key_path: OptionalPath = None
+    #: the webhook secret of the GitHub App `github-app create` registered (the `webhook-secret`
+    #: file it wrote); where set it wins over HOOKSPAWN_WEBHOOK_SECRET
+    github_app_webhook_secret: Annotated[str | None, BeforeValidator(lambda v: v or None)] = Field(
+        default=None, repr=False
+    )
     #: the base URL sessions reach this server at (the broker URL in a dispatched spec);
     #: unset: the server's own (`serve` fills it in from where it listens)
     public_url: str | None = None

@@ -10,6 +10,7 @@ from typing import NoReturn
 
 from hookspawn.cli import (
     client_commands,
+    deploy_check,
     doctor,
     github_app_commands,
     process_commands,
@@ -385,6 +386,29 @@ def _sandbox(add: AddVerb) -> None:
     )
 
 
+def _deploy(add: AddVerb) -> None:
+    deploy = add(
+        "deploy",
+        deploy_check.deploy,
+        "check compose.yaml's environment before `docker compose up`: every missing, invalid "
+        "or inconsistent variable at once, exit 1 when there is one",
+    )
+    deploy.add_argument("action", choices=["check"])
+    deploy.add_argument(
+        "--env-file",
+        default=None,
+        help="the env file compose reads (default: .env beside the compose file, if there)",
+    )
+    deploy.add_argument(
+        "--profile",
+        action="append",
+        default=None,
+        help="a profile `docker compose --profile` starts (again for more; COMPOSE_PROFILES "
+        "adds its own)",
+    )
+    deploy.add_argument("-f", "--file", default="compose.yaml", help="the compose file")
+
+
 def _doctor(add: AddVerb) -> None:
     add(
         "doctor",
@@ -411,6 +435,7 @@ VERBS: tuple[Callable[[AddVerb], None], ...] = (
     _connections,
     _github_app,
     _sandbox,
+    _deploy,
     _doctor,
 )
 

@@ -98,6 +98,12 @@ def web(args: argparse.Namespace) -> int:
             "no HOOKSPAWN_WEBHOOK_SECRET: every delivery is refused (401) until it is set to "
             "the GitHub App's webhook secret"
         )
+    else:
+        from workers.github.app_registration import webhook_secret_source
+
+        logging.getLogger("hookspawn.web").info(
+            "webhook secret: %s", webhook_secret_source(settings, os.environ)
+        )
     log_agents(log, settings.agents_dir, settings.secret_names)
     if args.workers > 1:
         from hookspawn.web.server.processes import serve_processes

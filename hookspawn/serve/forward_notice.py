@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from agents import compile_dir
 from agents.app_manifest import agents_forward_commands
-from workers.github.app_registration import SECRET_FILE
+from workers.github.app_registration import webhook_secret_source
 from workers.settings import Settings
 
 __all__ = ["app_secret_note", "forward_lines"]
@@ -19,7 +19,8 @@ def forward_lines(
     """Banner lines: each forward command (the secret the children verify with), and, without
     an App, the command that registers one. Nothing when the agents do not compile (the
     agents line already says why) or name no repository."""
-    given = env.get("HOOKSPAWN_WEBHOOK_SECRET") or ",".join(settings.webhook_secret)
+    # the secret intake verifies with: the App's own wins over the variable
+    given = ",".join(settings.webhook_secret) or env.get("HOOKSPAWN_WEBHOOK_SECRET", "")
     secret = given.split(",")[0].strip()
     result = compile_dir(settings.agents_dir, secret_names=settings.secret_names)
     if not result.ok or not secret:
@@ -35,9 +36,8 @@ def forward_lines(
 
 
 def app_secret_note(settings: Settings, environ: Mapping[str, str]) -> str | None:
-    """The banner's note on a webhook secret that is the registered App's (found in the data
-    directory, the variable unset); None for any other."""
-    if not settings.webhook_secret or environ.get("HOOKSPAWN_WEBHOOK_SECRET"):
+    """The banner's note on a webhook secret that is the GitHub App's own (it wins over
+    HOOKSPAWN_WEBHOOK_SECRET); None for any other."""
+    if not settings.github_app_webhook_secret:
         return None
-    kept = settings.data_dir / SECRET_FILE
-    return f"{settings.webhook_secret[0]}  (the GitHub App's, kept in {kept})"
+    return f"{settings.github_app_webhook_secret}  ({webhook_secret_source(settings, environ)})"

@@ -50,7 +50,9 @@ def test_the_flag_is_off_unless_given(command: str) -> None:
 def test_web_opened_on_purpose_warns_at_start(tmp_path: Path) -> None:
     """Run in a network namespace of its own (`unshare`): 0.0.0.0 there reaches nothing."""
     # never reached: nothing is sent
-    env = environment({"HOOKSPAWN_REDIS_URL": "redis://127.0.0.1:1/0"})
+    env = environment(
+        {"HOOKSPAWN_REDIS_URL": "redis://127.0.0.1:1/0", "HOOKSPAWN_WEBHOOK_SECRET": "w3bhook"}
+    )
     argv = ["unshare", "-rn", HOOKSPAWN, "web", "--host", "0.0.0.0", "--allow-open-admin"]
     proc = launch("web", argv, env=env, log=tmp_path / "web.log", cwd=tmp_path)
     try:
@@ -64,5 +66,9 @@ def test_web_opened_on_purpose_warns_at_start(tmp_path: Path) -> None:
         first = proc.log_text().splitlines()[0]
         assert "WARNING" in first
         assert "the admin API on 0.0.0.0:8000 is open to anyone who can reach it" in first
+        # and which webhook secret it verifies with, in one line (never the secret itself)
+        said = [line for line in proc.log_text().splitlines() if "webhook secret: " in line]
+        assert len(said) == 1 and said[0].endswith("webhook secret: HOOKSPAWN_WEBHOOK_SECRET")
+        assert "w3bhook" not in proc.log_text()
     finally:
         proc.stop(60)

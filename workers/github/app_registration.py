@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -36,6 +37,7 @@ __all__ = [
     "issue_state",
     "save_app",
     "take_state",
+    "webhook_secret_source",
     "with_registered_app",
 ]
 
@@ -196,25 +198,70 @@ def save_app(data_dir: Path, app: dict[str, Any]) -> RegisteredApp:
 
 
 def with_registered_app(settings: Settings) -> Settings:
-    """`settings` with the App `github-app create` kept in the data directory, for what the
-    environment leaves unset: HOOKSPAWN_GITHUB_APP_ID and HOOKSPAWN_GITHUB_PRIVATE_KEY_PATH, and
-    HOOKSPAWN_WEBHOOK_SECRET (the App's). A variable that is set always wins."""
-    if settings.github_app_id is not None:
-        return settings
-    data_dir = settings.data_dir
+    """`settings` with the GitHub App it runs as, and that App's own webhook secret as the one
+    intake verifies with wherever the App has one: it wins over HOOKSPAWN_WEBHOOK_SECRET.
+
+    The App's own secret is HOOKSPAWN_GITHUB_APP_WEBHOOK_SECRET (or its `_FILE`, compose's
+    secret file) when set; else, with HOOKSPAWN_GITHUB_APP_ID unset, the App `github-app create`
+    kept in the data directory gives its id, its key (unless HOOKSPAWN_GITHUB_PRIVATE_KEY_PATH
+    is set) and its webhook secret."""
+    update: dict[str, Any] = {}
+    if settings.github_app_id is None:
+        registered = _registered_app(settings.data_dir)
+        if registered is not None:
+            app_id, secret = registered
+            update["github_app_id"] = app_id
+            if settings.github_private_key_path is None:
+                update["github_private_key_path"] = (settings.data_dir / KEY_FILE).absolute()
+            if secret and settings.github_app_webhook_secret is None:
+                update["github_app_webhook_secret"] = secret
+    own = update.get("github_app_webhook_secret", settings.github_app_webhook_secret)
+    if own:
+        update["webhook_secret"] = [own]
+    return settings.model_copy(update=update) if update else settings
+
+
+def _registered_app(data_dir: Path) -> tuple[str, str | None] | None:
+    """The id and webhook secret of the App kept in `data_dir`; None when none is kept."""
     try:
         record = json.loads((data_dir / APP_FILE).read_text())
         app_id = str(int(record["id"]))
     except (OSError, ValueError, KeyError, TypeError):
-        return settings
-    update: dict[str, Any] = {"github_app_id": app_id}
-    if settings.github_private_key_path is None:
-        update["github_private_key_path"] = (data_dir / KEY_FILE).absolute()
+        return None
+    try:
+        secret = (data_dir / SECRET_FILE).read_text().strip()
+    except OSError:
+        secret = ""
+    return app_id, secret or None
+
+
+def webhook_secret_source(settings: Settings, environ: Mapping[str, str]) -> str:
+    """Which webhook secret intake verifies with, in words, for the line `web` and `serve`
+    write at start: `settings` as with_registered_app made them, `environ` the variables."""
+    own = "HOOKSPAWN_GITHUB_APP_WEBHOOK_SECRET"
+    if settings.github_app_webhook_secret:
+        if environ.get(f"{own}_FILE"):
+            where = f"{own}_FILE, {environ[f'{own}_FILE']}"
+        elif environ.get(own):
+            where = own
+        else:
+            where = f"kept in {settings.data_dir / SECRET_FILE}"
+        text = f"the GitHub App's own ({where})"
+        if _variable_secret(environ):
+            text += "; HOOKSPAWN_WEBHOOK_SECRET is set too and not used"
+        return text
     if not settings.webhook_secret:
-        try:
-            secret = (data_dir / SECRET_FILE).read_text().strip()
-        except OSError:
-            secret = ""
-        if secret:
-            update["webhook_secret"] = [secret]
-    return settings.model_copy(update=update)
+        return "none (every delivery is refused)"
+    path = environ.get("HOOKSPAWN_WEBHOOK_SECRET_FILE")
+    return f"HOOKSPAWN_WEBHOOK_SECRET_FILE, {path}" if path else "HOOKSPAWN_WEBHOOK_SECRET"
+
+
+def _variable_secret(environ: Mapping[str, str]) -> bool:
+    """Whether HOOKSPAWN_WEBHOOK_SECRET holds a secret (itself, or a non-empty `_FILE`)."""
+    if environ.get("HOOKSPAWN_WEBHOOK_SECRET"):
+        return True
+    path = environ.get("HOOKSPAWN_WEBHOOK_SECRET_FILE")
+    try:
+        return bool(path and Path(path).read_text().strip())
+    except (OSError, UnicodeDecodeError):
+        return False

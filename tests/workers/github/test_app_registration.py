@@ -20,7 +20,13 @@ from hookspawn.web.api import create_app
 from tests.conftest import make_settings
 from tests.github_standin import GitHubStandin
 from tests.live_server import live_client
-from workers.github.app_registration import APP_FILE, KEY_FILE, SECRET_FILE, with_registered_app
+from workers.github.app_registration import (
+    APP_FILE,
+    KEY_FILE,
+    SECRET_FILE,
+    webhook_secret_source,
+    with_registered_app,
+)
 from workers.github.client import GitHubApp
 from workers.runtime import build_runtime
 from workers.settings import Settings
@@ -198,3 +204,56 @@ def test_the_kept_app_is_found_when_the_variables_are_unset(
         bare.model_copy(update={"github_app_id": "9", "webhook_secret": ["w"]})
     )
     assert (mine.github_app_id, mine.webhook_secret) == ("9", ["w"])
+
+
+def kept_app(data_dir: Path, secret: str) -> None:
+    """The files `github-app create` leaves in a data directory."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / APP_FILE).write_text(json.dumps({"id": 4242, "slug": "hooks"}))
+    (data_dir / KEY_FILE).write_text("pem\n")
+    (data_dir / SECRET_FILE).write_text(secret + "\n")
+
+
+def test_the_apps_own_webhook_secret_wins_and_web_says_which_it_uses(tmp_path: Path) -> None:
+    kept_app(tmp_path / "data", "apps-own")
+    variable = {"HOOKSPAWN_WEBHOOK_SECRET": "operators"}
+    settings = Settings.model_validate(
+        {"data_dir": tmp_path / "data", "webhook_secret": ["operators"]}
+    )
+    found = with_registered_app(settings)
+    assert found.webhook_secret == ["apps-own"]
+    assert with_registered_app(found) == found  # applied twice, the same
+    said = webhook_secret_source(found, variable)
+    assert said == (
+        f"the GitHub App's own (kept in {tmp_path / 'data' / SECRET_FILE}); "
+        "HOOKSPAWN_WEBHOOK_SECRET is set too and not used"
+    )
+
+    # compose's way: the App's secret file given beside an empty HOOKSPAWN_WEBHOOK_SECRET file
+    own_file, empty = tmp_path / "app-secret", tmp_path / "webhook-secret"
+    own_file.write_text("from-file\n")
+    empty.write_text("")
+    environ = {
+        "HOOKSPAWN_GITHUB_APP_WEBHOOK_SECRET_FILE": str(own_file),
+        "HOOKSPAWN_WEBHOOK_SECRET_FILE": str(empty),
+    }
+    given = Settings.model_validate(
+        {
+            "data_dir": tmp_path / "none",
+            "github_app_id": "7",
+            "github_app_webhook_secret": "from-file",
+        }
+    )
+    assert with_registered_app(given).webhook_secret == ["from-file"]
+    assert webhook_secret_source(with_registered_app(given), environ) == (
+        f"the GitHub App's own (HOOKSPAWN_GITHUB_APP_WEBHOOK_SECRET_FILE, {own_file})"
+    )
+
+    # no App: the variable, and the words name it; nothing at all: said so
+    plain = with_registered_app(
+        Settings.model_validate({"data_dir": tmp_path / "none", "webhook_secret": ["operators"]})
+    )
+    assert plain.webhook_secret == ["operators"]
+    assert webhook_secret_source(plain, variable) == "HOOKSPAWN_WEBHOOK_SECRET"
+    bare = Settings.model_validate({"data_dir": tmp_path / "none"})
+    assert webhook_secret_source(bare, {}) == "none (every delivery is refused)"

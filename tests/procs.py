@@ -201,8 +201,8 @@ def start_serve(
 
 
 def wait_serving(served: Served, timeout: float = SERVE_READY_TIMEOUT) -> None:
-    """Until serve answers /readyz 200 (its Redis, web and worker up); fails at once when it
-    exits, with its log."""
+    """Until serve answers /readyz 200 (its Redis, web and worker up) and has printed its
+    banner (it does once the server answers); fails at once when it exits, with its log."""
 
     def ready() -> bool:
         if not served.proc.alive():
@@ -210,11 +210,13 @@ def wait_serving(served: Served, timeout: float = SERVE_READY_TIMEOUT) -> None:
                 f"serve exited with {served.proc.popen.returncode}:\n{served.proc.log_text()}"
             )
         try:
-            return httpx.get(f"{served.url}/readyz", timeout=1).status_code == 200
+            if httpx.get(f"{served.url}/readyz", timeout=1).status_code != 200:
+                return False
         except httpx.HTTPError:
             return False
+        return "serving on " in served.proc.log_text()
 
-    wait_for(ready, timeout, 0.1, what=f"serve answering {served.url}/readyz")
+    wait_for(ready, timeout, 0.1, what=f"serve answering {served.url}/readyz, its banner printed")
 
 
 @contextlib.contextmanager

@@ -38,6 +38,8 @@ class Balancer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not)
         self._listener.close()
         with self._lock:
             still = list(self._open)

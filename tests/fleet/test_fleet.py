@@ -10,6 +10,7 @@ runner's succeed; a runner joining later takes new sessions."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -43,6 +44,9 @@ from workers import keys
 
 INSTALLATION = 7
 WIDGETS_ID = 101
+
+#: the sessions one runner runs at once (`hookspawn runner --concurrency`)
+SLOTS = 1
 
 #: how long any process may take to start, or a session to reach a state, on a busy machine
 WAIT = 90.0
@@ -166,7 +170,7 @@ class Fleet:
         sandbox = sandbox_file(self.shared_dir, name=f"{name}-sandbox.json")
         proc = self.launch(
             name,
-            ["runner", "--concurrency", "2"],
+            ["runner", "--concurrency", str(SLOTS)],
             SANDBOX_CONFIG=str(sandbox),
             # session commands as this account (root here), so the test may drop `release`
             RUNNER_USER="",
@@ -178,8 +182,12 @@ class Fleet:
         return proc
 
     def stop(self) -> None:
+        """Every process asked to stop at once, then each waited for (and killed if need be)."""
         self.http.close()
-        for proc in reversed(self.procs):
+        for proc in self.procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
             proc.stop(10)
 
     # sessions ---------------------------------------------------------------------------
@@ -224,29 +232,23 @@ class Fleet:
         return Path(workspace)
 
     def wait_harnesses(self, session_ids: list[str]) -> None:
-        """Until each session's harness has listed its tools and waits for its release."""
+        """Until each session runs and its harness has listed its tools (it then waits for its
+        release)."""
+        seen: dict[str, dict[str, Any]] = {}
 
         def waiting() -> bool:
+            seen.update({s: self.session(s) for s in session_ids})
             return all(
-                (self.root_of(s) / "mcp-result").is_file()
-                for s in session_ids
-                if self.session(s)["status"] == "running"
-            ) and all(self.session(s)["status"] == "running" for s in session_ids)
+                view["status"] == "running" and Path(view["workspace"], "mcp-result").is_file()
+                for view in seen.values()
+            )
 
-        wait_for(
-            waiting,
-            WAIT,
-            0.2,
-            what=lambda: (
-                "harnesses waiting: "
-                + str(
-                    {
-                        s: (self.session(s)["status"], self.session(s)["failure"])
-                        for s in session_ids
-                    }
-                )
-            ),
-        )
+        def found() -> str:
+            return "harnesses waiting: " + str(
+                {s: (v["status"], v["failure"], v["logTail"][-500:]) for s, v in seen.items()}
+            )
+
+        wait_for(waiting, WAIT, 0.2, what=found)
 
     def wait_ended(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
         ended: dict[str, dict[str, Any]] = {}
@@ -306,11 +308,11 @@ def fleet(redis_url: str, shared_dir: Path, origin: Origin) -> Iterator[Fleet]:
 def test_a_fleet_spreads_sessions_survives_a_killed_runner_and_takes_a_new_one(
     fleet: Fleet, webhooks_dir: Path
 ) -> None:
-    # a burst: four sessions, two runners of two slots each, every harness waiting
-    burst = fleet.deliver(4, webhooks_dir)
+    # a burst: as many sessions as the two runners have slots, every harness waiting
+    burst = fleet.deliver(2 * SLOTS, webhooks_dir)
     fleet.wait_harnesses(burst)
     owners = fleet.owners(burst)
-    assert Counter(owners.values()) == {"runner-a": 2, "runner-b": 2}, owners
+    assert Counter(owners.values()) == {"runner-a": SLOTS, "runner-b": SLOTS}, owners
 
     # runner-a dies mid-session: runner-b's sweep fails its two sessions runner_lost
     killed = fleet.runners["runner-a"]
@@ -323,7 +325,7 @@ def test_a_fleet_spreads_sessions_survives_a_killed_runner_and_takes_a_new_one(
     # runner-c joins; runner-b's slots are still taken, so the new sessions are runner-c's
     joiner = fleet.runner("runner-c")
     wait_ready(joiner, WAIT)
-    later = fleet.deliver(2, webhooks_dir)
+    later = fleet.deliver(SLOTS, webhooks_dir)
     fleet.wait_harnesses(later)
     later_owners = fleet.owners(later)
     for session_id in kept + later:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import kubernetes_validate
 import pytest
@@ -20,8 +21,9 @@ from agents.compiler import compile_dir
 from agents.sandbox.config import HostPaths
 from agents.sandbox.config import validate as validate_sandbox
 from hookspawn.cli.parser import build_parser
+from hookspawn.web.server.host_check import HostPolicy
 from workers.secret_files import SECRET_FILE_FIELDS, variable
-from workers.settings import Settings
+from workers.settings import Settings, split_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "deploy" / "kubernetes"
@@ -250,8 +252,14 @@ def test_each_command_is_hookspawns_and_the_web_is_probed(resources: list[Resour
     command = web["command"]
     assert ports == {"http": int(command[command.index("--port") + 1]), "broker": 8001}
     assert int(env["HOOKSPAWN_BROKER_PORT"]) == ports["broker"]
-    assert web["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
-    assert web["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert (web["livenessProbe"]["httpGet"]["path"], web["livenessProbe"]["httpGet"]["port"]) == (
+        "/healthz",
+        "http",
+    )
+    assert (web["readinessProbe"]["httpGet"]["path"], web["readinessProbe"]["httpGet"]["port"]) == (
+        "/readyz",
+        "http",
+    )
     broker = _named(resources, "Service", "broker")
     assert (
         env["HOOKSPAWN_BROKER_PUBLIC_URL"] == f"http://broker:{broker['spec']['ports'][0]['port']}"
@@ -261,6 +269,28 @@ def test_each_command_is_hookspawns_and_the_web_is_probed(resources: list[Resour
     assert _container(workloads["worker"])["resources"]["requests"]["cpu"]
     runner = _container(workloads["runner"])
     assert runner["securityContext"]["privileged"] is True  # bubblewrap's namespaces, cgroups
+
+
+def test_the_web_answers_the_hosts_it_is_reached_by(resources: list[Resource]) -> None:
+    """The probes, the Services' names (Prometheus, the client commands, the runners' sessions)
+    and the public URL are hosts the web answers to; another one is refused, as the kubelet's
+    default Host (the pod's address) would be."""
+    web = _container(_workloads(resources)["web"])
+    env = _environment(resources, web)
+    policy = HostPolicy.of(
+        bound=web["command"][web["command"].index("--host") + 1],
+        public_url=env["HOOKSPAWN_PUBLIC_URL"],
+        allowed=split_csv(env["HOOKSPAWN_ALLOWED_HOSTS"]),
+    )
+    for probe in ("livenessProbe", "readinessProbe"):
+        headers = {h["name"]: h["value"] for h in web[probe]["httpGet"].get("httpHeaders", [])}
+        assert policy.accepts(headers.get("Host", "10.1.2.3:8000")), probe
+    services = [r["metadata"]["name"] for r in resources if r["kind"] == "Service"]
+    for url in (env["HOOKSPAWN_URL"], env["HOOKSPAWN_BROKER_PUBLIC_URL"]):
+        name = urlsplit(url).hostname
+        assert name in services and policy.accepts(urlsplit(url).netloc), url
+    assert policy.accepts(urlsplit(env["HOOKSPAWN_PUBLIC_URL"]).netloc)
+    assert not policy.accepts("10.1.2.3:8000")
 
 
 def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:

@@ -172,7 +172,7 @@ class Fleet:
             name,
             ["runner", "--concurrency", str(SLOTS)],
             SANDBOX_CONFIG=str(sandbox),
-            # session commands as this account (root here), so the test may drop `release`
+            # session commands as the runner's own account, as the runner tests' stack runs them
             RUNNER_USER="",
             RUNNER_LEASE_SECONDS="2",
             RUNNER_STOP_GRACE="2s",

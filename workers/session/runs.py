@@ -78,13 +78,15 @@ return redis.call('HGET', run, 'status')
 """
 
 # A runner takes a queued session. KEYS: run, leases, queued index; ARGV: owner, lease
-# deadline, now, session id. Answers 1 when taken, 0 when it is not queued (taken already,
-# ended, or cancelled).
+# deadline, now, session id, the session root on the runner's host ('': the one recorded when
+# it was queued stands). Answers 1 when taken, 0 when it is not queued (taken already, ended,
+# or cancelled).
 _CLAIM = f"""
 local run, leases, queued = KEYS[1], KEYS[2], KEYS[3]
-local owner, deadline, now, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local owner, deadline, now, id, workspace = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if redis.call('HGET', run, 'status') ~= {_QUEUED} then return 0 end
 redis.call('HSET', run, 'status', {_STAGING}, 'owner', owner, 'stagingAt', now)
+if workspace ~= '' then redis.call('HSET', run, 'workspace', workspace) end
 redis.call('PERSIST', run)
 redis.call('ZADD', leases, deadline, id)
 redis.call('ZREM', queued, id)
@@ -208,7 +210,11 @@ class SessionWithRun(SessionSpec):
         None, description="queued, staging, setup, running, succeeded, failed or cancelled"
     )
     failure: Failure | None = None
-    workspace: str | None = Field(None, description="the session root on the host")
+    workspace: str | None = Field(
+        None,
+        description="the session root on the host of the runner that took it (until one "
+        "did, where a runner on the host that queued it would put it)",
+    )
     snapshot_key: str | None = Field(
         None, description="the setup snapshot's key, once setup has computed it"
     )
@@ -282,11 +288,14 @@ class SessionRuns:
         )
         return cast(bytes, status).decode()
 
-    def claim(self, session_id: str, owner: str, lease: float) -> bool:
+    def claim(self, session_id: str, owner: str, lease: float, *, workspace: str = "") -> bool:
+        """Take the session for `owner` while it is queued; `workspace`: where its root is on
+        the taking runner's host (each runner has its own, which whoever queued it cannot
+        know); whether it was taken."""
         return bool(
             self._claim(
                 keys=[keys.session_run(session_id), keys.RUNNER_LEASES, keys.RUNNER_QUEUED],
-                args=[owner, time.time() + lease, _now(), session_id],
+                args=[owner, time.time() + lease, _now(), session_id, workspace],
             )
         )
 

@@ -282,7 +282,10 @@ class SessionRunner:
     def run(self, session_id: str) -> str:
         """Run the session when it is queued; what became of it."""
         lease = self.settings.runner_lease_seconds  # a stopping runner leaves it queued
-        if self.stop.stopping.is_set() or not self.runs.claim(session_id, self.owner, lease):
+        workspace = str(self.workspaces / session_id)
+        if self.stop.stopping.is_set() or not self.runs.claim(
+            session_id, self.owner, lease, workspace=workspace
+        ):
             return "not queued"
         try:
             found, gone = self.sessions.get(session_id), "the session record is gone"

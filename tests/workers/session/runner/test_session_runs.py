@@ -106,6 +106,22 @@ def test_claim_takes_only_a_queued_session(redis_client: redis.Redis) -> None:
     assert redis_client.zscore(keys.RUNNER_LEASES, "s1") is not None
 
 
+def test_the_taking_runner_records_where_the_session_root_is(redis_client: redis.Redis) -> None:
+    """Whoever queued a session guessed its root from its own data directory; the runner that
+    takes it, on another host with its own, says where it really is. A runner that does not
+    say leaves the guess, and a session taken already keeps its taker's."""
+    runs = SessionRuns(redis_client)
+    _queued(runs)
+    assert runs.claim("s1", "a", 30, workspace="/runner-a/workspaces/s1")
+    assert not runs.claim("s1", "b", 30, workspace="/runner-b/workspaces/s1")
+    view = runs.get("s1")
+    assert view is not None and view.workspace == "/runner-a/workspaces/s1"
+    _queued(runs, "s2")
+    assert runs.claim("s2", "a", 30)
+    view = runs.get("s2")
+    assert view is not None and view.workspace == "/w/s1"
+
+
 def test_advance_only_by_the_holder_and_never_past_an_end(redis_client: redis.Redis) -> None:
     runs = SessionRuns(redis_client)
     _queued(runs)

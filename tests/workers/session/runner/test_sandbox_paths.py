@@ -1,0 +1,109 @@
+"""A session's commands see its checkouts at their mountPaths, its home at /home/user and its
+working directory where the spec says, inside the real sandbox (srt), each session its own."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.workers.session.runner.conftest import (
+    Origin,
+    hand_over,
+    hookspawn_web,
+    runner_settings,
+    running_runner,
+    sandbox_file,
+    write_agent,
+)
+from workers.session.runner.sandbox_paths import Bind, SandboxPaths, plan
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace needs root")
+
+
+def _meeting_place(shared_dir: Path) -> Path:
+    """A host directory both sessions may write (a writable sandbox mount): where each leaves
+    its token and waits for the other's, so their setups overlap."""
+    meet = shared_dir / "meet"
+    meet.mkdir()
+    hand_over(meet)
+    return meet
+
+
+@needs_root
+def test_concurrent_sessions_each_see_their_own_checkout_and_home(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    meet = _meeting_place(shared_dir)
+    config = sandbox_file(
+        shared_dir, mounts=[{"source": str(meet), "target": str(meet), "mode": "writable"}]
+    )
+    settings = runner_settings(redis_url, shared_dir, origin, sandbox_config=config)
+    setup = (
+        "t=$(cat /proc/sys/kernel/random/uuid); "
+        "cd /workspace/widgets && ls /home/user > /dev/null; "
+        'mkdir -p /home/user/.cache && echo "$t" > /home/user/.cache/x && echo "$t" > x; '
+        f'touch {meet}/"$t"; while [ "$(ls {meet} | wc -l)" -lt 2 ]; do sleep 0.05; done; '
+        '[ "$(cat /home/user/.cache/x)" = "$t" ] && [ "$(cat /workspace/widgets/x)" = "$t" ]; '
+        'echo "$t $(pwd) $HOME" > /home/user/seen'
+    )
+    write_agent(settings.agents_dir, "twice", setup=[{"name": "own", "commands": [setup]}])
+    with hookspawn_web(settings) as hs, running_runner(settings, concurrency=2):
+        started = [hs.start("twice"), hs.start("twice")]
+        ended = [hs.wait_status(s, "succeeded", "failed", timeout=90) for s in started]
+    tokens = set()
+    for session in ended:
+        assert session["status"] == "succeeded", session
+        root = Path(session["workspace"])
+        token, pwd, home = (root / "home" / "user" / "seen").read_text().split()
+        assert (pwd, home) == ("/workspace/widgets", "/home/user")
+        assert (root / "home" / "user" / ".cache" / "x").read_text() == f"{token}\n"
+        assert (root / "workspace" / "widgets" / "x").read_text() == f"{token}\n"
+        own = "sandbox paths: /home/user, /workspace/widgets (the session's own)"
+        assert own in session["logTail"]
+        tokens.add(token)
+    assert sorted(p.name for p in meet.iterdir()) == sorted(tokens)
+    assert len(tokens) == 2
+
+
+@needs_root
+def test_the_harness_finds_what_setup_wrote_at_the_sandbox_paths(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    harness = (
+        "cat /workspace/widgets/x /home/user/.cache/y > /home/user/found && "
+        'echo "$(pwd) $HOME" >> /home/user/found'
+    )
+    settings = runner_settings(redis_url, shared_dir, origin, harness_command=harness)
+    setup = "echo x > /workspace/widgets/x && mkdir -p /home/user/.cache && echo y > ~/.cache/y"
+    write_agent(settings.agents_dir, "paths", setup=[{"name": "write", "commands": [setup]}])
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session = hs.wait_status(hs.start("paths"), "succeeded", "failed", timeout=60)
+    assert session["status"] == "succeeded", session
+    found = Path(session["workspace"], "home", "user", "found").read_text()
+    assert found == "x\ny\n/workspace/widgets /home/user\n"
+
+
+def test_targets_inside_another_are_shown_by_its_bind(tmp_path: Path) -> None:
+    binds = plan(tmp_path, ["/workspace/a", "/home/user", "/workspace/a/src", "/srv/app/"])
+    assert binds == (
+        Bind(tmp_path / "home/user", "/home/user"),
+        Bind(tmp_path / "srv/app", "/srv/app"),
+        Bind(tmp_path / "workspace/a", "/workspace/a"),
+    )
+    paths = SandboxPaths(binds)
+    assert paths.inside(tmp_path / "workspace/a/src") == "/workspace/a/src"
+    assert paths.inside(tmp_path / "workspace/ab") is None
+    assert paths.inside(tmp_path) is None
+
+
+def test_a_target_hiding_what_the_sandbox_needs_leaves_host_paths(tmp_path: Path) -> None:
+    paths = SandboxPaths(plan(tmp_path / "root", ["/tmp"]))
+    assert paths.prepare(["/tmp", tmp_path]) == "/tmp would hide /tmp, which the sandbox needs"
+    nested = SandboxPaths(plan(tmp_path / "root", [str(tmp_path / "data")]))
+    needed = tmp_path / "data" / "workspaces"
+    assert nested.prepare([needed]) == (
+        f"{tmp_path / 'data'} would hide {needed}, which the sandbox needs"
+    )
+    assert not (tmp_path / "data").exists()

@@ -110,8 +110,12 @@ log = logging.getLogger(__name__)
 SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: seconds one staging git command may take (a fetch of a large repository included)
 GIT_TIMEOUT = 600
-#: programs a confined command starts through (srt and what it runs): a bind never hides them
-_SANDBOX_PROGRAMS = ("srt", "node", "bwrap", "socat", "rg", "git", "sh")
+#: programs a confined command starts through (srt and what it runs, the harnesses): a bind
+#: never hides them
+_SANDBOX_PROGRAMS = (
+    *("srt", "node", "bwrap", "socat", "rg", "git", "sh", "env", "python3"),
+    *PROGRAMS.values(),  # the harnesses'
+)
 
 
 def _either(first: Callable[[], bool], second: Callable[[], bool]) -> Callable[[], bool]:
@@ -400,11 +404,11 @@ class SessionRunner:
             raise SessionFailed(exc.message, code="secret_missing") from None
         make_dirs(run.workspace, run.home, self.account)
         mounts = session.mounts
-        broker, helper = self._broker(session), self.helper or str(place_helper(run.tools))
-        run.paths = self._sandbox_paths(run, Path(helper).parent)
         run.git_config.write_text(git_config_for([m.url for m in mounts], self.rewrites))
         run.git_config.chmod(0o644)
         run.note(f"staging {len(mounts)} mount(s) in {run.workspace}")
+        broker, helper = self._broker(session), self.helper or str(place_helper(run.tools))
+        run.paths = self._sandbox_paths(run, Path(helper).parent)
         run.reach["read"] = session_reads(run.tools, mounts, self.rewrites)
         run.helper_dir = Path(helper).parent
         run.reach["destinations"] = session_destinations(broker, mounts, self.rewrites)
@@ -450,9 +454,6 @@ class SessionRunner:
         working = session.working_directory
         if working:
             targets.append(working)
-        paths = SandboxPaths(plan(run.workspace, targets))
-        for bind in paths.binds:  # staging would make them; the auth preflight binds them
-            make_dirs(run.workspace, bind.source, self.account)
         keep: list[Path | str] = [run.workspace, run.tools, helper_dir, *SYSTEM]
         keep.append(self.scratch or tempfile.gettempdir())
         if not isinstance(self.sandbox, SandboxUnavailable):
@@ -461,7 +462,14 @@ class SessionRunner:
             found = shutil.which(program)
             if found is not None:
                 keep += [os.path.dirname(found), os.path.dirname(os.path.realpath(found))]
-        why = paths.prepare(keep)
+        try:
+            paths = SandboxPaths(plan(run.workspace, targets, keep))
+        except ValueError as exc:
+            run.note(f"sandbox paths are host paths for this session: {exc}")
+            return None
+        for bind in paths.binds:  # staging would make them; the auth preflight binds them
+            make_dirs(run.workspace, bind.source, self.account)
+        why = paths.prepare()
         if why is not None:
             run.note(f"sandbox paths are host paths for this session: {why}")
             return None

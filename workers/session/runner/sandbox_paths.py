@@ -58,17 +58,32 @@ def _under(path: str, parent: str) -> bool:
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
-def plan(workspace: Path, targets: Iterable[str]) -> tuple[Bind, ...]:
+def plan(workspace: Path, targets: Iterable[str], keep: Iterable[Path | str]) -> tuple[Bind, ...]:
     """The binds that show `targets` (sandbox paths: mountPaths, the home, the working
     directory) at their own paths, each from where it lands under the session root
-    (`<root>/<path>`); a target inside another is shown by the outer one's bind."""
+    (`<root>/<path>`). Each is shown by binding its shallowest ancestor that hides nothing the
+    sandbox needs (`keep`): `/workspace` for `/workspace/widgets` (so `/workspace` is the
+    session's own, as in a VM), `/home/user` rather than a `/home` holding the data
+    directory; a target shown by another's bind needs none of its own. Raises ValueError
+    naming a target that would hide something in `keep` whatever its ancestor."""
     root = os.path.abspath(workspace)
-    wanted = sorted({os.path.normpath(t) for t in targets}, key=lambda t: (t.count("/"), t))
+    needed = [os.path.abspath(p) for p in keep]
+    chosen: set[str] = set()
+    for target in {os.path.normpath(t) for t in targets}:
+        parts = target.strip("/").split("/")
+        for depth in range(1, len(parts) + 1):
+            point = "/" + "/".join(parts[:depth])
+            hidden = [path for path in needed if _under(path, point)]
+            if not hidden:
+                chosen.add(point)
+                break
+        else:
+            raise ValueError(f"{target} would hide {hidden[0]}, which the sandbox needs")
     kept: list[str] = []
-    for target in wanted:
-        if not any(_under(target, outer) for outer in kept):
-            kept.append(target)
-    return tuple(Bind(Path(root + target), target) for target in kept)
+    for point in sorted(chosen, key=lambda t: (t.count("/"), t)):
+        if not any(_under(point, outer) for outer in kept):
+            kept.append(point)
+    return tuple(Bind(Path(root + point), point) for point in sorted(kept))
 
 
 def _check(ok: int, what: str) -> None:
@@ -133,17 +148,12 @@ class SandboxPaths:
 
         return enter
 
-    def prepare(self, keep: Iterable[Path | str]) -> str | None:
+    def prepare(self) -> str | None:
         """Make the directories the binds are mounted on (empty, root's) where the host has
-        none, as the runner's start. Why the binds cannot be made for this session, or None:
-        a target would cover a path its commands need (`keep`: the session root, srt's, the
-        sandbox's host mounts, the system's), or is not a plain directory of the host's."""
-        needed = [os.path.abspath(p) for p in keep]
+        none, as the session starts. Why the binds cannot be made for this session, or None:
+        a mount point is not a plain directory of the host's."""
         for bind in self.binds:
             target = bind.target
-            for path in needed:
-                if _under(path, target):
-                    return f"{target} would hide {path}, which the sandbox needs"
             try:
                 os.makedirs(target, mode=0o755, exist_ok=True)
             except OSError as exc:

@@ -4,6 +4,7 @@ working directory where the spec says, inside the real sandbox (srt), each sessi
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,7 @@ def test_concurrent_sessions_each_see_their_own_checkout_and_home(
         assert (pwd, home) == ("/workspace/widgets", "/home/user")
         assert (root / "home" / "user" / ".cache" / "x").read_text() == f"{token}\n"
         assert (root / "workspace" / "widgets" / "x").read_text() == f"{token}\n"
-        own = "sandbox paths: /home/user, /workspace/widgets (the session's own)"
+        own = "sandbox paths: /home, /workspace (the session's own)"
         assert own in session["logTail"]
         tokens.add(token)
     assert sorted(p.name for p in meet.iterdir()) == sorted(tokens)
@@ -85,25 +86,28 @@ def test_the_harness_finds_what_setup_wrote_at_the_sandbox_paths(
     assert found == "x\ny\n/workspace/widgets /home/user\n"
 
 
-def test_targets_inside_another_are_shown_by_its_bind(tmp_path: Path) -> None:
-    binds = plan(tmp_path, ["/workspace/a", "/home/user", "/workspace/a/src", "/srv/app/"])
+def test_each_target_is_shown_by_its_shallowest_ancestor_hiding_nothing(tmp_path: Path) -> None:
+    keep: list[Path | str] = [tmp_path, "/tmp", "/srv/cache", "/usr"]
+    targets = ["/workspace/a", "/workspace/b", "/home/user", "/srv/app/", "/usr/src/x"]
+    binds = plan(tmp_path / "root", targets, keep)
     assert binds == (
-        Bind(tmp_path / "home/user", "/home/user"),
-        Bind(tmp_path / "srv/app", "/srv/app"),
-        Bind(tmp_path / "workspace/a", "/workspace/a"),
+        Bind(tmp_path / "root/home", "/home"),
+        Bind(tmp_path / "root/srv/app", "/srv/app"),
+        Bind(tmp_path / "root/usr/src", "/usr/src"),
+        Bind(tmp_path / "root/workspace", "/workspace"),
     )
     paths = SandboxPaths(binds)
-    assert paths.inside(tmp_path / "workspace/a/src") == "/workspace/a/src"
-    assert paths.inside(tmp_path / "workspace/ab") is None
-    assert paths.inside(tmp_path) is None
+    assert paths.inside(tmp_path / "root/workspace/a/src") == "/workspace/a/src"
+    assert paths.inside(tmp_path / "root/srv/apple") is None
+    assert paths.inside(tmp_path / "root") is None
 
 
-def test_a_target_hiding_what_the_sandbox_needs_leaves_host_paths(tmp_path: Path) -> None:
-    paths = SandboxPaths(plan(tmp_path / "root", ["/tmp"]))
-    assert paths.prepare(["/tmp", tmp_path]) == "/tmp would hide /tmp, which the sandbox needs"
-    nested = SandboxPaths(plan(tmp_path / "root", [str(tmp_path / "data")]))
-    needed = tmp_path / "data" / "workspaces"
-    assert nested.prepare([needed]) == (
-        f"{tmp_path / 'data'} would hide {needed}, which the sandbox needs"
-    )
-    assert not (tmp_path / "data").exists()
+def test_a_target_hiding_what_the_sandbox_needs_has_no_bind(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    hiding = f"{data} would hide {data}/workspaces, which the sandbox needs"
+    with pytest.raises(ValueError, match=f"^{re.escape(hiding)}$"):
+        plan(data / "workspaces/s", [str(data)], [data / "workspaces", "/tmp"])
+    with pytest.raises(ValueError, match=r"^/tmp would hide /tmp, which the sandbox needs$"):
+        plan(data / "workspaces/s", ["/tmp"], ["/tmp"])
+    # beneath what it needs, a target is bound at itself
+    assert plan(data, ["/tmp/x"], ["/tmp"]) == (Bind(data / "tmp/x", "/tmp/x"),)

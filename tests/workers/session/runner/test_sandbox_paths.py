@@ -111,3 +111,29 @@ def test_a_target_hiding_what_the_sandbox_needs_has_no_bind(tmp_path: Path) -> N
         plan(data / "workspaces/s", ["/tmp"], ["/tmp"])
     # beneath what it needs, a target is bound at itself
     assert plan(data, ["/tmp/x"], ["/tmp"]) == (Bind(data / "tmp/x", "/tmp/x"),)
+
+
+@needs_root
+def test_a_mount_path_holding_the_data_directory_leaves_the_session_host_paths(
+    redis_url: str, shared_dir: Path, origin: Origin
+) -> None:
+    settings = runner_settings(redis_url, shared_dir, origin)
+    mount_path = str(settings.data_dir)  # where every session root lives
+    mounts = (
+        "mounts:\n  - kind: git\n    repository: acme/widgets\n"
+        f"    mountPath: {mount_path}\n    auth: {{kind: none}}\n"
+    )
+    setup = 'echo "$(pwd) $HOME" > "$HOME/seen"'
+    write_agent(
+        settings.agents_dir, "deep", setup=[{"name": "s", "commands": [setup]}], mounts=mounts
+    )
+    with hookspawn_web(settings) as hs, running_runner(settings):
+        session = hs.wait_status(hs.start("deep"), "succeeded", "failed", timeout=60)
+    assert session["status"] == "succeeded", session
+    root = Path(session["workspace"])
+    home, checkout = root / "home" / "user", root / mount_path.lstrip("/")
+    assert (home / "seen").read_text() == f"{checkout} {home}\n"
+    assert (
+        f"sandbox paths are host paths for this session: {mount_path} would hide {root}, "
+        "which the sandbox needs"
+    ) in session["logTail"]

@@ -25,6 +25,7 @@ from pathlib import Path
 
 __all__ = [
     "HOME",
+    "SYSTEM",
     "Bind",
     "SandboxPaths",
     "open_sandbox_paths",

@@ -100,6 +100,7 @@ def run_command(
     parent_death: int = signal.SIGKILL,
     preexec: Callable[[], None] | None = None,
     stdout: CommandOutput | None = None,
+    enter: Callable[[], None] | None = None,
 ) -> int:
     """Run `argv` (never through a shell unless argv is one) in a process group of its own,
     its output (standard output and error) read from a pipe and handed to `log`, never a file
@@ -113,6 +114,8 @@ def run_command(
     cgroup is entered there, so nothing the command starts is outside it).
     `stdout`: where standard output goes instead (read from a pipe of its own; standard error
     still goes to `log`), for a harness whose output is its events.
+    `enter`: run in the child first, as the runner (root), before it switches to `account`:
+    how a confined command enters its session's own mount namespace (`SandboxPaths.enter`).
     """
     reading, writing = os.pipe()
     out_reading, out_writing = os.pipe() if stdout is not None else (None, None)
@@ -125,10 +128,11 @@ def run_command(
             stdout=writing if out_writing is None else out_writing,
             stderr=subprocess.STDOUT if out_writing is None else writing,
             process_group=0,
-            user=account.uid if account else None,
-            group=account.gid if account else None,
-            extra_groups=[] if account else None,
-            preexec_fn=tied_to_this_process(parent_death, then=preexec),
+            # with `enter`, the child switches to the account itself, after it
+            user=account.uid if account and enter is None else None,
+            group=account.gid if account and enter is None else None,
+            extra_groups=[] if account and enter is None else None,
+            preexec_fn=_child(enter, account, tied_to_this_process(parent_death, then=preexec)),
         )
     except BaseException:
         os.close(reading)
@@ -189,6 +193,26 @@ def run_command(
             stdout.flush()
         log.flush()
     return process.wait()
+
+
+def _child(
+    enter: Callable[[], None] | None, account: Account | None, then: Callable[[], None]
+) -> Callable[[], None]:
+    """The child's work before it execs: `enter` as root, then `account`'s identity (no
+    supplementary group), then `then` (which asks for the parent's death signal: a change of
+    identity would clear it)."""
+    if enter is None:
+        return then
+
+    def child() -> None:
+        enter()
+        if account is not None:
+            os.setgroups([])
+            os.setgid(account.gid)
+            os.setuid(account.uid)
+        then()
+
+    return child
 
 
 def _read_output(fd: int, log: CommandOutput, ended: threading.Event) -> None:

@@ -7,6 +7,8 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -66,6 +68,13 @@ from workers.session.runner.sandbox import (
     session_tmp,
     srt_scratch,
 )
+from workers.session.runner.sandbox_paths import (
+    HOME,
+    SYSTEM,
+    SandboxPaths,
+    open_sandbox_paths,
+    plan,
+)
 from workers.session.runner.secret_store import load_secrets
 from workers.session.runner.session_git import (
     admin_destinations,
@@ -101,8 +110,12 @@ log = logging.getLogger(__name__)
 SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: seconds one staging git command may take (a fetch of a large repository included)
 GIT_TIMEOUT = 600
-#: the sandbox's home directory, mapped under the session root like every sandbox path
-HOME = "/home/user"
+#: programs a confined command starts through (srt and what it runs, the harnesses): a bind
+#: never hides them
+_SANDBOX_PROGRAMS = (
+    *("srt", "node", "bwrap", "socat", "rg", "git", "sh", "env", "python3"),
+    *PROGRAMS.values(),  # the harnesses'
+)
 
 
 def _either(first: Callable[[], bool], second: Callable[[], bool]) -> Callable[[], bool]:
@@ -138,6 +151,8 @@ class _Run:
         self.tools = runner.workspaces / f"{session.id}.tools"
         self.reach: dict[str, list[str]] = {}
         self.helper_dir: Path | None = None
+        #: the session's directories at their sandbox paths (None: commands see host paths)
+        self.paths: SandboxPaths | None = None
         self.base_env = {"PATH": SESSION_PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}
         if runner.account:
             self.base_env["USER"] = runner.account.name
@@ -168,11 +183,17 @@ class _Run:
             raise CommandCancelled(argv[0])
         full_env = {**self.base_env, **env}
         parent_death = signal.SIGKILL
+        enter = None
+        if confined and self.paths is not None:
+            full_env["HOME"] = HOME
+            enter = self.paths.enter(self.paths.inside(cwd))
         if confined:
             if self.scratch is None:
                 self.scratch = srt_scratch(self.runner.account, within=self.runner.scratch)
                 make_dirs(self.workspace, session_tmp(self.workspace), self.runner.account)
-            reach = dict(self.reach)
+            reach: dict[str, Sequence[str]] = dict(self.reach)
+            if self.paths is not None:
+                reach["session_paths"] = self.paths.targets
             if destinations:
                 reach["destinations"] = [*reach.get("destinations", []), *destinations]
             wrapped, full_env = self.runner.confine(
@@ -195,12 +216,21 @@ class _Run:
                 parent_death=parent_death,
                 preexec=self.limits.preexec(confined),
                 stdout=stdout,
+                enter=enter,
             )
         except (PermissionError, FileNotFoundError) as exc:
             raise SessionFailed(
                 f"{runner_account(self.runner.account)} cannot run {argv[0]!r} in {cwd}: "
                 f"{exc.strerror} (every directory above the data directory must be traversable "
                 "by HOOKSPAWN_RUNNER_USER, and the command must exist)",
+                code="internal_error",
+            ) from None
+        except subprocess.SubprocessError:
+            if enter is None:
+                raise
+            raise SessionFailed(
+                f"{argv[0]!r} could not start in the session's own mount namespace (the log "
+                "says why)",
                 code="internal_error",
             ) from None
         finally:
@@ -272,6 +302,9 @@ class SessionRunner:
             restore_limit=settings.session_disk_limit,
         )
         self.limits = RunnerLimits(settings)
+        #: why sessions' commands see host paths rather than their sandbox paths (None: they
+        #: get their own; found once, at the start)
+        self.paths_problem = open_sandbox_paths()
         #: a credential helper to configure instead of the standalone one each session gets
         #: beside its root (`place_helper`); None: that one
         self.helper: str | None = None
@@ -378,6 +411,7 @@ class SessionRunner:
         run.git_config.chmod(0o644)
         run.note(f"staging {len(mounts)} mount(s) in {run.workspace}")
         broker, helper = self._broker(session), self.helper or str(place_helper(run.tools))
+        run.paths = self._sandbox_paths(run, Path(helper).parent)
         run.reach["read"] = session_reads(run.tools, mounts, self.rewrites)
         run.helper_dir = Path(helper).parent
         run.reach["destinations"] = session_destinations(broker, mounts, self.rewrites)
@@ -410,6 +444,40 @@ class SessionRunner:
             run.note("no working directory: setup skipped")
         self._advance(run, SessionStatus.RUNNING)
         self._harness(run, cwd, env)
+
+    def _sandbox_paths(self, run: _Run, helper_dir: Path) -> SandboxPaths | None:
+        """The session's directories at their sandbox paths (its mountPaths, the home, its
+        working directory), their mount points made on the host; None, said in its log, where
+        its commands see host paths instead."""
+        if self.paths_problem is not None:
+            run.note(f"sandbox paths are host paths: {self.paths_problem}")
+            return None
+        session = run.session
+        targets = [m.mount_path for m in session.mounts] + [HOME]
+        working = session.working_directory
+        if working:
+            targets.append(working)
+        keep: list[Path | str] = [run.workspace, run.tools, helper_dir, *SYSTEM]
+        keep.append(self.scratch or tempfile.gettempdir())
+        if not isinstance(self.sandbox, SandboxUnavailable):
+            keep += [m.source for m in self.sandbox.mounts]
+        for program in _SANDBOX_PROGRAMS:
+            found = shutil.which(program)
+            if found is not None:
+                keep += [os.path.dirname(found), os.path.dirname(os.path.realpath(found))]
+        try:
+            paths = SandboxPaths(plan(run.workspace, targets, keep))
+        except ValueError as exc:
+            run.note(f"sandbox paths are host paths for this session: {exc}")
+            return None
+        for bind in paths.binds:  # staging would make them; the auth preflight binds them
+            make_dirs(run.workspace, bind.source, self.account)
+        why = paths.prepare()
+        if why is not None:
+            run.note(f"sandbox paths are host paths for this session: {why}")
+            return None
+        run.note(f"sandbox paths: {', '.join(paths.targets)} (the session's own)")
+        return paths
 
     def _broker(self, session: SessionSpec) -> BrokerLink | None:
         """The spec's `broker`, with a session credential: a stored spec carries only the

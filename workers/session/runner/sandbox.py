@@ -150,6 +150,7 @@ def srt_settings(
     denied_domains: Sequence[str] = (),
     scratch: Path | None = None,
     read: Sequence[str] = (),
+    session_paths: Sequence[str] = (),
 ) -> dict[str, Any]:
     """srt's settings for one session: the host hidden but for the system directories, the
     session root writable, each mount readable (and writable when `writable`); the network
@@ -160,7 +161,9 @@ def srt_settings(
     TMPDIR, /tmp/claude, is shown whenever it exists on the host, to every sandbox alike: it
     is kept unwritable. `read`: more host directories the command may read (the session's own
     tools, beside its root). `denied_domains`: what it never reaches, allowed or not (srt
-    checks them first: the admin API's listener)."""
+    checks them first: the admin API's listener). `session_paths`: the session's own
+    directories at their sandbox paths (`/workspace/x`, `/home/user`: bound there in the mount
+    namespace srt starts in, see sandbox_paths), writable like the session root."""
     root = os.path.abspath(workspace)
     sources = [m.source for m in config.mounts]
     writable = [m.source for m in config.mounts if m.mode == "writable"]
@@ -179,9 +182,9 @@ def srt_settings(
             "denyRead": ["/", *writable],
             "allowRead": [
                 *(p for p in SYSTEM_READ if os.path.exists(p)),
-                *(root, *sources, *own, *read),
+                *(root, *session_paths, *sources, *own, *read),
             ],
-            "allowWrite": [root, *writable],
+            "allowWrite": [root, *session_paths, *writable],
             "denyWrite": [SRT_SHARED_TMP],
         },
         **(
@@ -235,6 +238,7 @@ def confine(
     destinations: Sequence[str] = (),
     read: Sequence[str] = (),
     denied_domains: Sequence[str] = (),
+    session_paths: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that run `argv` confined to the session root
     `workspace` and the configured mounts, reaching only `allowed_domains` through srt's
@@ -251,7 +255,8 @@ def confine(
     `destinations`: what this session alone may reach besides (`host:port`: its broker, its
     githubApp mounts' git hosts), through srt's proxy even on loopback; `read`: more host
     directories it may read; `denied_domains`: what it never reaches (the admin API's
-    listener), even when listed in either."""
+    listener), even when listed in either; `session_paths`: the session's directories at
+    their sandbox paths, writable (the command starts where they are bound there)."""
     merged = {**config.env, **env}
     if config.backend == "none":
         log.warning("%s: %s", _UNCONFINED, " ".join(argv[:2]))
@@ -276,6 +281,7 @@ def confine(
             denied_domains=denied_domains,
             scratch=scratch,
             read=read,
+            session_paths=session_paths,
         ),
         settings,
     )

@@ -61,7 +61,10 @@ def test_the_harness_gets_the_session_and_its_exit_status_ends_it(
     assert seen["API_KEY"] == "k-123"
     assert seen["MODE"] == "review"
     assert "MAYBE" not in seen
-    assert seen["PWD"] == str(Path(done["workspace"]) / "workspace" / "widgets")
+    # root gives each session a mount namespace where its checkout is at its mountPath
+    checkout = Path(done["workspace"]) / "workspace" / "widgets"
+    assert seen["PWD"] == ("/workspace/widgets" if os.geteuid() == 0 else str(checkout))
+    assert seen["HOME"] == ("/home/user" if os.geteuid() == 0 else str(home))
     assert seen["SANDBOX_RUNTIME"] == "1"  # srt ran it
     assert (failed["status"], failed["failure"]["code"]) == ("failed", "harness_failed")
     assert "status 4" in failed["failure"]["message"]

@@ -130,7 +130,10 @@ def test_a_pull_request_opened_delivery_ends_in_a_checkout_of_its_head(
         "widget.py",
     ]
     home = Path(session["workspace"]) / "home" / "user"
-    assert (home / "deps.txt").read_text() == f"deps of {checkout}\n"
+    # the working directory as the sandbox shows it: the mount's path (root gives each
+    # session a mount namespace of its own), else the checkout's host path
+    shown = "/workspace/widgets" if os.geteuid() == 0 else checkout
+    assert (home / "deps.txt").read_text() == f"deps of {shown}\n"
     assert f"git fetch --depth 1 --no-tags origin refs/pull/{PR_NUMBER}/head" in session["logTail"]
     assert "setup deps" in page and "succeeded" in page
     if os.geteuid() == 0:

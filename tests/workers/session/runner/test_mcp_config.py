@@ -19,12 +19,16 @@ from tests.secret_scan import file_haystacks, leaks
 from tests.workers.session.runner.conftest import Origin
 from tests.workers.session.runner.test_github_app import github_app_stack
 
+#: the session's home under its root
+HOME = "home/user"
+
 # the harness says what it was given (never the credential), then waits for the test; the
 # config's path comes as an argument, `$HOOKSPAWN_MCP_CONFIG` in the command as written
 HARNESS = (
     "/bin/sh -c '"
-    'test -r "$1" && echo "$HOOKSPAWN_MCP_URL $1" > ../../mcp-ready; i=0; '
-    "while [ ! -e ../../mcp-done ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done' "
+    'test -r "$1" && echo "$HOOKSPAWN_MCP_URL $1" > "$HOME/mcp-ready"; i=0; '
+    'while [ ! -e "$HOME/mcp-done" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done'
+    "' "
     "harness $HOOKSPAWN_MCP_CONFIG"
 )
 
@@ -71,15 +75,15 @@ def test_the_harness_gets_the_mcp_url_and_a_working_config(
             def ready() -> bool:
                 seen.update(stack.http.get(f"/sessions/{session_id}").json())
                 root = seen.get("workspace")
-                return isinstance(root, str) and (Path(root) / "mcp-ready").exists()
+                return isinstance(root, str) and (Path(root) / HOME / "mcp-ready").exists()
 
             wait_for(ready, timeout=60)
             root = Path(seen["workspace"])
-            url, config_path = (root / "mcp-ready").read_text().split()
+            url, config_path = (root / HOME / "mcp-ready").read_text().split()
             config = json.loads(Path(config_path).read_text())
             mode = Path(config_path).stat().st_mode & 0o777
             names, read, write = _use(config)
-            (root / "mcp-done").write_text("")
+            (root / HOME / "mcp-done").write_text("")
             session = stack.ended(session_id)
     assert session["status"] == "succeeded", session
     assert url == f"{stack.settings.broker_base_url}/sessions/{session_id}/mcp"
@@ -101,7 +105,7 @@ def test_the_harness_gets_the_mcp_url_and_a_working_config(
 
 #: a harness calling its MCP endpoint itself, from inside srt, with nothing but the standard
 #: library: initialize, then `tools/call` (a read, a write, a refusal), with the header the
-#: config file holds; what GitHub answered goes to a file in the session root for the test
+#: config file holds; what GitHub answered goes to a file in the session's home for the test
 SANDBOXED_CLIENT = r"""
 import json, os, urllib.request
 config = json.load(open(os.environ["HOOKSPAWN_MCP_CONFIG"]))["mcpServers"]["github"]
@@ -123,7 +127,8 @@ wrote = call(3, "tools/call", {"name": "create_issue",
                                "arguments": {**repo, "title": "from the sandbox"}})
 refused = call(4, "tools/call", {"name": "merge_pull_request",
                                  "arguments": {**repo, "pullNumber": 1}})
-open("../../mcp-result", "w").write(json.dumps({"read": read, "wrote": wrote, "refused": refused}))
+result = {"read": read, "wrote": wrote, "refused": refused}
+open(os.environ["HOME"] + "/mcp-result", "w").write(json.dumps(result))
 """
 
 
@@ -142,7 +147,7 @@ def test_a_harness_inside_srt_calls_its_tools_with_the_standard_library(
         with stack.runner():
             session = stack.ended(session_id)
     assert session["status"] == "succeeded", (session["failure"], session["logTail"])
-    result = json.loads((Path(session["workspace"]) / "mcp-result").read_text())
+    result = json.loads((Path(session["workspace"]) / HOME / "mcp-result").read_text())
     read, refused = result["read"]["result"], result["refused"]["result"]
     wrote = result["wrote"]["result"]
     assert not read.get("isError") and read["content"][0]["text"] == "widgets\n"

@@ -177,7 +177,8 @@ SETUP_COPYING = [{"name": "deps", "commands": [_copying("true"), "exit 3"]}]
         ({"harness_command": SLEEPING}, None, _cancel, ("cancelled", None)),
         ({"harness_command": SLEEPING}, None, _stop_runner, ("failed", "runner_stopped")),
         (
-            {"harness_command": SLEEPING, "harness_timeout": "3s"},
+            # the budget covers srt's start and the copy first: room for a loaded machine
+            {"harness_command": SLEEPING, "harness_timeout": "8s"},
             None,
             _wait,
             ("failed", "harness_timeout"),

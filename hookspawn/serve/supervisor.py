@@ -193,7 +193,7 @@ def serve(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        if not settings.redis_url:
+        if settings.redis_target is None:  # no URL, no sentinels: serve's own Redis
             try:
                 redis_server = _embedded_redis(settings.data_dir / "redis")
             except DataDirInUse as exc:

@@ -22,7 +22,7 @@ import redis
 import redis.asyncio as aioredis
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.commands.core import Script
-from redis.sentinel import Sentinel, SentinelConnectionPool
+from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
 from workers.errors import StoreNotReplicated
 
@@ -109,10 +109,27 @@ def redis_client(target: RedisTarget, *, single_connection: bool = False) -> red
     )
 
 
+class _PrimaryConnection(SentinelManagedConnection):
+    """A connection that asks the sentinels where the primary is whenever it connects again.
+
+    redis-py (8.1) connects a dropped connection again from `send_packed_command` at the
+    address it had, not through the sentinel-aware `connect`: the one connection of a
+    single-connection client would go back to a demoted primary after every READONLY."""
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if self._sock is None:
+            self.connect()  # type: ignore[no-untyped-call]
+        super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
+
+
 def sentinel_client(target: Sentinels, *, single_connection: bool = False) -> redis.Redis:
     """A client of the primary `target`'s sentinels name, found again on every connect."""
     pool = SentinelConnectionPool(  # type: ignore[no-untyped-call]
-        target.master, target.sentinel(), password=target.password, **_CLIENT_OPTIONS
+        target.master,
+        target.sentinel(),
+        password=target.password,
+        connection_class=_PrimaryConnection,
+        **_CLIENT_OPTIONS,
     )
     client = redis.Redis(connection_pool=pool, single_connection_client=single_connection)
     client.auto_close_connection_pool = True  # the client owns its pool, as from_url's does

@@ -293,7 +293,6 @@ class RecordPipe:
         else:
             self.sentinels = None
             self.params = _params(target)
-        self._sentinel: AsyncSentinel | None = None
         self.ack = ack
         self.script = script.encode()
         self.sha = hashlib.sha1(self.script, usedforsecurity=False).hexdigest().encode()
@@ -372,16 +371,19 @@ class RecordPipe:
         """Where the primary is: the URL's host and port, or what the sentinels say now."""
         if self.sentinels is None:
             return self.params.get("host", "localhost"), self.params.get("port", 6379)
-        if self._sentinel is None:
-            self._sentinel = AsyncSentinel(  # type: ignore[no-untyped-call]
-                list(self.sentinels.addresses), sentinel_kwargs=self.sentinels.sentinel_options()
-            )
+        # asked anew on each connect (rare: at start and after a lost connection), its
+        # connections closed at once
+        sentinel = AsyncSentinel(  # type: ignore[no-untyped-call]
+            list(self.sentinels.addresses), sentinel_kwargs=self.sentinels.sentinel_options()
+        )
         try:
-            host, port = await self._sentinel.discover_master(self.sentinels.master)
+            host, port = await sentinel.discover_master(self.sentinels.master)
         except redis.RedisError as exc:
             raise RecordPipeError(
                 f"no Redis primary from the sentinels ({self.sentinels.describe()}): {exc}"
             ) from None
+        finally:
+            await sentinel.aclose()
         return str(host), int(port)
 
     def close(self) -> None:

@@ -120,6 +120,8 @@ class SentinelGroup:
                 "--appendfsync", appendfsync,
                 "--save", "",
                 "--maxmemory-policy", "noeviction",
+                # a replica (re)joining is synced at once, not after Redis 7's 5 s default
+                "--repl-diskless-sync-delay", "0",
                 "--logfile", str((node.dir / "redis.log").resolve()),
                 *(["--requirepass", password, "--masterauth", password] if password else []),
             ]  # fmt: skip

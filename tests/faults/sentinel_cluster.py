@@ -87,7 +87,8 @@ class Drill:
         sent_rate = len(self.answers) / max(self.stopped_at - self.started_at, 1e-9)
         return (
             f"failover drill, MIN_REPLICAS_ACK={self.ack}, {self.rate:.0f} deliveries/s asked, "
-            f"{sent_rate:.0f}/s sent: {len(self.answers)} sent ({dict(sorted(statuses.items()))}); primary killed, "
+            f"{sent_rate:.0f}/s sent: {len(self.answers)} sent "
+            f"({dict(sorted(statuses.items()))}); primary killed, "
             f"sentinels switched after {self.switched_at - self.killed_at:.1f}s; "
             f"{len(self.refused())} refused during the gap of {gap:.2f}s (first refusal to "
             f"first 202; {since_kill:.2f}s from the kill); of {len(self.accepted)} answered "

@@ -75,8 +75,10 @@ class Drill:
         if not refused:
             return 0.0, 0.0
         first = min(a.answered for a in refused)
+        # the first 202 to a delivery sent after that refusal (one sent before it may be
+        # answered 202 later: it was recorded before the kill)
         back = min(
-            (a.answered for a in self.answers if a.status == 202 and a.answered > first),
+            (a.answered for a in self.answers if a.status == 202 and a.sent > first),
             default=float("nan"),
         )
         return back - first, back - self.killed_at
@@ -264,9 +266,7 @@ def run_drill(
 
         def back() -> bool:
             with cluster._lock:
-                return any(
-                    a.status == 202 and a.answered > drill.switched_at for a in cluster.answers
-                )
+                return any(a.status == 202 and a.sent > drill.switched_at for a in cluster.answers)
 
         wait_for(back, 60.0, 0.05, what="a 202 after the failover")
         time.sleep(after)

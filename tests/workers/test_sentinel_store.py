@@ -160,6 +160,9 @@ def test_clients_follow_a_failover_and_load_their_scripts_on_the_new_primary(
         finally:
             sentinel.close()
         new_port = group.wait_failover(old)
+        # until the old primary is the new one's replica, it takes writes of its own
+        # (a forced failover leaves it running): none are sent before that
+        group.wait_replicas(1)
         fresh = group.node_at(new_port).client()
         try:
             fresh.script_flush()  # a primary that never ran the scripts: NOSCRIPT first

@@ -162,7 +162,9 @@ class SentinelGroup:
         for node in self.sentinels:
             node.args = [self._binary, str(self._sentinel_conf(node, primary)), "--sentinel"]
             node.start()
-        wait_for(self._settled, 30.0, 0.1, what="the sentinels seeing every node and each other")
+        # a sentinel learns of the replicas from the primary's INFO (every 10 s) and of the
+        # other sentinels from their hellos (every 2 s)
+        wait_for(self._settled, 90.0, 0.1, what="the sentinels seeing every node and each other")
         return self
 
     def _settled(self) -> bool:

@@ -30,6 +30,7 @@ from hookspawn.serve.redis_server import (
 )
 from workers.github.app_registration import SECRET_FILE, data_dir_secret
 from workers.lifeline import tied_to_this_process
+from workers.redis_connection import Sentinels
 from workers.session.runner.roots import WorkspacesUnavailable, open_workspaces, runner_readable_dir
 from workers.settings import Settings
 
@@ -136,6 +137,20 @@ def _spawn_workers(
         programs.spawn("runner", _child_command("runner"), env)
 
 
+def _redis_line(settings: Settings, embedded: RedisServer | None) -> str | None:
+    """The banner's line on the store: the embedded Redis, or the primary through Sentinel."""
+    if embedded is not None:
+        version = redis_server_version(embedded.binary)
+        return (
+            f"embedded Redis {embedded.url} (data in {embedded.data_dir}; redis-server "
+            f"{version} at {embedded.binary})"
+        )
+    target = settings.redis_target
+    if isinstance(target, Sentinels):
+        return f"Redis primary {target.describe()} (Redis Sentinel)"
+    return None
+
+
 def _prepare_demo(settings: Settings, env: dict[str, str], base_url: str) -> list[str]:
     """Record the demo connection, make its repository (where the runner user can read it)
     and (unless HOOKSPAWN_SANDBOX_CONFIG names one) its sandbox configuration, all in `env`;
@@ -226,13 +241,9 @@ def serve(
             f"{broker_url}; their broker routes only, no admin route)",
             flush=True,
         )
-        if redis_server:
-            version = redis_server_version(redis_server.binary)
-            print(
-                f"hookspawn: embedded Redis {redis_server.url} (data in "
-                f"{redis_server.data_dir}; redis-server {version} at {redis_server.binary})",
-                flush=True,
-            )
+        redis_line = _redis_line(settings, redis_server)
+        if redis_line:
+            print(f"hookspawn: {redis_line}", flush=True)
         _, agents_line = agents_notice(settings.agents_dir, settings.secret_names)
         print(f"hookspawn: {agents_line}", flush=True)
         notes = forward_lines(settings, env, f"http://{host}:{port}", demo=demo) + notes

@@ -6,6 +6,8 @@ from typing import Any
 
 from celery import Celery
 
+from workers.redis_connection import RedisTarget, broker_options, broker_url
+
 #: hard limit of one task run; every countdown stays far below the visibility timeout
 TASK_TIME_LIMIT = 300
 TASK_SOFT_TIME_LIMIT = 240
@@ -19,11 +21,16 @@ MAX_RETRIES = 8
 PROCESS_DELIVERY = "hookspawn.process_delivery"
 
 
-def celery_config(broker_url: str) -> dict[str, Any]:
+def celery_config(target: RedisTarget) -> dict[str, Any]:
+    """The Celery settings for a broker at `target` (a Redis URL, or the primary its
+    sentinels name: kombu's `sentinel://` transport, which asks them on every connect)."""
     return {
-        "broker_url": broker_url,
+        "broker_url": broker_url(target),
         "broker_connection_retry_on_startup": True,
-        "broker_transport_options": {"visibility_timeout": VISIBILITY_TIMEOUT},
+        "broker_transport_options": {
+            "visibility_timeout": VISIBILITY_TIMEOUT,
+            **broker_options(target),
+        },
         "broker_pool_limit": 16,
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
@@ -45,7 +52,7 @@ def celery_config(broker_url: str) -> dict[str, Any]:
     }
 
 
-def make_celery(broker_url: str) -> Celery:
+def make_celery(target: RedisTarget) -> Celery:
     app = Celery("hookspawn", set_as_current=False)
-    app.conf.update(celery_config(broker_url))
+    app.conf.update(celery_config(target))
     return app

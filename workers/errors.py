@@ -42,6 +42,16 @@ class StoreUnavailable(Transient):
     code = "store_unavailable"
 
 
+class StoreNotReplicated(Transient):
+    """A write is on the Redis primary, but fewer replicas than HOOKSPAWN_REDIS_MIN_REPLICAS_ACK
+    acknowledged it in time: it could still be lost with the primary."""
+
+    code = "store_not_replicated"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message, retry_after=1.0, **details)
+
+
 class TokenRefused(WorkerError):
     """GitHub definitively refused a token: the spawn's outcome is recorded, never retried."""
 

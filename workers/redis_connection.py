@@ -1,20 +1,242 @@
-"""The one way hookspawn opens a Redis client: bounded timeouts, no retry on a timeout."""
+"""The one way hookspawn opens a Redis client: bounded timeouts, no retry on a timeout.
+
+The store is either a URL (`HOOKSPAWN_REDIS_URL`) or a primary that Redis Sentinel
+watches (`HOOKSPAWN_REDIS_SENTINELS` with `HOOKSPAWN_REDIS_SENTINEL_MASTER`): every
+connection to it then asks the sentinels where the primary is, so a client follows a
+failover by connecting again (redis-py's `SentinelConnectionPool`; a primary demoted to a
+replica answers a write READONLY, which drops the connection the same way).
+
+`ReplicaAck` is how many replicas must hold a write before it counts as done
+(`HOOKSPAWN_REDIS_MIN_REPLICAS_ACK`): the write is followed on its own connection by
+`WAIT replicas timeout`, and a shortfall raises `StoreNotReplicated`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
 import redis
+import redis.asyncio as aioredis
+from redis.asyncio.sentinel import Sentinel as AsyncSentinel
+from redis.commands.core import Script
+from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
-__all__ = ["redis_client"]
+from workers.errors import StoreNotReplicated
+
+__all__ = [
+    "NO_ACK",
+    "RedisTarget",
+    "ReplicaAck",
+    "Sentinels",
+    "async_redis_client",
+    "broker_options",
+    "broker_url",
+    "redis_client",
+    "run_replicated",
+    "sentinel_client",
+]
+
+#: how long a question to one sentinel may take (they answer from memory, on loopback or
+#: a LAN: a sentinel slower than this is treated as down and the next one is asked)
+SENTINEL_TIMEOUT = 1.0
 
 
-def redis_client(url: str, *, single_connection: bool = False) -> redis.Redis:
+@dataclass(frozen=True)
+class Sentinels:
+    """A primary found through Redis Sentinel: the sentinels' addresses, the name they
+    know it by, the sentinels' own password and the primary's (and its replicas')."""
+
+    addresses: tuple[tuple[str, int], ...]
+    master: str
+    sentinel_password: str | None = None
+    password: str | None = None
+
+    def __repr__(self) -> str:  # never the passwords
+        where = ",".join(f"{host}:{port}" for host, port in self.addresses)
+        return f"Sentinels({self.master!r} via {where})"
+
+    def describe(self) -> str:
+        """`mymaster via 10.0.0.1:26379,10.0.0.2:26379`: for messages, without passwords."""
+        return f"{self.master} via " + ",".join(f"{h}:{p}" for h, p in self.addresses)
+
+    def sentinel_options(self) -> dict[str, Any]:
+        """How each sentinel is asked: its password, each question bounded in time."""
+        return {
+            "password": self.sentinel_password,
+            "socket_timeout": SENTINEL_TIMEOUT,
+            "socket_connect_timeout": SENTINEL_TIMEOUT,
+        }
+
+    def sentinel(self) -> Sentinel:
+        """A Sentinel client over these addresses."""
+        return Sentinel(  # type: ignore[no-untyped-call]
+            list(self.addresses), sentinel_kwargs=self.sentinel_options()
+        )
+
+
+#: where a process finds its store: a Redis URL, or a primary through its sentinels
+RedisTarget = str | Sentinels
+
+
+def describe(target: RedisTarget) -> str:
+    """The target for a message (a URL without its password)."""
+    if isinstance(target, Sentinels):
+        return f"the Redis primary {target.describe()}"
+    params = redis.connection.parse_url(target)  # type: ignore[no-untyped-call]
+    where = params.get("path") or f"{params.get('host', 'localhost')}:{params.get('port', 6379)}"
+    return f"Redis at {where}"
+
+
+_CLIENT_OPTIONS: dict[str, Any] = {
+    "socket_timeout": 5,
+    "socket_connect_timeout": 2,
+    "health_check_interval": 30,
+    "retry_on_timeout": False,
+}
+
+
+def redis_client(target: RedisTarget, *, single_connection: bool = False) -> redis.Redis:
     """`single_connection`: commands share one connection (under the client's lock) instead
-    of taking one from the pool and giving it back each time; pipelines still use the pool."""
+    of taking one from the pool and giving it back each time; pipelines still use the pool.
+    With `Sentinels`, each connection is made to the primary the sentinels name then."""
+    if isinstance(target, Sentinels):
+        return sentinel_client(target, single_connection=single_connection)
     return redis.Redis.from_url(
-        url,
-        socket_timeout=5,
-        socket_connect_timeout=2,
-        health_check_interval=30,
-        retry_on_timeout=False,
-        single_connection_client=single_connection,
+        target, **_CLIENT_OPTIONS, single_connection_client=single_connection
     )
+
+
+class _PrimaryConnection(SentinelManagedConnection):
+    """A connection that asks the sentinels where the primary is whenever it connects again.
+
+    redis-py (8.1) connects a dropped connection again from `send_packed_command` at the
+    address it had, not through the sentinel-aware `connect`: the one connection of a
+    single-connection client would go back to a demoted primary after every READONLY."""
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if self._sock is None:
+            self.connect()  # type: ignore[no-untyped-call]
+        super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
+
+
+def sentinel_client(target: Sentinels, *, single_connection: bool = False) -> redis.Redis:
+    """A client of the primary `target`'s sentinels name, found again on every connect."""
+    pool = SentinelConnectionPool(  # type: ignore[no-untyped-call]
+        target.master,
+        target.sentinel(),
+        password=target.password,
+        connection_class=_PrimaryConnection,
+        **_CLIENT_OPTIONS,
+    )
+    client = redis.Redis(connection_pool=pool, single_connection_client=single_connection)
+    client.auto_close_connection_pool = True  # the client owns its pool, as from_url's does
+    return client
+
+
+def async_redis_client(target: RedisTarget) -> aioredis.Redis:
+    """An asyncio client of `target` (the primary its sentinels name, on each connect)."""
+    options: dict[str, Any] = {"socket_timeout": 5, "socket_connect_timeout": 2}
+    if not isinstance(target, Sentinels):
+        return aioredis.Redis.from_url(target, **options)
+    sentinel = AsyncSentinel(  # type: ignore[no-untyped-call]
+        list(target.addresses), sentinel_kwargs=target.sentinel_options()
+    )
+    client: aioredis.Redis = sentinel.master_for(target.master, password=target.password, **options)
+    return client
+
+
+def broker_url(target: RedisTarget) -> str:
+    """Celery's broker URL for `target`: the URL itself, or kombu's `sentinel://` transport
+    with one URL a sentinel (the primary's password in each, as kombu reads it)."""
+    if not isinstance(target, Sentinels):
+        return target
+    auth = f":{quote(target.password, safe='')}@" if target.password else ""
+    hosts = [(f"[{host}]" if ":" in host else host, port) for host, port in target.addresses]
+    return ";".join(f"sentinel://{auth}{host}:{port}/0" for host, port in hosts)
+
+
+def broker_options(target: RedisTarget) -> dict[str, Any]:
+    """kombu's transport options `target` adds: the primary's name and how the sentinels
+    are asked (their password)."""
+    if not isinstance(target, Sentinels):
+        return {}
+    sentinel = target.sentinel_options()
+    if not target.sentinel_password:
+        del sentinel["password"]
+    return {"master_name": target.master, "sentinel_kwargs": sentinel}
+
+
+@dataclass(frozen=True)
+class ReplicaAck:
+    """How many replicas must acknowledge a write (`WAIT`), and how long to wait for them."""
+
+    replicas: int = 0
+    timeout_ms: int = 50
+
+    def check(self, acknowledged: int, what: str) -> None:
+        """Raise StoreNotReplicated when fewer than `replicas` replicas acknowledged."""
+        if acknowledged < self.replicas:
+            raise StoreNotReplicated(
+                f"{what} is on the Redis primary but only {acknowledged} of the "
+                f"{self.replicas} replicas HOOKSPAWN_REDIS_MIN_REPLICAS_ACK asks for "
+                f"acknowledged it within {self.timeout_ms} ms",
+                acknowledged=acknowledged,
+                wanted=self.replicas,
+            )
+
+
+#: no replica asked for: a write counts once the primary answered it
+NO_ACK = ReplicaAck(0)
+
+
+def run_replicated(
+    client: redis.Redis,
+    script: Script,
+    keys_: Sequence[str],
+    args: Sequence[Any],
+    ack: ReplicaAck,
+    what: str,
+) -> Any:
+    """The script's answer, once `ack.replicas` replicas hold what it wrote: the script and
+    `WAIT` go out together on one connection (WAIT counts that connection's writes).
+
+    Raises StoreNotReplicated (the write stands on the primary) when too few acknowledged.
+    On a single-connection client they are sent straight on its connection; otherwise (or
+    after a NOSCRIPT, which loads the script first) in a pipeline of the client's pool.
+    """
+    conn = client.connection
+    if conn is not None:
+        with client.single_connection_lock:
+            try:
+                conn.send_packed_command(  # type: ignore[no-untyped-call]
+                    conn.pack_commands(  # type: ignore[no-untyped-call]
+                        [
+                            ("EVALSHA", script.sha, len(keys_), *keys_, *args),
+                            ("WAIT", ack.replicas, ack.timeout_ms),
+                        ]
+                    )
+                )
+                try:
+                    answer = conn.read_response()
+                except redis.exceptions.NoScriptError:
+                    conn.read_response()  # WAIT's, for nothing written
+                    answer = None
+                    loaded = False
+                else:
+                    loaded = True
+                acknowledged = conn.read_response() if loaded else 0
+            except BaseException:
+                conn.disconnect()  # type: ignore[no-untyped-call]
+                raise
+        if loaded:
+            ack.check(int(acknowledged), what)
+            return answer
+    pipe = client.pipeline(transaction=False)
+    script(keys=keys_, args=args, client=pipe)
+    pipe.execute_command("WAIT", ack.replicas, ack.timeout_ms)  # type: ignore[no-untyped-call]
+    answer, acknowledged = pipe.execute()
+    ack.check(int(acknowledged), what)
+    return answer

@@ -25,7 +25,7 @@ from workers.delivery.task_message import TaskMessages
 from workers.github.client import GitHubApp
 from workers.github.connections import ConnectionStore
 from workers.github.token_cache import TokenCache
-from workers.redis_connection import redis_client
+from workers.redis_connection import RedisTarget, ReplicaAck, redis_client
 from workers.session.audit import SessionAudit
 from workers.session.broker import Broker
 from workers.session.credentials import SessionCredentials
@@ -57,7 +57,7 @@ def _spawn_pipeline(
     *,
     agents_watch: ChangeWatch | None = None,
 ) -> SpawnPipeline:
-    sessions = SessionStore(client, retention=settings.sessions_kept)
+    sessions = SessionStore(client, retention=settings.sessions_kept, ack=settings.replica_ack)
     dispatcher: Dispatcher
     if settings.dispatch_url:
         # a spec handed over carries its session's broker credential
@@ -102,11 +102,11 @@ class PerProcess:
     def __init__(
         self,
         settings: Settings,
-        redis_url: str,
+        target: RedisTarget,
         pipeline: PipelineFactory,
         token_key: bytes | None = None,
     ) -> None:
-        self.settings, self.redis_url, self._make_pipeline = settings, redis_url, pipeline
+        self.settings, self.target, self._make_pipeline = settings, target, pipeline
         self._token_key = token_key
         self._pid = -1
         self._lock = threading.Lock()
@@ -120,13 +120,14 @@ class PerProcess:
             return
         # a pool process runs one task at a time: one connection serves its commands (the
         # lease keeper's and the metrics flusher's rare ones wait on the client's lock)
-        client = self._client = redis_client(self.redis_url, single_connection=True)
+        client = self._client = redis_client(self.target, single_connection=True)
         store = DeliveryStore(
             client,
             retention=self.settings.retention,
             lease=self.settings.lease_seconds,
             max_attempts=self.settings.max_retries + 1,
             session_retention=self.settings.sessions_kept,
+            ack=self.settings.replica_ack,
         )
         github = GitHubApp.from_settings(self.settings)
         self._pipeline = self._make_pipeline(client, github)
@@ -180,30 +181,39 @@ class Runtime:
         agents_watch: ChangeWatch | None = None,
         token_key: bytes | None = None,
     ) -> None:
-        url = redis_url or settings.redis_url
-        if not url:
-            raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
+        target = redis_url or settings.redis_target
+        if not target:
+            raise ValueError(
+                "no Redis: set HOOKSPAWN_REDIS_URL (or HOOKSPAWN_REDIS_SENTINELS with "
+                "HOOKSPAWN_REDIS_SENTINEL_MASTER) or use `hookspawn serve`"
+            )
         self.settings = settings
-        self.redis_url = url
+        #: where the store is: a URL, or the primary its sentinels name
+        self.redis: RedisTarget = target
+        #: the store's URL (None: found through sentinels)
+        self.redis_url: str | None = target if isinstance(target, str) else None
+        #: how many replicas must hold a delivery's record before intake answers 202
+        self.ack: ReplicaAck = settings.replica_ack
         if settings.dispatch_url and not settings.dispatch_secret:
             log.warning(
                 "HOOKSPAWN_DISPATCH_SECRET is not set: POSTs to HOOKSPAWN_DISPATCH_URL (%s) go "
                 "unsigned, without X-Hookspawn-Signature-256",
                 settings.dispatch_url,
             )
-        self.client = redis_client(url)
+        self.client = redis_client(target)
         self.store = DeliveryStore(
             self.client,
             retention=settings.retention,
             lease=settings.lease_seconds,
             max_attempts=settings.max_retries + 1,
             session_retention=settings.sessions_kept,
+            ack=self.ack,
         )
         self.connections = ConnectionStore(self.client)
         stores = SessionStores(self.client, settings)
         self.sessions, self.audit = stores.sessions, stores.audit
         self.credentials, self.runs = stores.credentials, stores.runs
-        self.celery: Celery = make_celery(url)
+        self.celery: Celery = make_celery(target)
         factory: PipelineFactory
         if pipeline is None:
 
@@ -216,7 +226,7 @@ class Runtime:
         else:
             make = pipeline
             factory = lambda client, github: make(client)  # noqa: E731
-        self.per_process = PerProcess(settings, url, factory, token_key)
+        self.per_process = PerProcess(settings, target, factory, token_key)
         self.task_messages = TaskMessages(
             task=PROCESS_DELIVERY,
             queue=str(self.celery.conf.task_default_queue),

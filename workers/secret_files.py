@@ -1,7 +1,8 @@
 """Secrets handed over as files: `HOOKSPAWN_WEBHOOK_SECRET_FILE`,
 `HOOKSPAWN_GITHUB_APP_WEBHOOK_SECRET_FILE`, `HOOKSPAWN_ADMIN_TOKEN_FILE`,
-`HOOKSPAWN_DISPATCH_SECRET_FILE`, `HOOKSPAWN_ANTHROPIC_API_KEY_FILE` and
-`HOOKSPAWN_OPENAI_API_KEY_FILE` name a file whose contents are the setting (compose
+`HOOKSPAWN_DISPATCH_SECRET_FILE`, `HOOKSPAWN_ANTHROPIC_API_KEY_FILE`,
+`HOOKSPAWN_OPENAI_API_KEY_FILE`, `HOOKSPAWN_REDIS_PASSWORD_FILE` and
+`HOOKSPAWN_REDIS_SENTINEL_PASSWORD_FILE` name a file whose contents are the setting (compose
 secrets, Kubernetes secret volumes), so the secret itself never sits in the environment.
 
 Each file is read once, when the settings are built; its trailing newline is not part of the
@@ -27,6 +28,8 @@ SECRET_FILE_FIELDS = (
     "dispatch_secret",
     "anthropic_api_key",
     "openai_api_key",
+    "redis_password",
+    "redis_sentinel_password",
 )
 
 

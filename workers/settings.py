@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -18,6 +18,7 @@ from pydantic_settings import (
 )
 
 from agents.sandbox.domains import domain_problem
+from workers.redis_connection import RedisTarget, ReplicaAck, Sentinels
 from workers.secret_files import SecretFileSource
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
@@ -89,6 +90,40 @@ def host_entries(value: list[str]) -> list[str]:
     return value
 
 
+_ADDRESS = re.compile(r"^([A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$")
+
+
+def host_port(item: str) -> tuple[str, int]:
+    """`host:port` (`[::1]:26379` for an IPv6 address) → (host, port)."""
+    match = _ADDRESS.match(item)
+    port = int(match.group(2)) if match else 0
+    if not match or not 0 < port < 65536:
+        raise ValueError(f"not host:port: {item!r} (e.g. 10.0.0.5:26379)")
+    return match.group(1).strip("[]"), port
+
+
+def sentinel_addresses(value: list[str]) -> list[str]:
+    """Each item a sentinel's `host:port`."""
+    for item in value:
+        host_port(item)
+    return value
+
+
+_MILLISECONDS = re.compile(r"^\s*(\d+)\s*(ms|s)\s*$")
+
+
+def parse_milliseconds(value: object) -> int:
+    """`50ms`, `2s` → milliseconds (the unit is required: a bare number is refused)."""
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    match = _MILLISECONDS.match(text)
+    if not match:
+        raise ValueError(f"not a duration in ms or s: {text!r} (e.g. 50ms, 1s)")
+    amount, unit = match.groups()
+    return int(amount) * (1000 if unit == "s" else 1)
+
+
 def srt_domains(value: list[str]) -> list[str]:
     """Each item a domain pattern for srt's `network.allowedDomains` (domain_problem)."""
     for item in value:
@@ -111,6 +146,7 @@ def level_name(value: object) -> str:
 Csv = Annotated[list[str], NoDecode, BeforeValidator(split_csv)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
+Milliseconds = Annotated[int, BeforeValidator(parse_milliseconds)]
 #: a path, or unset; an empty value is unset too (compose passes `${VAR:-}`)
 OptionalPath = Annotated[Path | None, BeforeValidator(lambda v: v or None)]
 #: a size, or unset; an empty value is unset too
@@ -133,6 +169,23 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HOOKSPAWN_", extra="ignore", frozen=True)
 
     redis_url: str | None = None
+    #: the sentinels watching the Redis primary (`host:port`, comma-separated): with
+    #: HOOKSPAWN_REDIS_SENTINEL_MASTER, every process finds the primary through them
+    #: (instead of HOOKSPAWN_REDIS_URL) and follows a failover without a restart
+    redis_sentinels: Annotated[Csv, AfterValidator(sentinel_addresses)] = Field(
+        default_factory=list
+    )
+    #: the name the sentinels know the primary by (their `sentinel monitor NAME ...`)
+    redis_sentinel_master: str | None = None
+    #: the sentinels' own password (their `requirepass`), when they ask for one
+    redis_sentinel_password: str | None = Field(default=None, repr=False)
+    #: the password of the primary (and its replicas) found through the sentinels
+    redis_password: str | None = Field(default=None, repr=False)
+    #: replicas that must acknowledge a delivery's record (and each dispatch mark) before
+    #: it counts as done (Redis WAIT); 0: the primary's answer is enough
+    redis_min_replicas_ack: int = Field(default=0, ge=0, le=16)
+    #: how long a write waits for those replicas before it is answered as not replicated
+    redis_ack_timeout: Milliseconds = Field(default=50, ge=1, le=5000)
     webhook_secret: Csv = Field(default_factory=list)
     agents_dir: Path = Path(".auto")
     github_app_id: str | None = None
@@ -265,6 +318,53 @@ class Settings(BaseSettings):
         """The `_FILE` variables of the secrets (workers/secret_files.py) beside the rest."""
         files = SecretFileSource(settings_cls)
         return init_settings, files, env_settings, dotenv_settings, file_secret_settings
+
+    @model_validator(mode="after")
+    def _one_redis(self) -> Settings:
+        """Sentinels with their master name, or a URL: never both, never half of one."""
+        if self.redis_sentinels and not self.redis_sentinel_master:
+            raise ValueError(
+                "HOOKSPAWN_REDIS_SENTINELS is set without HOOKSPAWN_REDIS_SENTINEL_MASTER "
+                "(the name the sentinels know the primary by)"
+            )
+        if self.redis_sentinel_master and not self.redis_sentinels:
+            raise ValueError(
+                "HOOKSPAWN_REDIS_SENTINEL_MASTER is set without HOOKSPAWN_REDIS_SENTINELS "
+                "(the sentinels' host:port, comma-separated)"
+            )
+        if self.redis_sentinels and self.redis_url:
+            raise ValueError(
+                "HOOKSPAWN_REDIS_URL and HOOKSPAWN_REDIS_SENTINELS are both set: set one (with "
+                "sentinels, the primary is found through them)"
+            )
+        for name, value in (
+            ("HOOKSPAWN_REDIS_PASSWORD", self.redis_password),
+            ("HOOKSPAWN_REDIS_SENTINEL_PASSWORD", self.redis_sentinel_password),
+        ):
+            if value and not self.redis_sentinels:
+                raise ValueError(
+                    f"{name} is only used with HOOKSPAWN_REDIS_SENTINELS (a password for "
+                    "HOOKSPAWN_REDIS_URL goes in the URL: redis://:PASSWORD@host:6379/0)"
+                )
+        return self
+
+    @property
+    def redis_target(self) -> RedisTarget | None:
+        """Where the store is: the primary through its sentinels, HOOKSPAWN_REDIS_URL, or
+        None (neither is set)."""
+        if self.redis_sentinels and self.redis_sentinel_master:
+            return Sentinels(
+                tuple(host_port(item) for item in self.redis_sentinels),
+                self.redis_sentinel_master,
+                sentinel_password=self.redis_sentinel_password or None,
+                password=self.redis_password or None,
+            )
+        return self.redis_url or None
+
+    @property
+    def replica_ack(self) -> ReplicaAck:
+        """HOOKSPAWN_REDIS_MIN_REPLICAS_ACK within HOOKSPAWN_REDIS_ACK_TIMEOUT."""
+        return ReplicaAck(self.redis_min_replicas_ack, self.redis_ack_timeout)
 
     @property
     def sessions_kept(self) -> timedelta:

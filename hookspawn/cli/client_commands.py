@@ -244,9 +244,11 @@ def recover(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise SystemExit(f"hookspawn deliveries recover: --since: {exc}") from None
     settings = load_settings()
-    if not settings.redis_url:
+    target = settings.redis_target
+    if target is None:
         raise SystemExit(
-            "hookspawn deliveries recover: set HOOKSPAWN_REDIS_URL to the delivery store's Redis"
+            "hookspawn deliveries recover: set HOOKSPAWN_REDIS_URL to the delivery store's Redis "
+            "(or HOOKSPAWN_REDIS_SENTINELS and HOOKSPAWN_REDIS_SENTINEL_MASTER)"
         )
     try:
         app = GitHubApp.from_settings(settings)
@@ -257,7 +259,7 @@ def recover(args: argparse.Namespace) -> int:
             "hookspawn deliveries recover: set HOOKSPAWN_GITHUB_APP_ID and "
             "HOOKSPAWN_GITHUB_PRIVATE_KEY_PATH (the App's delivery log needs its credentials)"
         )
-    client = redis_client(settings.redis_url)
+    client = redis_client(target)
     try:
         report = run(app, client, since=since, retention=settings.retention, apply=bool(args.apply))
     except WorkerError as exc:

@@ -110,8 +110,8 @@ def _serve(add: AddVerb) -> None:
     serve = add(
         "serve",
         process_commands.serve,
-        "run web + worker + the session runner (embedded Redis when HOOKSPAWN_REDIS_URL is "
-        "unset; no runner when HOOKSPAWN_DISPATCH_URL is set)",
+        "run web + worker + the session runner (embedded Redis when neither HOOKSPAWN_REDIS_URL "
+        "nor HOOKSPAWN_REDIS_SENTINELS is set; no runner when HOOKSPAWN_DISPATCH_URL is set)",
     )
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     serve.add_argument("--port", type=int, default=8000, help="the port to listen on")

@@ -24,8 +24,11 @@ def load_settings() -> Settings:
         return with_registered_app(Settings())
     except ValidationError as exc:
         first = exc.errors()[0]
-        name = "HOOKSPAWN_" + "_".join(str(part) for part in first["loc"]).upper()
-        raise CommandError(f"{name}: {settings_message(first['msg'])}", exit_code=2) from None
+        message = settings_message(first["msg"])
+        if first["loc"]:  # not a check of several settings, whose message names them
+            name = "HOOKSPAWN_" + "_".join(str(part) for part in first["loc"]).upper()
+            message = f"{name}: {message}"
+        raise CommandError(message, exit_code=2) from None
     except SecretFileError as exc:
         raise CommandError(exc.message, exit_code=2) from None
 

@@ -37,6 +37,12 @@ PERMISSIONS = {"contents": "write", "issues": "write", "metadata": "read", "pull
 #: connection is not a real installation: no token could be minted for it)
 _NOT_IN_DEMO = (
     "HOOKSPAWN_REDIS_URL",
+    "HOOKSPAWN_REDIS_SENTINELS",
+    "HOOKSPAWN_REDIS_SENTINEL_MASTER",
+    "HOOKSPAWN_REDIS_PASSWORD",
+    "HOOKSPAWN_REDIS_PASSWORD_FILE",
+    "HOOKSPAWN_REDIS_SENTINEL_PASSWORD",
+    "HOOKSPAWN_REDIS_SENTINEL_PASSWORD_FILE",
     "HOOKSPAWN_DISPATCH_URL",
     "HOOKSPAWN_GITHUB_APP_ID",
     "HOOKSPAWN_GITHUB_PRIVATE_KEY_PATH",
@@ -49,6 +55,10 @@ def demo_settings(settings: Settings) -> Settings:
         update={
             "agents_dir": AGENTS_DIR,
             "redis_url": None,
+            "redis_sentinels": [],
+            "redis_sentinel_master": None,
+            "redis_password": None,
+            "redis_sentinel_password": None,
             "dispatch_url": None,
             "github_app_id": None,
             "github_private_key_path": None,

@@ -50,9 +50,11 @@ def require_port(host: str, port: int, flag: str = "--port") -> None:
 
 
 def require_redis(settings: Settings, verb: str) -> None:
-    if not settings.redis_url:
+    if settings.redis_target is None:
         raise CommandError(
-            f"set HOOKSPAWN_REDIS_URL to the Redis deliveries are kept in (`hookspawn serve` "
+            f"set HOOKSPAWN_REDIS_URL to the Redis deliveries are kept in, or "
+            f"HOOKSPAWN_REDIS_SENTINELS and HOOKSPAWN_REDIS_SENTINEL_MASTER to find its "
+            f"primary through Redis Sentinel (`hookspawn serve` "
             f"starts its own; `{verb}` runs beside one)",
             exit_code=2,
         )

@@ -43,6 +43,7 @@ from hookspawn.serve.session_sandbox import (
 )
 from workers.github.app_registration import SECRET_FILE, data_dir_secret
 from workers.lifeline import tied_to_this_process
+from workers.redis_connection import Sentinels
 from workers.session.runner.command import Account, account_of
 from workers.session.runner.roots import WorkspacesUnavailable, open_workspaces, runner_readable_dir
 from workers.settings import Settings
@@ -182,6 +183,20 @@ def _runner_account(settings: Settings) -> Account | None:
         return None
 
 
+def _redis_line(settings: Settings, embedded: RedisServer | None) -> str | None:
+    """The banner's line on the store: the embedded Redis, or the primary through Sentinel."""
+    if embedded is not None:
+        version = redis_server_version(embedded.binary)
+        return (
+            f"embedded Redis {embedded.url} (data in {embedded.data_dir}; redis-server "
+            f"{version} at {embedded.binary})"
+        )
+    target = settings.redis_target
+    if isinstance(target, Sentinels):
+        return f"Redis primary {target.describe()} (Redis Sentinel)"
+    return None
+
+
 def _prepare_demo(settings: Settings, env: dict[str, str], base_url: str) -> list[str]:
     """Record the demo connection, make its repository (where the runner user can read it,
     owned by that user) and (unless HOOKSPAWN_SANDBOX_CONFIG names one) its sandbox
@@ -312,7 +327,7 @@ def serve(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        if not settings.redis_url:
+        if settings.redis_target is None:  # no URL, no sentinels: serve's own Redis
             try:
                 redis_server = _embedded_redis(settings.data_dir / "redis")
             except DataDirInUse as exc:
@@ -344,12 +359,9 @@ def serve(
             f"session broker  http://{host}:{broker} (sessions reach it as {broker_url}; their "
             "broker routes only, no admin route)",
         ]
-        if redis_server:
-            version = redis_server_version(redis_server.binary)
-            lines.append(
-                f"embedded Redis {redis_server.url} (data in {redis_server.data_dir}; "
-                f"redis-server {version} at {redis_server.binary})"
-            )
+        redis_line = _redis_line(settings, redis_server)
+        if redis_line:
+            lines.append(redis_line)
         lines.append(agents_notice(settings.agents_dir, settings.secret_names)[1])
         lines += forward_lines(settings, env, base_url, demo=demo)
         _banner([*lines, *([probe.note()] if probe else []), *notes])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import redis
@@ -149,6 +150,10 @@ STATUS: dict[type[Exception], int] = {
 }
 
 
+#: the Retry-After of an answer the store's absence made 503: a failover takes seconds
+STORE_RETRY_AFTER = "1"
+
+
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
@@ -185,6 +190,10 @@ def to_response(exc: Exception) -> JSONResponse:
     headers = {}
     if status == 429 and isinstance(exc, Error) and "retryAfter" in exc.details:
         headers["retry-after"] = str(exc.details["retryAfter"])
+    elif status == 503 and isinstance(exc, work.Transient) and exc.retry_after:
+        headers["retry-after"] = str(math.ceil(exc.retry_after))
+    elif status == 503 and isinstance(exc, redis.RedisError):
+        headers["retry-after"] = STORE_RETRY_AFTER
     return JSONResponse(body, status_code=status, headers=headers)
 
 

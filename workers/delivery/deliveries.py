@@ -30,6 +30,7 @@ from workers.delivery.scripts import (
     Arg,
     finish_call,
 )
+from workers.redis_connection import NO_ACK, ReplicaAck, run_replicated
 from workers.session.records import SESSION_RETENTION, retention_seconds
 
 
@@ -100,7 +101,9 @@ class DeliveryStore:
     """Delivery records keyed by X-GitHub-Delivery, kept for `retention`.
 
     `max_attempts`: claims of one delivery (since it was recorded or replayed) before it is
-    failed for good (`attempts_exhausted`) instead of run again.
+    failed for good (`attempts_exhausted`) instead of run again. `ack`: the replicas a
+    delivery's record, and a run's staged sessions (its dispatch marks), must reach before
+    the write counts (StoreNotReplicated otherwise).
     """
 
     def __init__(
@@ -111,8 +114,10 @@ class DeliveryStore:
         lease: float = 30.0,
         max_attempts: int = 9,
         session_retention: timedelta = SESSION_RETENTION,
+        ack: ReplicaAck = NO_ACK,
     ) -> None:
         self.client = client
+        self.ack = ack
         self.retention_seconds = retention_seconds(retention)
         self.session_retention_seconds = retention_seconds(session_retention)
         self.lease = lease
@@ -133,6 +138,9 @@ class DeliveryStore:
         False when the delivery id is already known: nothing is written then.
         """
         keys_, args = self.record_call(new, queue=queue, message=message)
+        if self.ack.replicas:
+            what = f"delivery {new.delivery_id}"
+            return bool(run_replicated(self.client, self._record, keys_, args, self.ack, what))
         return bool(self._record(keys=keys_, args=args))
 
     async def arecord(self, aclient: aioredis.Redis, keys_: list[str], args: list[Arg]) -> bool:
@@ -141,7 +149,15 @@ class DeliveryStore:
         script = self._arecord.get(id(aclient))
         if script is None:  # AsyncScript loads itself again after NOSCRIPT (a Redis restart)
             script = self._arecord[id(aclient)] = aclient.register_script(RECORD)
-        return bool(await script(keys=keys_, args=args))
+        if not self.ack.replicas:
+            return bool(await script(keys=keys_, args=args))
+        # WAIT counts the writes of its own connection: the script and it in one pipeline
+        async with aclient.pipeline(transaction=False) as pipe:
+            await script(keys=keys_, args=args, client=pipe)
+            pipe.execute_command("WAIT", self.ack.replicas, self.ack.timeout_ms)
+            created, acknowledged = await pipe.execute()
+        self.ack.check(int(acknowledged), f"delivery {args[0]!s}")
+        return bool(created)
 
     def record_call(
         self, new: NewDelivery, *, queue: str, message: bytes
@@ -342,6 +358,9 @@ class DeliveryStore:
             sessions=sessions,
             session_retention=self.session_retention_seconds,
         )
+        if sessions and self.ack.replicas:  # the sessions are this run's dispatch marks
+            what = f"the sessions of delivery {delivery_id}"
+            return bool(run_replicated(self.client, self._finish, keys_, args, self.ack, what))
         return bool(run_script(self.client, self._finish, keys_, args))
 
     def fail(self, delivery_id: str, code: str, message: str, *, owner: str = "") -> None:

@@ -22,6 +22,7 @@ from triggers.json_codec import dump_json, load_body
 from triggers.session.spec import SessionSpec
 from workers import keys
 from workers.errors import SessionRecordInvalid
+from workers.redis_connection import NO_ACK, ReplicaAck, run_replicated
 from workers.session.run_record import SessionRun, parse_run
 from workers.session.status import SessionStatus
 from workers.timestamps import parse_iso
@@ -184,10 +185,25 @@ class SessionStore:
     """Session specs by id (created at most once), listed newest first, per agent too;
     each kept for `retention` after it was created."""
 
-    def __init__(self, client: redis.Redis, *, retention: timedelta = SESSION_RETENTION) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        retention: timedelta = SESSION_RETENTION,
+        ack: ReplicaAck = NO_ACK,
+    ) -> None:
+        """`ack`: the replicas a created session (a spawn's dispatch mark) must reach before
+        `create` answers (StoreNotReplicated otherwise: the session stands on the primary)."""
         self.client = client
         self.retention_seconds = retention_seconds(retention)
-        self._create = client.register_script(CREATE)
+        self.ack = ack
+        self._create_script = client.register_script(CREATE)
+
+    def _create(self, *, keys: list[str], args: list[Any]) -> Any:
+        if self.ack.replicas:
+            what = f"session {args[0]}"
+            return run_replicated(self.client, self._create_script, keys, args, self.ack, what)
+        return self._create_script(keys=keys, args=args)
 
     def create(self, spec: SessionSpec) -> bool:
         """Store `spec` unless a session with its id exists; True when it was created now.

@@ -18,7 +18,9 @@ class SessionStores:
 
     def __init__(self, client: redis.Redis, settings: Settings) -> None:
         self.client = client
-        self.sessions = SessionStore(client, retention=settings.sessions_kept)
+        self.sessions = SessionStore(
+            client, retention=settings.sessions_kept, ack=settings.replica_ack
+        )
         self.audit = SessionAudit(client, retention=settings.sessions_kept)
         self.credentials = SessionCredentials(
             client, ttl=settings.session_credential_ttl, audit=self.audit

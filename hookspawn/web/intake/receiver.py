@@ -31,6 +31,7 @@ from workers.delivery.record import NewDelivery
 from workers.delivery.record_pipe import RecordPipe, supports
 from workers.delivery.scripts import RECORD, Arg
 from workers.errors import WorkerError
+from workers.redis_connection import async_redis_client
 from workers.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -98,8 +99,8 @@ class Recorder:
         self.rt = rt
         self.secrets = rt.settings.webhook_secret
         self.metrics = metrics
-        use_pipe = supports(rt.redis_url) if pipe is None else pipe
-        self.pipe = RecordPipe(rt.redis_url, RECORD) if use_pipe else None
+        use_pipe = supports(rt.redis) if pipe is None else pipe
+        self.pipe = RecordPipe(rt.redis, RECORD, ack=rt.ack) if use_pipe else None
         self.client: aioredis.Redis | None = None
 
     async def record(self, parsed: ParsedDelivery) -> bool:
@@ -108,9 +109,7 @@ class Recorder:
         if self.pipe is not None:
             return bool(await self.pipe.call(keys_, args))
         if self.client is None:
-            self.client = aioredis.Redis.from_url(
-                self.rt.redis_url, socket_timeout=5, socket_connect_timeout=2
-            )
+            self.client = async_redis_client(self.rt.redis)
         return await self.rt.store.arecord(self.client, keys_, args)
 
     def _call(self, parsed: ParsedDelivery) -> tuple[list[str], list[Arg]]:

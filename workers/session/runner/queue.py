@@ -66,9 +66,13 @@ def runner_dispatcher(
     settings: Settings, client: redis.Redis, sessions: SessionStore
 ) -> RunnerDispatcher:
     """The dispatcher of HOOKSPAWN_RUNNER=local, sending runs through its own Celery app."""
-    if not settings.redis_url:
-        raise ValueError("HOOKSPAWN_RUNNER=local needs HOOKSPAWN_REDIS_URL (or `hookspawn serve`)")
-    celery = make_celery(settings.redis_url)
+    target = settings.redis_target
+    if target is None:
+        raise ValueError(
+            "HOOKSPAWN_RUNNER=local needs HOOKSPAWN_REDIS_URL or HOOKSPAWN_REDIS_SENTINELS "
+            "(or `hookspawn serve`)"
+        )
+    celery = make_celery(target)
 
     def enqueue(session_id: str) -> None:
         celery.send_task(RUN_SESSION, args=[session_id], queue=keys.SESSIONS_QUEUE)

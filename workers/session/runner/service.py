@@ -162,11 +162,15 @@ class RunnerService:
         requeue_after: float = REQUEUE_AFTER,
         prune_every: float = PRUNE_EVERY,
     ) -> None:
-        if not settings.redis_url:
-            raise ValueError("no Redis URL: set HOOKSPAWN_REDIS_URL or use `hookspawn serve`")
+        target = settings.redis_target
+        if target is None:
+            raise ValueError(
+                "no Redis: set HOOKSPAWN_REDIS_URL (or HOOKSPAWN_REDIS_SENTINELS with "
+                "HOOKSPAWN_REDIS_SENTINEL_MASTER) or use `hookspawn serve`"
+            )
         self.settings = settings
         log.info("session roots in %s", open_workspaces(settings))
-        rt = self.stores = stores or SessionStores(redis_client(settings.redis_url), settings)
+        rt = self.stores = stores or SessionStores(redis_client(target), settings)
         self.client = rt.client
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         held = RunCredentials(rt.credentials, rt.sessions)
@@ -179,7 +183,7 @@ class RunnerService:
             end_credential=held.end,  # before the run's terminal status is written
         )
         log_harnesses(self.runner)
-        self.celery: Celery = make_celery(settings.redis_url)
+        self.celery: Celery = make_celery(target)
         # a session runs as long as its harness does: no task time limit on this queue. No
         # remote control either: nothing broadcasts to runners, so no pub/sub channel to hold
         self.celery.conf.update(

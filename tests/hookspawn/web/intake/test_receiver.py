@@ -221,6 +221,7 @@ def test_redis_down_is_503_then_recovers(tmp_path: Path) -> None:
             down = c.post("/webhooks/github", content=body, headers=headers(body, delivery="x-1"))
             assert down.status_code == 503
             assert down.json()["error"]["code"] == "store_unavailable"
+            assert down.headers["retry-after"] == "1"
             ready = c.get("/readyz")
             assert ready.status_code == 503
             server.start()
@@ -230,6 +231,33 @@ def test_redis_down_is_503_then_recovers(tmp_path: Path) -> None:
             assert c.get("/readyz").status_code == 200
     finally:
         server.stop()
+
+
+def test_too_few_replicas_acknowledging_is_503_yet_the_delivery_is_kept(
+    settings: Settings, redis_client: redis.Redis
+) -> None:
+    """HOOKSPAWN_REDIS_MIN_REPLICAS_ACK=1 against a Redis with no replica: WAIT answers 0."""
+    acked = settings.model_copy(update={"redis_min_replicas_ack": 1, "redis_ack_timeout": 20})
+    rt = build_runtime(acked)
+    try:
+        with live_client(create_app(rt)) as c:
+            body = b'{"action": "opened"}'
+            first = c.post("/webhooks/github", content=body, headers=headers(body, delivery="r-1"))
+            again = c.post("/webhooks/github", content=body, headers=headers(body, delivery="r-1"))
+    finally:
+        rt.close()
+    assert first.status_code == 503, first.text
+    error = first.json()["error"]
+    assert error["code"] == "store_not_replicated"
+    assert "only 0 of the 1 replicas" in error["message"]
+    assert first.headers["retry-after"] == "1"
+    # on the primary, pending and queued all the same (processed like any other)
+    assert redis_client.exists(keys.delivery("r-1"))
+    assert redis_client.zscore(keys.PENDING, "r-1") is not None
+    # a redelivery is not recorded again, and is no more acknowledged than the first
+    assert again.status_code == 503
+    assert again.json()["error"]["code"] == "store_not_replicated"
+    assert redis_client.llen(QUEUE) == 1
 
 
 def test_get_delivery_shape(client: httpx.Client, webhooks_dir: Path) -> None:

@@ -274,7 +274,10 @@ def _prepare_sessions(
     if demo:
         notes = _prepare_demo(settings, env, base_url)
     else:
-        forgotten = _forget_demo(env["HOOKSPAWN_REDIS_URL"])
+        # a demo runs on its own Redis by URL, never through sentinels: only a store reached
+        # by URL can hold what one left
+        url = env.get("HOOKSPAWN_REDIS_URL")
+        forgotten = _forget_demo(url) if url else None
         notes = [forgotten] if forgotten else []
     if not demo and settings.dispatch_url:
         return notes, None

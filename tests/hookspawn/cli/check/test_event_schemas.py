@@ -295,15 +295,17 @@ def test_a_thousand_agents_are_checked_with_a_cache(thousand: Path) -> None:
 
 
 @pytest.mark.slow
-def test_models_are_imported_per_event_in_use() -> None:
+def test_the_check_imports_no_model_and_live_shapes_import_only_the_events_used() -> None:
     code = (
         "import sys\n"
         "import hookspawn.cli.check.event_checks, hookspawn.cli.check.event_schemas as m\n"
+        "from hookspawn.cli.check.event_shapes import LiveShapes\n"
         "loaded = lambda: sorted(k for k in sys.modules if k.startswith('githubkit_schemas') "
         "and '.webhooks.' in k and not k.endswith(('._namespace', '._types')))\n"
-        "before = loaded()\n"
-        "m.EventSchemas.shared().actions('push')\n"
-        "print(before, loaded())\n"
+        "m.EventSchemas.shared().verdict('push', None, ('headCommit', 'id'))\n"
+        "shipped = loaded()\n"
+        "m.EventSchemas(LiveShapes()).verdict('push', None, ('headCommit', 'id'))\n"
+        "print(shipped, loaded())\n"
     )
     done = subprocess.run(
         [sys.executable, "-W", "error", "-c", code],
@@ -312,6 +314,6 @@ def test_models_are_imported_per_event_in_use() -> None:
         check=True,
         timeout=120,
     )
-    before, _, after = done.stdout.strip().partition("] [")
-    assert before == "["
-    assert after.rstrip("]").split(", ") == ["'githubkit_schemas.v2026_03_10.webhooks.push'"]
+    shipped, _, live = done.stdout.strip().partition("] [")
+    assert shipped == "["
+    assert live.rstrip("]").split(", ") == ["'githubkit_schemas.v2026_03_10.webhooks.push'"]

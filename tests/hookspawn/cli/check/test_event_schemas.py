@@ -295,17 +295,21 @@ def test_a_thousand_agents_are_checked_with_a_cache(thousand: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_check_imports_no_model_and_live_shapes_import_only_the_events_used() -> None:
+def test_check_imports_no_model_nor_client_and_live_shapes_import_only_the_events_used() -> None:
+    examples = Path(__file__).parents[4] / "examples" / ".auto"
     code = (
-        "import sys\n"
-        "import hookspawn.cli.check.event_checks, hookspawn.cli.check.event_schemas as m\n"
+        "import contextlib, io, sys\n"
+        "from hookspawn.cli import main\n"
+        "from hookspawn.cli.check.event_schemas import EventSchemas\n"
         "from hookspawn.cli.check.event_shapes import LiveShapes\n"
         "loaded = lambda: sorted(k for k in sys.modules if k.startswith('githubkit_schemas') "
         "and '.webhooks.' in k and not k.endswith(('._namespace', '._types')))\n"
-        "m.EventSchemas.shared().verdict('push', None, ('headCommit', 'id'))\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['check', '--strict', {str(examples)!r}]) == 0\n"
+        "clients = sorted({'httpx', 'githubkit'} & set(sys.modules))\n"
         "shipped = loaded()\n"
-        "m.EventSchemas(LiveShapes()).verdict('push', None, ('headCommit', 'id'))\n"
-        "print(shipped, loaded())\n"
+        "EventSchemas(LiveShapes()).verdict('push', None, ('headCommit', 'id'))\n"
+        "print(clients, shipped, loaded())\n"
     )
     done = subprocess.run(
         [sys.executable, "-W", "error", "-c", code],
@@ -314,6 +318,6 @@ def test_the_check_imports_no_model_and_live_shapes_import_only_the_events_used(
         check=True,
         timeout=120,
     )
-    shipped, _, live = done.stdout.strip().partition("] [")
-    assert shipped == "["
+    clients, shipped, live = done.stdout.strip().split("] [")
+    assert (clients, shipped) == ("[", "")
     assert live.rstrip("]").split(", ") == ["'githubkit_schemas.v2026_03_10.webhooks.push'"]

@@ -321,3 +321,39 @@ def test_check_imports_no_model_nor_client_and_live_shapes_import_only_the_event
     clients, shipped, live = done.stdout.strip().split("] [")
     assert (clients, shipped) == ("[", "")
     assert live.rstrip("]").split(", ") == ["'githubkit_schemas.v2026_03_10.webhooks.push'"]
+
+
+def test_a_file_with_errors_has_its_paths_checked_in_the_same_run(tree: Tree) -> None:
+    tree.write(
+        "agents/a.yaml",
+        BASE
+        + textwrap.dedent(
+            """\
+            mounts:
+              - kind: git
+                repository: o/r
+                mountPath: /w
+                ref: main
+                auth: {kind: githubApp, capabilities: {contents: admin}}
+            tools:
+              - kind: github
+            triggers:
+              - event: pull_request
+                actions: [opened]
+                displayTitle: "{{ github.pullRequest.titel }}"
+            """
+        ),
+    )
+    out = io.StringIO()
+    code = run_check(
+        tree.root, as_json=False, secret_names=(), out=out, extra_checks=(check_event_paths,)
+    )
+    assert code == 1
+    assert out.getvalue().splitlines() == [
+        ".auto/agents/a.yaml:11: mounts.0.auth.capabilities.contents: must be one of none | read "
+        "| write, got 'admin'",
+        ".auto/agents/a.yaml:17: triggers.0.displayTitle: displayTitle token "
+        "{{ github.pullRequest.titel }} cannot exist in pull_request action opened: "
+        "github.pullRequest has no field 'titel'",
+        "2 errors",
+    ]

@@ -56,8 +56,7 @@ def check(args: argparse.Namespace) -> int:
 def harness_warnings(settings: Settings, harnesses: Mapping[str, Sequence[str]]) -> list[str]:
     """For each harness the agents name that could not run on this machine (its program not
     on the session PATH, its model key unset), which agents it leaves without one."""
-    from workers.session.runner.harness import unavailable
-    from workers.session.runner.run import SESSION_PATH
+    from workers.session.runner.harness import SESSION_PATH, unavailable
 
     if settings.harness_command:
         return []  # HOOKSPAWN_HARNESS_COMMAND runs for every agent

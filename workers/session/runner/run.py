@@ -44,6 +44,7 @@ from workers.session.runner.command import (
     runner_account,
 )
 from workers.session.runner.harness import (
+    SESSION_PATH,
     HarnessOutput,
     HarnessProgram,
     Redacting,
@@ -97,8 +98,6 @@ __all__ = ["SessionRunner"]
 
 log = logging.getLogger(__name__)
 
-#: the PATH session commands get (the host's environment is not passed on)
-SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: seconds one staging git command may take (a fetch of a large repository included)
 GIT_TIMEOUT = 600
 #: the sandbox's home directory, mapped under the session root like every sandbox path

@@ -306,7 +306,7 @@ def test_check_imports_no_model_nor_client_and_live_shapes_import_only_the_event
         "and '.webhooks.' in k and not k.endswith(('._namespace', '._types')))\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    assert main(['check', '--strict', {str(examples)!r}]) == 0\n"
-        "clients = sorted({'httpx', 'githubkit'} & set(sys.modules))\n"
+        "clients = sorted({'httpx', 'redis', 'githubkit'} & set(sys.modules))\n"
         "shipped = loaded()\n"
         "EventSchemas(LiveShapes()).verdict('push', None, ('headCommit', 'id'))\n"
         "print(clients, shipped, loaded())\n"

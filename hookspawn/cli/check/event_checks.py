@@ -90,12 +90,14 @@ def check_agents(agents: Sequence[Checked], schemas: EventSchemas | None = None)
     return report.findings
 
 
-def check_event_paths(result: CompileResult, auto_dir: Path) -> list[Diagnostic]:
+def check_event_paths(
+    result: CompileResult, auto_dir: Path, *, locator: Locator | None = None
+) -> list[Diagnostic]:
     """The `hookspawn.cli.check.report.run_check` hook: findings as diagnostics at their file
     and line, for the agents that failed to compile too (what of them compiled), so a file's
     every error is reported at once."""
     findings = check_agents([*result.agents, *result.partial])
-    locator = Locator(Path(auto_dir))
+    locator = locator or Locator(Path(auto_dir))  # one shared reads each file once
     out = []
     for f in findings:
         file, line = locator.where(f.agent, f.locate)

@@ -306,8 +306,12 @@ def _harnesses(settings: Settings) -> list[Finding]:
 def doctor(args: argparse.Namespace) -> int:
     """The configuration this process sees, then the programs (their verdict last)."""
     from hookspawn.cli.settings import load_settings
+    from hookspawn.errors import CommandError
 
-    findings = configuration(load_settings())
+    try:
+        findings = configuration(load_settings())
+    except CommandError as exc:  # the settings themselves: the programs are still listed
+        findings = [Finding("settings", exc.message, True)]
     width = max(len(f.subject) for f in findings)
     print("configuration:")
     print("\n".join("  " + f.line(width) for f in findings))

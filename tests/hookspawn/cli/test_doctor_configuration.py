@@ -83,3 +83,27 @@ def test_the_command_exits_1_on_a_problem(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("configuration:\n  redis ")
     assert done.stdout.rstrip().endswith("1 problem above would stop sessions here")
+
+
+@pytest.mark.slow
+def test_settings_that_do_not_load_are_the_problem_and_the_programs_are_still_listed(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "hookspawn.cli", "doctor"],
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOOKSPAWN_RETENTION": "forever",
+            "HOOKSPAWN_DATA_DIR": str(tmp_path),
+            "PYTHONPATH": str(Path(__file__).parents[3]),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "configuration:"
+    assert lines[1].startswith("  settings  PROBLEM: ") and "RETENTION" in lines[1].upper()
+    assert any(line.startswith("git ") for line in lines)

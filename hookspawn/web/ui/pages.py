@@ -79,6 +79,14 @@ _templates.filters["pretty"] = _pretty
 _templates.filters["segment"] = lambda value: quote(str(value), safe="")
 
 
+def _counted(n: object, one: str, many: str | None = None) -> str:
+    """`1 delivery`, `2 deliveries`: the noun agrees with the number."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+_templates.filters["counted"] = _counted
+
+
 def _render(
     request: Request, template: str, context: Mapping[str, Any], *, status: int = 200
 ) -> HTMLResponse:

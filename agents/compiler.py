@@ -18,7 +18,7 @@ from agents.environments import (
 )
 from agents.errors import Loc
 from agents.import_resolver import DIRECTIVES, FILE_PATH, AgentFiles, ImportResolver
-from agents.model import CompiledAgent, CompileResult, Harness, Mount, Trigger
+from agents.model import CompiledAgent, CompileResult, Harness, Mount, PartialAgent, Trigger
 from agents.mounts import compile_mounts, resolve_working_directory
 from agents.schema import NAME_RE, Sink, opt_enum, opt_str, strict_map
 from agents.source import YMap, YNode, YScalar, YSeq, describe, join
@@ -49,7 +49,7 @@ def compile_dir(auto_dir: Path, *, secret_names: Collection[str] = ()) -> Compil
     given = Path(auto_dir)
     if not given.is_dir():
         sink.error(Loc(str(given), 1), FILE_PATH, "not a directory (expected the .auto directory)")
-        return _result(sink, [], {})
+        return _result(sink, [], {}, [])
     root = given.resolve()
     files = AgentFiles(root, given.name or root.name)
     environments_dir = root / "environments"
@@ -70,6 +70,7 @@ def compile_dir(auto_dir: Path, *, secret_names: Collection[str] = ()) -> Compil
             )
     resolver = ImportResolver(root, files, sink)
     pending = []
+    partial: list[PartialAgent] = []
     declared: set[str] = set()  # inline environment names, even of agents that failed
     for path in paths:
         real = Path(os.path.realpath(path))  # never raises, even on a symlink loop
@@ -80,10 +81,10 @@ def compile_dir(auto_dir: Path, *, secret_names: Collection[str] = ()) -> Compil
         doc = resolver.resolve(real, ())
         if doc is not None:
             declared.update(_declared_environment(doc))
-            agent = _compile_agent(sink, doc, files.display(path))
+            agent = _compile_agent(sink, doc, files.display(path), partial)
             if agent is not None:
                 pending.append(agent)
-    return _finish(sink, pending, set(secret_names), declared)
+    return _finish(sink, pending, set(secret_names), declared, partial)
 
 
 def _declared_environment(doc: YMap) -> list[str]:
@@ -114,7 +115,11 @@ class _Pending:
     secrets: list[SecretUse] = field(default_factory=list)
 
 
-def _compile_agent(sink: Sink, doc: YMap, file: str) -> _Pending | None:
+def _compile_agent(
+    sink: Sink, doc: YMap, file: str, partial: list[PartialAgent]
+) -> _Pending | None:
+    """The agent's own fields compiled, every error of each reported; None when any failed,
+    with what compiled whole added to `partial`."""
     before = sink.error_count
     strict_map(
         sink,
@@ -130,14 +135,16 @@ def _compile_agent(sink: Sink, doc: YMap, file: str) -> _Pending | None:
     env_node = doc.get("environment")
     env_name, env_resource = _environment(sink, env_node, secrets)
     mounts_ok, mounts = compile_mounts(sink, doc.get("mounts"))
+    before_triggers = sink.error_count
     triggers = compile_triggers(sink, doc.get("triggers"))
+    triggers_ok = sink.error_count == before_triggers
     working_directory = None
     if mounts_ok:
         working_directory = resolve_working_directory(
             sink, doc.get("workingDirectory"), "workingDirectory", mounts
         )
     system_prompt = opt_str(sink, doc.get("systemPrompt"), "systemPrompt", non_empty=False)
-    tools = compile_tools(sink, doc.get("tools"), mounts)
+    tools = compile_tools(sink, doc.get("tools"), mounts if mounts_ok else None)
     if mounts_ok and not triggers:
         _warn_unstartable(sink, doc.get("mounts"), mounts)
     warn_untrusted(sink, doc.get("triggers"), triggers, mounts)
@@ -154,6 +161,14 @@ def _compile_agent(sink: Sink, doc: YMap, file: str) -> _Pending | None:
             "approval: prompt has no effect with harness claude-code (it always bypasses)",
         )
     if sink.error_count > before or name is None or harness is None or env_name is None:
+        partial.append(
+            PartialAgent(
+                name,
+                file,
+                tuple(mounts) if mounts_ok else (),
+                tuple(triggers) if triggers_ok else (),
+            )
+        )
         return None
     name_node = doc.get("name")
     assert env_node is not None and name_node is not None
@@ -213,7 +228,11 @@ def _environment(
 
 
 def _finish(
-    sink: Sink, pending: list[_Pending], secret_names: set[str], declared: set[str]
+    sink: Sink,
+    pending: list[_Pending],
+    secret_names: set[str],
+    declared: set[str],
+    partial: list[PartialAgent],
 ) -> CompileResult:
     generated: dict[str, GeneratedEnvironment] = {}
     for agent in pending:
@@ -261,6 +280,9 @@ def _finish(
                         "mark it optional: true if it may be absent",
                     )
         if sink.error_count > before or entry is None:
+            partial.append(
+                PartialAgent(agent.name, agent.file, tuple(agent.mounts), tuple(agent.triggers))
+            )
             continue
         _warn_setup_skipped(sink, agent, entry)
         compiled.append(
@@ -278,7 +300,7 @@ def _finish(
                 env=agent.env,
             )
         )
-    return _result(sink, compiled, environments)
+    return _result(sink, compiled, environments, partial)
 
 
 def _warn_setup_skipped(sink: Sink, agent: _Pending, entry: EnvironmentResource) -> None:
@@ -293,11 +315,15 @@ def _warn_setup_skipped(sink: Sink, agent: _Pending, entry: EnvironmentResource)
 
 
 def _result(
-    sink: Sink, agents: list[CompiledAgent], environments: dict[str, EnvironmentResource]
+    sink: Sink,
+    agents: list[CompiledAgent],
+    environments: dict[str, EnvironmentResource],
+    partial: list[PartialAgent],
 ) -> CompileResult:
     return CompileResult(
         agents=tuple(agents),
         environments=MappingProxyType(environments),
         errors=tuple(sink.errors),
         warnings=tuple(sink.warnings),
+        partial=tuple(partial),
     )

@@ -21,6 +21,7 @@ __all__ = [
     "FilterOp",
     "Harness",
     "Mount",
+    "PartialAgent",
     "Trigger",
 ]
 
@@ -240,11 +241,25 @@ def _env_json(value: EnvValue) -> str | dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class PartialAgent:
+    """An agent file with errors, with what of it compiled whole: its triggers when every one
+    did, its mounts when every one did (else none), so the checks beyond compiling (the event
+    paths of `hookspawn check`) report on them in the same run as the errors."""
+
+    name: str | None
+    source_file: str
+    mounts: tuple[Mount, ...] = ()
+    triggers: tuple[Trigger, ...] = ()
+
+
+@dataclass(frozen=True)
 class CompileResult:
     agents: tuple[CompiledAgent, ...]
     environments: Mapping[str, EnvironmentResource]
     errors: tuple[Diagnostic, ...]
     warnings: tuple[Diagnostic, ...]
+    #: the agent files that failed, with what of them compiled (never loaded or run)
+    partial: tuple[PartialAgent, ...] = ()
 
     @property
     def ok(self) -> bool:

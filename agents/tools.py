@@ -14,8 +14,12 @@ from agents.source import YMap, YNode, YScalar, YSeq, describe
 __all__ = ["allow_diagnostics", "compile_tools"]
 
 
-def compile_tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[dict[str, Any]]:
-    """The agent's tool entries (only `kind: github`, with an optional `allow` list)."""
+def compile_tools(
+    sink: Sink, node: YNode | None, mounts: list[Mount] | None
+) -> list[dict[str, Any]]:
+    """The agent's tool entries (only `kind: github`, with an optional `allow` list). `mounts`
+    None: some mount failed to compile, so nothing is said of what the mounts grant (the
+    mount's own error says what is wrong)."""
     if node is None:
         return []
     if not isinstance(node, YSeq):
@@ -39,8 +43,11 @@ def compile_tools(sink: Sink, node: YNode | None, mounts: list[Mount]) -> list[d
         allow = opt_str_list(sink, item.get("allow"), join(path, "allow"))
         if allow is not None:
             tool["allow"] = allow
-            for found in allow_diagnostics(item.get("allow"), join(path, "allow"), mounts):
-                sink.warning(Loc(found.file, found.line), found.path, found.message)
+        if mounts is None:
+            out.append(tool)
+            continue
+        for found in allow_diagnostics(item.get("allow"), join(path, "allow"), mounts):
+            sink.warning(Loc(found.file, found.line), found.path, found.message)
         if not any(mount.auth.kind == "githubApp" for mount in mounts):
             sink.warning(
                 item.loc,

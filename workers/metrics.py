@@ -121,7 +121,7 @@ SESSION_LATENCY = Series(
     "hookspawn_webhook_to_session_seconds",
     "histogram",
     "Time from a delivery's receipt to a session dispatched for it (trigger-driven spawns, "
-    "counted once per session created).",
+    "counted once per session created by the delivery's first run; a replay's are not timed).",
     buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3600.0),
 )
 TOKEN_CACHE = Series(

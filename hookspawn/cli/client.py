@@ -4,11 +4,12 @@ answers turned into data or into one line saying what went wrong."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from hookspawn.errors import CommandError
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["DEFAULT_URL", "Server", "error_line"]
 
@@ -45,6 +46,8 @@ class Server:
         headers: dict[str, str] | None = None,
     ) -> httpx.Response:
         """One request; an unreachable server is a CommandError naming it."""
+        import httpx  # here: a command that asks no server (`check`) loads no HTTP client
+
         auth = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         target = self.base + path
         try:

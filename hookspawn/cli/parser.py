@@ -4,21 +4,11 @@ the order `hookspawn --help` lists them); `parse` reads a command line with it."
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 from collections.abc import Callable
 from typing import NoReturn
 
-from hookspawn.cli import (
-    client_commands,
-    deploy_check,
-    doctor,
-    github_app_commands,
-    process_commands,
-    sandbox_commands,
-    session_commands,
-    starter_commands,
-)
-from hookspawn.cli.check import command as check_command
 from hookspawn.cli.client import DEFAULT_URL
 from hookspawn.cli.help import ActionHelp, Formatter
 from workers.session.status import SessionStatus
@@ -69,6 +59,18 @@ def web_workers(value: str) -> int:
     return count
 
 
+def _command(module: str, name: str) -> Command:
+    """The command `name` of `hookspawn.cli.<module>`, imported when it runs: a verb loads only
+    what it uses (`check` no HTTP client, no Redis)."""
+
+    def run(args: argparse.Namespace) -> int:
+        command: Command = getattr(importlib.import_module(f"hookspawn.cli.{module}"), name)
+        return command(args)
+
+    run.__qualname__ = run.__name__ = f"{module}.{name}"
+    return run
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument error is one line (not the usage block), then exit 2."""
 
@@ -109,7 +111,7 @@ def _as_json(cmd: argparse.ArgumentParser) -> None:
 def _serve(add: AddVerb) -> None:
     serve = add(
         "serve",
-        process_commands.serve,
+        _command("process_commands", "serve"),
         "run web + worker + the session runner (embedded Redis when neither HOOKSPAWN_REDIS_URL "
         "nor HOOKSPAWN_REDIS_SENTINELS is set; no runner when HOOKSPAWN_DISPATCH_URL is set)",
     )
@@ -129,7 +131,7 @@ def _serve(add: AddVerb) -> None:
 
 
 def _web(add: AddVerb) -> None:
-    web = add("web", process_commands.web, "run the HTTP server (intake and API)")
+    web = add("web", _command("process_commands", "web"), "run the HTTP server (intake and API)")
     web.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     web.add_argument("--port", type=int, default=8000, help="the port to listen on")
     web.add_argument("--broker-port", type=int, default=None, help=BROKER_PORT_HELP)
@@ -146,7 +148,11 @@ def _web(add: AddVerb) -> None:
 
 
 def _worker(add: AddVerb) -> None:
-    worker = add("worker", process_commands.worker, "run a Celery worker that processes deliveries")
+    worker = add(
+        "worker",
+        _command("process_commands", "worker"),
+        "run a Celery worker that processes deliveries",
+    )
     worker.add_argument(
         "--concurrency", type=int, default=default_concurrency(), help=CONCURRENCY_HELP
     )
@@ -165,7 +171,7 @@ def _worker(add: AddVerb) -> None:
 def _runner(add: AddVerb) -> None:
     runner = add(
         "runner",
-        process_commands.runner,
+        _command("process_commands", "runner"),
         "run sessions on this machine (HOOKSPAWN_RUNNER=local): stage, set up, run the harness",
     )
     runner.add_argument(
@@ -177,7 +183,11 @@ def _runner(add: AddVerb) -> None:
 
 
 def _check(add: AddVerb) -> None:
-    check = add("check", check_command.check, "compile the agent files and report every error")
+    check = add(
+        "check",
+        _command("check.command", "check"),
+        "compile the agent files and report every error",
+    )
     check.add_argument(
         "dir", nargs="?", default=None, help="the .auto directory (default $HOOKSPAWN_AGENTS_DIR)"
     )
@@ -191,7 +201,11 @@ def _check(add: AddVerb) -> None:
 
 
 def _init(add: AddVerb) -> None:
-    init = add("init", starter_commands.init, "write a starter .auto directory (never overwrites)")
+    init = add(
+        "init",
+        _command("starter_commands", "init"),
+        "write a starter .auto directory (never overwrites)",
+    )
     init.add_argument("dir", nargs="?", default=".auto", help="where (default .auto)")
     init.add_argument(
         "--repository",
@@ -203,7 +217,7 @@ def _init(add: AddVerb) -> None:
 def _schema(add: AddVerb) -> None:
     schema = add(
         "schema",
-        starter_commands.schema,
+        _command("starter_commands", "schema"),
         "print the JSON Schema of an agent or fragment file as written (before imports merge)",
     )
     schema.add_argument(
@@ -219,7 +233,11 @@ def _schema(add: AddVerb) -> None:
 
 
 def _send(add: AddVerb) -> None:
-    send = add("send", client_commands.send, "sign and post a webhook payload to a running server")
+    send = add(
+        "send",
+        _command("client_commands", "send"),
+        "sign and post a webhook payload to a running server",
+    )
     send.add_argument("file", nargs="?", default=None, help="the webhook body (JSON)")
     send.add_argument(
         "--example",
@@ -242,7 +260,7 @@ def _send(add: AddVerb) -> None:
 def _deliveries(add: AddVerb) -> None:
     deliveries = add(
         "deliveries",
-        client_commands.deliveries,
+        _command("client_commands", "deliveries"),
         "show or replay recorded deliveries; recover the ones GitHub could not deliver",
     )
     deliveries.add_argument("action", choices=["list", "show", "replay", "recover"])
@@ -273,7 +291,7 @@ def _deliveries(add: AddVerb) -> None:
 def _explain(add: AddVerb) -> None:
     explain = add(
         "explain",
-        client_commands.explain,
+        _command("client_commands", "explain"),
         "dry run: what a webhook payload, or a recorded delivery, would trigger on a running "
         "server (changes nothing)",
     )
@@ -290,7 +308,11 @@ def _explain(add: AddVerb) -> None:
 
 
 def _start(add: AddVerb) -> None:
-    start = add("start", client_commands.start, "start a session of an agent by hand (no event)")
+    start = add(
+        "start",
+        _command("client_commands", "start"),
+        "start a session of an agent by hand (no event)",
+    )
     start.add_argument("agent", help="the agent's name")
     start.add_argument("--title", default=None, help="displayTitle")
     start.add_argument("--prompt", default=None, help="initialPrompt")
@@ -303,7 +325,7 @@ def _start(add: AddVerb) -> None:
 def _sessions(add: AddVerb) -> None:
     sessions = add(
         "sessions",
-        session_commands.sessions,
+        _command("session_commands", "sessions"),
         "list sessions, show one, print its log or its harness's transcript, or cancel it",
     )
     sessions.add_argument("action", choices=["list", "show", "logs", "transcript", "cancel"])
@@ -332,7 +354,7 @@ def _sessions(add: AddVerb) -> None:
 def _connections(add: AddVerb) -> None:
     connections = add(
         "connections",
-        client_commands.connections,
+        _command("client_commands", "connections"),
         "list or sync GitHub App connections; add or remove a manual one (no App, for trying)",
     )
     connections.add_argument("action", choices=["list", "sync", "add", "remove"])
@@ -347,7 +369,7 @@ def _connections(add: AddVerb) -> None:
 def _github_app(add: AddVerb) -> None:
     app = add(
         "github-app",
-        github_app_commands.github_app,
+        _command("github_app_commands", "github_app"),
         "the GitHub App the agents need: its manifest, its registration, webhook forwarding",
     )
     app.add_argument("action", choices=["manifest", "create", "forward-command"])
@@ -368,7 +390,7 @@ def _github_app(add: AddVerb) -> None:
 def _sandbox(add: AddVerb) -> None:
     sandbox = add(
         "sandbox",
-        sandbox_commands.sandbox,
+        _command("sandbox_commands", "sandbox"),
         "check the sandbox configuration, or migrate it from the legacy fields",
     )
     sandbox.add_argument("action", choices=["check", "migrate"])
@@ -389,7 +411,7 @@ def _sandbox(add: AddVerb) -> None:
 def _deploy(add: AddVerb) -> None:
     deploy = add(
         "deploy",
-        deploy_check.deploy,
+        _command("deploy_check", "deploy"),
         "check compose.yaml's environment before `docker compose up`: every missing, invalid "
         "or inconsistent variable at once, exit 1 when there is one",
     )
@@ -412,7 +434,7 @@ def _deploy(add: AddVerb) -> None:
 def _doctor(add: AddVerb) -> None:
     add(
         "doctor",
-        doctor.doctor,
+        _command("doctor", "doctor"),
         "the programs hookspawn and its tests use (git, srt, bubblewrap, …): found, version, "
         "what for; exit 1 when one the runner needs is missing",
     )

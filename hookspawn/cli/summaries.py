@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from workers.delivery.outcome_words import delivery_words, words_text
+
 __all__ = [
     "deliveries_text",
     "delivery_text",
@@ -36,13 +38,13 @@ def deliveries_text(answer: Mapping[str, Any]) -> str:
     items = answer.get("items") or []
     if not items:
         return "no deliveries\n"
-    rows = [["DELIVERY", "EVENT", "REPOSITORY", "STATUS", "SESSIONS", "RECEIVED"]]
+    rows = [["DELIVERY", "EVENT", "REPOSITORY", "OUTCOME", "SESSIONS", "RECEIVED"]]
     rows += [
         [
             str(d.get("deliveryId")),
             _event(d),
             str(d.get("repository") or "-"),
-            str(d.get("status")),
+            _words(d),
             _sessions_of(d.get("outcomes") or []),
             str(d.get("receivedAt") or "-"),
         ]
@@ -51,13 +53,18 @@ def deliveries_text(answer: Mapping[str, Any]) -> str:
     return _table(rows)
 
 
+def _words(d: Mapping[str, Any]) -> str:
+    """What the delivery came to (workers.delivery.outcome_words, as /ui says it)."""
+    return words_text(delivery_words(str(d.get("status")), d.get("error"), d.get("outcomes") or []))
+
+
 def _sessions_of(outcomes: Sequence[Mapping[str, Any]]) -> str:
-    """What became of the sessions a delivery dispatched: `2 succeeded, 1 failed`; `1
-    dispatched` where their status is not known here (dispatch mode); `-` for none."""
+    """What became of the sessions a delivery dispatched: `2 succeeded, 1 failed`; `-` for
+    none, or where no local runner runs them (their status is not known here)."""
     counts: dict[str, int] = {}
     for o in outcomes:
-        if o.get("outcome") == "dispatched":
-            status = str(o.get("sessionStatus") or "dispatched")
+        if o.get("outcome") == "dispatched" and o.get("sessionStatus"):
+            status = str(o["sessionStatus"])
             counts[status] = counts.get(status, 0) + 1
     # what went wrong first: a failure is never the tail of a line that reads as a success
     ordered = sorted(counts.items(), key=lambda kv: (kv[0] not in UNSUCCESSFUL, kv[0]))
@@ -78,19 +85,21 @@ def replay_text(answer: Mapping[str, Any], follow: str) -> str:
 
 
 def _outcome(o: Mapping[str, Any]) -> str:
+    """One spawn's outcome in the words of the delivery's: `dispatched, session ID (status)`,
+    `suppressed: CODE (message)`."""
     trigger = o.get("triggerKey") or o.get("trigger")
     head = f"{o.get('agent')} (trigger {trigger}): {o.get('outcome')}"
     if o.get("outcome") == "dispatched":
         status = o.get("sessionStatus")
         return f"{head}, session {o.get('sessionId')}" + (f" ({status})" if status else "")
-    return f"{head} {o.get('code')}: {o.get('message')}"
+    return f"{head}: {o.get('code')} ({o.get('message')})"
 
 
 def delivery_text(d: Mapping[str, Any]) -> str:
-    """`deliveries show`: what arrived, where it stands, and one line per outcome."""
+    """`deliveries show`: what arrived, what it came to, and one line per outcome."""
     lines = [
         f"delivery {d.get('deliveryId')}: {_event(d)} on {d.get('repository') or '-'}",
-        f"status: {d.get('status')} (received {d.get('receivedAt') or '-'}, "
+        f"outcome: {_words(d)} (received {d.get('receivedAt') or '-'}, "
         f"processed {d.get('processedAt') or 'not yet'})",
     ]
     if d.get("error"):
@@ -99,8 +108,6 @@ def delivery_text(d: Mapping[str, Any]) -> str:
     if outcomes:
         lines.append("outcomes:")
         lines += [f"  {_outcome(o)}" for o in outcomes]
-    elif d.get("status") == "processed":
-        lines.append("outcomes: none (no trigger of any agent fired)")
     return "".join(line + "\n" for line in lines)
 
 
@@ -248,10 +255,15 @@ def _shadowed(items: list[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def _count(n: Any, one: str, many: str | None = None) -> str:
+    """`1 installation`, `2 installations`: the noun agrees with the number."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def sync_text(answer: Mapping[str, Any]) -> str:
     """`connections sync`: what the sync changed."""
     head = (
-        f"synced {answer.get('installations')} installations covering "
-        f"{answer.get('repositories')} repositories"
+        f"synced {_count(answer.get('installations'), 'installation')} covering "
+        f"{_count(answer.get('repositories'), 'repository', 'repositories')}"
     )
     return "".join(line + "\n" for line in [head, *(answer.get("summary") or [])])

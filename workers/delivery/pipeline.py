@@ -50,7 +50,8 @@ class DeliveryRun:
 
     delivery_id: str
     envelope: Mapping[str, Any]
-    received_at: float = 0.0  # when the delivery came in (epoch seconds), for latency
+    #: where its sessions' latency starts (epoch seconds; 0: not timed), `Delivery.timed_from`
+    received_at: float = 0.0
     #: no worker claimed the delivery before: none of its spawns can exist yet
     first_claim: bool = False
     #: the connections generation read with the claim (None: read the connections)
@@ -101,7 +102,7 @@ class SpawnPipeline:
         run = DeliveryRun(
             delivery.delivery_id,
             envelope,
-            delivery.received_at,
+            delivery.timed_from,
             first_claim=delivery.claims == 1 and delivery.runs == 0,
             connections_generation=delivery.connections_generation,
             staged=staged,
@@ -133,7 +134,7 @@ class SpawnPipeline:
             # the spawns that got through are not held back by the one to be retried
             done = RunResult(outcomes=outcomes, staged=staged or [])
             created = self.dispatch_staged(done)
-            metrics.session_created(delivery.received_at, created)
+            metrics.session_created(delivery.timed_from, created)
             # counted now: the retry finds these sessions there and counts them as repeats
             metrics.count_outcomes(
                 o for o in done.outcomes if o.outcome == "dispatched" and not o.repeat

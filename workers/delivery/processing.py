@@ -229,7 +229,7 @@ class DeliveryProcessor:
             created = self.pipeline.dispatch_staged(result)
             run = _run_record(delivery, started, result)
             self.store.finish(delivery.delivery_id, run, status=PROCESSED, error=None, owner=owner)
-        metrics.session_created(delivery.received_at, created)
+        metrics.session_created(delivery.timed_from, created)
         metrics.count_outcomes(result.outcomes)
         metrics.inc(metrics.DELIVERIES_PROCESSED, delivery.event, PROCESSED)
         if log.isEnabledFor(logging.INFO):

@@ -52,6 +52,12 @@ class Delivery(DeliveryIdentity):
     #: the connections generation when it was claimed (`keys.INSTALLATIONS_GENERATION`)
     connections_generation: bytes | None = None
 
+    @property
+    def timed_from(self) -> float:
+        """Where its webhook → session latency starts: its receipt, in its first run; 0 (not
+        timed) in a replay's, whose sessions waited on whoever replayed it, not on hookspawn."""
+        return self.received_at if self.runs == 0 else 0.0
+
     def to_json(self) -> dict[str, Any]:
         return {
             "deliveryId": self.delivery_id,

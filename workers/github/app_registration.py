@@ -15,14 +15,14 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
-
-import httpx
-import redis
+from typing import TYPE_CHECKING, Any, cast
 
 from workers import keys
 from workers.errors import GitHubUnavailable, WorkerError
 from workers.settings import Settings
+
+if TYPE_CHECKING:
+    import redis
 
 __all__ = [
     "APP_FILE",
@@ -112,6 +112,8 @@ def convert_code(api_url: str, code: str | None, *, timeout: float = 15.0) -> di
         raise WorkerError(
             "the callback's code is missing or malformed", code="invalid_request", where="code"
         )
+    import httpx  # here: every command reads the App kept here (`with_registered_app`), few convert
+
     url = f"{api_url.rstrip('/')}/app-manifests/{code}/conversions"
     try:
         answer = httpx.post(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.errors import SourceError
-from agents.model import CompiledAgent
+from agents.model import CompiledAgent, PartialAgent
 from agents.mounts import normalize_mount_path
 from agents.source import YMap, YNode, YScalar, YSeq, load_document, to_plain
 
@@ -29,7 +29,9 @@ class Locator:
         self._docs: dict[Path, YMap | None] = {}
         self._targets: dict[Path, list[Path]] = {}
 
-    def where(self, agent: CompiledAgent, locate: tuple[str, ...]) -> tuple[str, int]:
+    def where(
+        self, agent: CompiledAgent | PartialAgent, locate: tuple[str, ...]
+    ) -> tuple[str, int]:
         """(file as the compiler names it, line); the agent file's line 1 when not found."""
         path = self._path(agent.source_file)
         if path is None:
@@ -85,7 +87,9 @@ class Locator:
             self._targets[path] = found
         return found
 
-    def _find(self, agent: CompiledAgent, doc: YMap, locate: tuple[str, ...]) -> YNode | None:
+    def _find(
+        self, agent: CompiledAgent | PartialAgent, doc: YMap, locate: tuple[str, ...]
+    ) -> YNode | None:
         if locate[0] == "mount":
             entry = _entry(doc, "mounts", lambda plain: _same_mount_path(plain, locate[1]))
             return _field_node(entry, ("ref",)) if entry is not None else None

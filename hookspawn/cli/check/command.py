@@ -4,6 +4,7 @@ event-schema checks, then, when the files pass, what this machine lacks to run t
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -22,12 +23,14 @@ def check(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     auto_dir = Path(args.dir) if args.dir else settings.agents_dir
+    from hookspawn.cli.check.agent_lines import Locator
+
+    locator = Locator(auto_dir)  # the event and unmounted checks read each file once
     extra: list[ExtraCheck] = []
     if not getattr(args, "no_event_schemas", False):
         from hookspawn.cli.check.event_checks import check_event_paths
 
-        extra.append(check_event_paths)
-    from hookspawn.cli.check.agent_lines import Locator
+        extra.append(functools.partial(check_event_paths, locator=locator))
 
     harnesses: dict[str, list[str]] = {}
 
@@ -44,7 +47,7 @@ def check(args: argparse.Namespace) -> int:
         extra_checks=[*extra, note_harnesses],
         strict=bool(getattr(args, "strict", False)),
         unmounted=settings.unmounted_capabilities,
-        locate=Locator(auto_dir).where,
+        locate=locator.where,
     )
     # the JSON answer is about the files alone, and so is a run that found them at fault
     if not args.json and code == 0:
@@ -56,8 +59,7 @@ def check(args: argparse.Namespace) -> int:
 def harness_warnings(settings: Settings, harnesses: Mapping[str, Sequence[str]]) -> list[str]:
     """For each harness the agents name that could not run on this machine (its program not
     on the session PATH, its model key unset), which agents it leaves without one."""
-    from workers.session.runner.harness import unavailable
-    from workers.session.runner.run import SESSION_PATH
+    from workers.session.runner.harness import SESSION_PATH, unavailable
 
     if settings.harness_command:
         return []  # HOOKSPAWN_HARNESS_COMMAND runs for every agent

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agents.errors import Diagnostic
-from agents.model import CompiledAgent, CompileResult, Filter, Mount, Trigger
+from agents.model import CompiledAgent, CompileResult, Filter, Mount, PartialAgent, Trigger
 from hookspawn.cli.check.agent_lines import Locator
 from hookspawn.cli.check.event_schemas import EventSchemas
 from templating import Template
@@ -38,6 +38,8 @@ from triggers.envelope_values import event_branch
 __all__ = ["branch_sources", "check_agents", "check_event_paths"]
 
 Severity = Literal["error", "warning"]
+#: an agent whose triggers are checked: compiled, or with errors elsewhere in its files
+Checked = CompiledAgent | PartialAgent
 
 
 # -- checking compiled agents ----------------------------------------------------------------
@@ -47,7 +49,7 @@ Severity = Literal["error", "warning"]
 class _Finding:
     """One problem, before it is located in a file."""
 
-    agent: CompiledAgent
+    agent: Checked
     path: str  # field path in the agent (triggers.0.displayTitle)
     locate: tuple[str, ...]  # how to find its line: ("trigger", i, field…) / ("mount", path)
     message: str
@@ -70,7 +72,7 @@ class _Report:
 
     def add(
         self,
-        agent: CompiledAgent,
+        agent: Checked,
         path: str,
         locate: tuple[str, ...],
         message: str,
@@ -79,9 +81,7 @@ class _Report:
         self.findings.append(_Finding(agent, path, locate, message, severity))
 
 
-def check_agents(
-    agents: Sequence[CompiledAgent], schemas: EventSchemas | None = None
-) -> list[_Finding]:
+def check_agents(agents: Sequence[Checked], schemas: EventSchemas | None = None) -> list[_Finding]:
     """Every event-schema problem of the agents' triggers, in agent and trigger order."""
     report = _Report(schemas or EventSchemas.shared())
     for agent in agents:
@@ -90,11 +90,14 @@ def check_agents(
     return report.findings
 
 
-def check_event_paths(result: CompileResult, auto_dir: Path) -> list[Diagnostic]:
+def check_event_paths(
+    result: CompileResult, auto_dir: Path, *, locator: Locator | None = None
+) -> list[Diagnostic]:
     """The `hookspawn.cli.check.report.run_check` hook: findings as diagnostics at their file
-    and line."""
-    findings = check_agents(result.agents)
-    locator = Locator(Path(auto_dir))
+    and line, for the agents that failed to compile too (what of them compiled), so a file's
+    every error is reported at once."""
+    findings = check_agents([*result.agents, *result.partial])
+    locator = locator or Locator(Path(auto_dir))  # one shared reads each file once
     out = []
     for f in findings:
         file, line = locator.where(f.agent, f.locate)
@@ -102,7 +105,7 @@ def check_event_paths(result: CompileResult, auto_dir: Path) -> list[Diagnostic]
     return out
 
 
-def _check_trigger(report: _Report, agent: CompiledAgent, trigger: Trigger) -> None:
+def _check_trigger(report: _Report, agent: Checked, trigger: Trigger) -> None:
     base = f"triggers.{trigger.index}"
     scope = _scope(report, agent, trigger)
     if scope is None:
@@ -135,7 +138,7 @@ def _check_trigger(report: _Report, agent: CompiledAgent, trigger: Trigger) -> N
         _check_mount(report, agent, trigger, scope, m, mount)
 
 
-def _scope(report: _Report, agent: CompiledAgent, trigger: Trigger) -> _TriggerScope | None:
+def _scope(report: _Report, agent: Checked, trigger: Trigger) -> _TriggerScope | None:
     base = f"triggers.{trigger.index}"
     locate = ("trigger", str(trigger.index))
     schemas = report.schemas
@@ -167,7 +170,7 @@ def _scope(report: _Report, agent: CompiledAgent, trigger: Trigger) -> _TriggerS
 
 
 def _check_branches(
-    report: _Report, agent: CompiledAgent, trigger: Trigger, scope: _TriggerScope
+    report: _Report, agent: Checked, trigger: Trigger, scope: _TriggerScope
 ) -> None:
     sources = branch_sources(scope.event)
     impossible = []
@@ -189,7 +192,7 @@ def _check_branches(
 
 def _check_filter(
     report: _Report,
-    agent: CompiledAgent,
+    agent: Checked,
     trigger: Trigger,
     scope: _TriggerScope,
     number: int,
@@ -217,7 +220,7 @@ def _check_filter(
 
 def _check_mount(
     report: _Report,
-    agent: CompiledAgent,
+    agent: Checked,
     trigger: Trigger,
     scope: _TriggerScope,
     index: int,
@@ -244,7 +247,7 @@ def _check_mount(
 
 def _check_path(
     report: _Report,
-    agent: CompiledAgent,
+    agent: Checked,
     scope: _TriggerScope,
     segments: tuple[str, ...],
     path: str,

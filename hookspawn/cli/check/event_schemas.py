@@ -1,10 +1,10 @@
 """What GitHub's webhook events carry: a verdict per envelope path, event and action.
 
-An edge module: the schemas are githubkit's typed webhook models (pydantic), imported only for
-the events the agents listen to (importing all of them costs seconds and hundreds of MB), never
-by the pure core. The models omit some fields GitHub sends, so a path they refuse is still
-possible when GitHub's example payloads carry it (`event_paths`, beside this module). The
-checks of compiled agents built on these verdicts are in `event_checks`.
+An edge module: the schemas are githubkit's typed webhook models (pydantic), read as shapes
+(`event_shapes`: a table generated from them, shipped beside this module, so no model is
+imported), never by the pure core. The models omit some fields GitHub sends, so a path they
+refuse is still possible when GitHub's example payloads carry it (`event_paths`, beside this
+module). The checks of compiled agents built on these verdicts are in `event_checks`.
 
 Envelope keys are the models' JSON names (field aliases, else field names) in lowerCamelCase;
 `github.event` and `github.deliveryId` always exist (and `triggerEventId` in refs).
@@ -21,27 +21,17 @@ A path is, for one (event, action):
 
 from __future__ import annotations
 
-import datetime as _dt
-import enum
-import importlib
 import threading
-import types
-import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from pydantic import BaseModel
 
 from hookspawn.cli.check.event_paths import ExamplePaths
-from hookspawn.errors import HookspawnError
-from triggers.envelope import camel
+from hookspawn.cli.check.event_shapes import SCALARS, Shape, ShapeSource, shapes
 
-__all__ = ["EventSchemas", "PathVerdict", "UnknownEvent"]
+__all__ = ["EventSchemas", "PathVerdict"]
 
 #: envelope keys hookspawn adds to every event
 _ALWAYS = frozenset({"event", "deliveryId"})
-_SCALARS: tuple[type, ...] = (str, int, float, bool, _dt.datetime, _dt.date, _dt.time, enum.Enum)
 
 
 # -- path verdicts ---------------------------------------------------------------------------
@@ -90,49 +80,39 @@ def _where(prefix: str, segments: Sequence[str], upto: int) -> str:
 
 
 class _Walker:
-    """Walks type annotations of pydantic models along a path of envelope keys."""
+    """Walks shapes (hookspawn.cli.check.event_shapes) along a path of envelope keys."""
 
-    def __init__(self) -> None:
-        self._keys: dict[type[BaseModel], dict[str, Any]] = {}
+    def __init__(self, source: ShapeSource) -> None:
+        self._source = source
 
-    def keys(self, model: type[BaseModel]) -> dict[str, Any]:
-        """The model's fields by envelope key: camel(JSON name) → annotation."""
-        found = self._keys.get(model)
-        if found is None:
-            found = {
-                camel(info.alias or name): info.annotation
-                for name, info in model.model_fields.items()
-            }
-            self._keys[model] = found
-        return found
-
-    def walk(self, tp: Any, segments: Sequence[str], i: int, prefix: str) -> PathVerdict:
-        """The verdict for `segments[i:]` below a value of type `tp`."""
-        tp = _unwrap(tp)
-        origin = typing.get_origin(tp)
-        if origin in (typing.Union, types.UnionType):
-            return self.union(typing.get_args(tp), segments, i, prefix)
-        if origin is Literal or _is_scalar(tp):
+    def walk(self, shape: Shape, segments: Sequence[str], i: int, prefix: str) -> PathVerdict:
+        """The verdict for `segments[i:]` below a value of this shape."""
+        if isinstance(shape, dict):
+            if "u" in shape:
+                return self.union(shape["u"], segments, i, prefix)
+            if i == len(segments):
+                return PathVerdict(True, True, False)
+            return self._index(shape["l"], segments, i, prefix)
+        if shape in SCALARS or shape == "unset":
             if i == len(segments):
                 return PathVerdict(True)
-            return _never(f"{_where(prefix, segments, i - 1)} is a {_scalar_name(tp)}")
+            name = SCALARS.get(shape, "fixed value")
+            return _never(f"{_where(prefix, segments, i - 1)} is a {name}")
         if i == len(segments):
-            return PathVerdict(True, True, False) if tp is not Any else _FREE
-        if origin in (list, tuple, set, frozenset) or tp in (list, tuple):
-            return self._index(tp, segments, i, prefix)
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            return self._field(tp, segments, i, prefix)
-        # dict[...], Any, object: free-form, anything may be there
+            return PathVerdict(True, True, False) if shape != "any" else _FREE
+        if shape[:1].isupper():
+            return self._field(shape, segments, i, prefix)
+        # a dict, Any, None alone: free-form, anything may be there
         return PathVerdict(True, False, None, f"{_where(prefix, segments, i - 1)} is free-form")
 
     def union(
-        self, args: Sequence[Any], segments: Sequence[str], i: int, prefix: str
+        self, members: Sequence[Shape], segments: Sequence[str], i: int, prefix: str
     ) -> PathVerdict:
-        members = [a for a in args if a is not type(None) and not _is_unset(a)]
-        optional = len(members) < len(args)
-        unset = any(_is_unset(a) for a in args)
+        present = [m for m in members if m not in ("null", "unset")]
+        optional = len(present) < len(members)
+        unset = "unset" in members
         here = _where(prefix, segments, i - 1)
-        verdicts = [self.walk(m, segments, i, prefix) for m in members]
+        verdicts = [self.walk(m, segments, i, prefix) for m in present]
         possible = [v for v in verdicts if v.possible]
         if not possible:
             return verdicts[0] if verdicts else _IMPOSSIBLE
@@ -157,55 +137,27 @@ class _Walker:
             return PathVerdict(True, False, scalar, uncertain.why, absent=uncertain.absent)
         return PathVerdict(True, True, scalar)
 
-    def _index(self, tp: Any, segments: Sequence[str], i: int, prefix: str) -> PathVerdict:
+    def _index(self, item: Shape, segments: Sequence[str], i: int, prefix: str) -> PathVerdict:
         segment = segments[i]
         here = _where(prefix, segments, i - 1)
         if not (segment.isdigit() and segment.isascii()):
             return _never(f"{here} is a list: index it with a number, not {segment!r}")
-        args = typing.get_args(tp)
-        item = args[0] if args else Any
         inner = self.walk(item, segments, i + 1, prefix)
         return inner.uncertain(f"{here} may have no item {segment}")
 
-    def _field(
-        self, model: type[BaseModel], segments: Sequence[str], i: int, prefix: str
-    ) -> PathVerdict:
+    def _field(self, name: str, segments: Sequence[str], i: int, prefix: str) -> PathVerdict:
         segment = segments[i]
-        fields = self.keys(model)
-        if segment not in fields:
+        model = self._source.model(name)
+        if segment not in model.fields:
             here = _where(prefix, segments, i - 1)
-            if model.model_config.get("extra") == "allow":
+            if model.open:
                 why = f"{here} is free-form (no key {segment!r} listed)"
                 return PathVerdict(True, False, None, why)
-            return _never(f"{here} has no field {segment!r}{_suggest(segment, fields)}")
-        return self.walk(fields[segment], segments, i + 1, prefix)
+            return _never(f"{here} has no field {segment!r}{_suggest(segment, model.fields)}")
+        return self.walk(model.fields[segment], segments, i + 1, prefix)
 
 
-def _unwrap(tp: Any) -> Any:
-    while typing.get_origin(tp) is typing.Annotated:
-        tp = typing.get_args(tp)[0]
-    return tp
-
-
-def _is_unset(tp: Any) -> bool:
-    """githubkit's `Missing[...]` marker: `Literal[Unset._UNSET]`."""
-    if typing.get_origin(tp) is not Literal:
-        return False
-    return all(type(v).__name__ == "Unset" for v in typing.get_args(tp))
-
-
-def _is_scalar(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, _SCALARS)
-
-
-def _scalar_name(tp: Any) -> str:
-    if typing.get_origin(tp) is Literal:
-        return "fixed value"
-    names = {str: "string", int: "number", float: "number", bool: "boolean"}
-    return names.get(tp, "string")
-
-
-def _suggest(segment: str, fields: Mapping[str, Any]) -> str:
+def _suggest(segment: str, fields: Mapping[str, Shape]) -> str:
     lowered = segment.lower().replace("_", "")
     for key in fields:
         if key.lower().replace("_", "") == lowered:
@@ -216,12 +168,9 @@ def _suggest(segment: str, fields: Mapping[str, Any]) -> str:
 # -- the schemas of one githubkit version ------------------------------------------------------
 
 
-class UnknownEvent(HookspawnError, LookupError):
-    """An event name GitHub's webhook schemas do not have."""
-
-
 class EventSchemas:
-    """GitHub's webhook event models from githubkit, imported lazily per event and cached.
+    """GitHub's webhook event schemas (their shapes: the shipped table, else githubkit's models
+    described per event used) with GitHub's example payloads; verdicts cached.
 
     Thread-safe; share one instance per process (`EventSchemas.shared()`).
     """
@@ -229,13 +178,13 @@ class EventSchemas:
     _shared: EventSchemas | None = None
     _shared_lock = threading.Lock()
 
-    def __init__(self, package: str | None = None, examples: ExamplePaths | None = None) -> None:
-        self.package = package or _latest_package()
+    def __init__(
+        self, source: ShapeSource | None = None, examples: ExamplePaths | None = None
+    ) -> None:
+        self.source = source or shapes()
         self.examples = examples or ExamplePaths.shipped()
-        self._lock = threading.RLock()
-        self._names: frozenset[str] | None = None
-        self._variants: dict[str, dict[str | None, tuple[type[BaseModel], ...]]] = {}
-        self._walker = _Walker()
+        self._lock = threading.Lock()
+        self._walker = _Walker(self.source)
         self._verdicts: dict[tuple[str, str | None, tuple[str, ...]], PathVerdict] = {}
 
     @classmethod
@@ -247,11 +196,8 @@ class EventSchemas:
 
     @property
     def modelled_events(self) -> frozenset[str]:
-        """The event names githubkit has models for (cheap: no model is imported)."""
-        if self._names is None:
-            namespace = importlib.import_module(f"{self.package}._namespace")
-            self._names = frozenset(str(n) for n in namespace.VALID_EVENT_NAMES)
-        return self._names
+        """The event names githubkit has models for."""
+        return self.source.events
 
     @property
     def event_names(self) -> frozenset[str]:
@@ -260,7 +206,7 @@ class EventSchemas:
 
     def actions(self, event: str) -> tuple[str | None, ...]:
         """The event's action names (sorted); `(None,)` for an event without actions."""
-        modelled = set(self._load(event)) if event in self.modelled_events else set()
+        modelled = set(self.source.variants(event)) if event in self.modelled_events else set()
         known = modelled | set(self.examples.actions(event))
         return tuple(sorted(known, key=lambda a: (a is not None, a or "")))
 
@@ -289,13 +235,16 @@ class EventSchemas:
         `event_type`), so any action name is one it may have."""
         if event not in self.modelled_events:
             return False
-        return any("action" in model.model_fields for model in self._load(event).get(None, ()))
+        return any(
+            "action" in self.source.model(name).fields
+            for name in self.source.variants(event).get(None, ())
+        )
 
     def _modelled(self, event: str, action: str | None, segments: Sequence[str]) -> PathVerdict:
         """The verdict of githubkit's models alone."""
         models = None
         if event in self.modelled_events:
-            variants = self._load(event)
+            variants = self.source.variants(event)
             models = variants.get(action) or (
                 variants.get(None) if self.free_actions(event) else None
             )
@@ -327,48 +276,3 @@ class EventSchemas:
         shown = ", ".join(known.actions) or "other payloads"
         why = f"{path} is in GitHub's example payloads of {event} {shown}, not in its schema"
         return PathVerdict(True, False, known.scalar, why)
-
-    def _load(self, event: str) -> dict[str | None, tuple[type[BaseModel], ...]]:
-        found = self._variants.get(event)
-        if found is not None:
-            return found
-        if event not in self.modelled_events:
-            raise UnknownEvent(event)
-        with self._lock:
-            found = self._variants.get(event)
-            if found is None:
-                module = importlib.import_module(f"{self.package}.{event}")
-                found = _by_action(module.Event)
-                self._variants[event] = found
-        return found
-
-
-def _latest_package() -> str:
-    """The webhooks package of githubkit's latest schema version (without the deprecated
-    `githubkit.versions.latest` alias, which warns on import)."""
-    import githubkit  # noqa: F401  # githubkit_schemas.core needs githubkit imported first
-    from githubkit_schemas.core import LATEST_VERSION, VERSIONS
-
-    return f"githubkit_schemas.{VERSIONS[LATEST_VERSION]}.webhooks"
-
-
-def _models(tp: Any) -> Iterator[type[BaseModel]]:
-    tp = _unwrap(tp)
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        for member in typing.get_args(tp):
-            yield from _models(member)
-    elif isinstance(tp, type) and issubclass(tp, BaseModel):
-        yield tp
-
-
-def _by_action(event_type: Any) -> dict[str | None, tuple[type[BaseModel], ...]]:
-    """An event's models grouped by the value of their `action` Literal (None: no action)."""
-    grouped: dict[str | None, list[type[BaseModel]]] = {}
-    for model in _models(event_type):
-        info = model.model_fields.get("action")
-        values: tuple[Any, ...] = (None,)
-        if info is not None and typing.get_origin(_unwrap(info.annotation)) is Literal:
-            values = typing.get_args(_unwrap(info.annotation))
-        for value in values:
-            grouped.setdefault(None if value is None else str(value), []).append(model)
-    return {action: tuple(models) for action, models in grouped.items()}

@@ -22,6 +22,7 @@ from hookspawn.web.routes.runner import cancel_session, log_tail, settled
 from hookspawn.web.routes.session_outcomes import latest_outcomes
 from hookspawn.web.ui import logins, overview
 from triggers.session.harness_events import Step, timeline
+from workers.delivery.outcome_words import delivery_words
 from workers.delivery.pipeline import SpawnPipeline
 from workers.runtime import Runtime
 from workers.session.run_record import SessionRun
@@ -76,6 +77,14 @@ _templates = Environment(
 _templates.filters["when"] = _when
 _templates.filters["pretty"] = _pretty
 _templates.filters["segment"] = lambda value: quote(str(value), safe="")
+
+
+def _counted(n: object, one: str, many: str | None = None) -> str:
+    """`1 delivery`, `2 deliveries`: the noun agrees with the number."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+_templates.filters["counted"] = _counted
 
 
 def _render(
@@ -217,19 +226,18 @@ def _limit(request: Request) -> int:
         return 50
 
 
-def _outcome_summary(outcomes: list[dict[str, Any]]) -> list[tuple[str, str, str, int]]:
-    """(outcome, code, session status, how many) for a delivery's latest run, most frequent
-    first; a dispatched outcome counts by its session's status (and failure code) when a local
-    runner runs it, so a failed session never shows as a success."""
+def _session_summary(outcomes: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    """(session status, failure code, how many) of the sessions a delivery's latest run
+    dispatched that a local runner runs (their status is known), failures first."""
     counts = Counter(
-        (
-            str(o.get("outcome") or ""),
-            str(o.get("sessionFailure") or o.get("code") or ""),
-            str(o.get("sessionStatus") or ""),
-        )
+        (str(o["sessionStatus"]), str(o.get("sessionFailure") or ""))
         for o in outcomes
+        if o.get("outcome") == "dispatched" and o.get("sessionStatus")
     )
-    return [(outcome, code, session, n) for (outcome, code, session), n in counts.most_common()]
+    return sorted(
+        ((status, code, n) for (status, code), n in counts.items()),
+        key=lambda row: (row[0] not in ("failed", "cancelled"), row[0], row[1]),
+    )
 
 
 @router.get("", include_in_schema=True, response_class=HTMLResponse)
@@ -260,7 +268,11 @@ async def deliveries(request: Request) -> Response:
         )
         latest = latest_outcomes(rt, [delivery.delivery_id for delivery in found])
         rows = [
-            {**delivery.to_json(), "summary": _outcome_summary(outcomes)}
+            {
+                **delivery.to_json(),
+                "words": delivery_words(delivery.status, delivery.error, outcomes),
+                "sessions": _session_summary(outcomes),
+            }
             for delivery, outcomes in zip(found, latest, strict=True)
         ]
         return {
@@ -278,6 +290,7 @@ async def deliveries(request: Request) -> Response:
 async def delivery(request: Request, delivery_id: str) -> Response:
     def load(rt: Runtime) -> dict[str, Any]:
         view = delivery_view(rt, delivery_id)
+        words = delivery_words(view["status"], view.get("error"), view.get("outcomes") or [])
         decisions = [d for d in view["decisions"] if "agent" in d]
         notes = [n for d in view["decisions"] for n in d.get("connections", ())]
         body = rt.store.body(delivery_id) or b""
@@ -295,6 +308,7 @@ async def delivery(request: Request, delivery_id: str) -> Response:
         return {
             "title": f"Delivery {delivery_id}",
             "d": view,
+            "words": words,
             "decisions": decisions,
             "notes": notes,
             "body": shown,

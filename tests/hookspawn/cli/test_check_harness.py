@@ -10,7 +10,7 @@ import pytest
 
 from hookspawn.cli.check.command import harness_warnings
 from tests.conftest import make_settings
-from workers.session.runner.run import SESSION_PATH
+from workers.session.runner.harness import SESSION_PATH
 
 AGENTS = {"claude-code": ["b", "a"], "codex": ["c"]}
 

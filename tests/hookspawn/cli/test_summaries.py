@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hookspawn.cli.summaries import (
@@ -14,7 +15,7 @@ from hookspawn.cli.summaries import (
     sync_text,
 )
 
-DELIVERY = {
+DELIVERY: dict[str, Any] = {
     "deliveryId": "d-1",
     "event": "pull_request",
     "action": "opened",
@@ -33,31 +34,63 @@ DELIVERY = {
 }  # fmt: skip
 
 
+def cells(text: str) -> list[list[str]]:
+    return [re.split(r"\s{2,}", line) for line in text.splitlines()]
+
+
 def test_deliveries_list_is_a_table_newest_first() -> None:
     push = {**DELIVERY, "deliveryId": "d-2", "event": "push", "action": None, "repository": None}
     text = deliveries_text({"items": [push, DELIVERY]})
-    assert text.splitlines() == [
-        "DELIVERY  EVENT                REPOSITORY    STATUS     SESSIONS      RECEIVED",
-        "d-2       push                 -             processed  1 dispatched  "
-        "2026-12-01T10:00:00Z",
-        "d-1       pull_request.opened  acme/widgets  processed  1 dispatched  "
-        "2026-12-01T10:00:00Z",
+    words = "suppressed: repository_not_covered, dispatched 1"
+    assert cells(text) == [
+        ["DELIVERY", "EVENT", "REPOSITORY", "OUTCOME", "SESSIONS", "RECEIVED"],
+        ["d-2", "push", "-", words, "-", "2026-12-01T10:00:00Z"],
+        ["d-1", "pull_request.opened", "acme/widgets", words, "-", "2026-12-01T10:00:00Z"],
     ]
     assert deliveries_text({"items": []}) == "no deliveries\n"
+
+
+def test_every_delivery_says_what_it_came_to_in_the_uis_words() -> None:
+    suppressed = {**DELIVERY, "outcomes": DELIVERY["outcomes"][1:]}
+    nothing = {**DELIVERY, "outcomes": []}
+    queued = {**DELIVERY, "status": "queued", "outcomes": []}
+    failed = {**DELIVERY, "status": "failed", "error": "dispatch_failed: gave up", "outcomes": []}
+    dispatched = DELIVERY["outcomes"][0]
+    running = {
+        **DELIVERY,
+        "outcomes": [
+            {**dispatched, "sessionStatus": "failed"},
+            {**dispatched, "sessionStatus": "succeeded"},
+            {**dispatched, "sessionStatus": "succeeded"},
+        ],
+    }
+    rows = cells(deliveries_text({"items": [suppressed, nothing, queued, failed, running]}))
+    assert [row[3:5] for row in rows[1:]] == [
+        ["suppressed: repository_not_covered", "-"],
+        ["no match", "-"],
+        ["queued", "-"],
+        ["failed: dispatch_failed", "-"],
+        ["dispatched 3", "1 failed, 2 succeeded"],
+    ]
 
 
 def test_delivery_show_says_each_outcome() -> None:
     assert delivery_text(DELIVERY).splitlines() == [
         "delivery d-1: pull_request.opened on acme/widgets",
-        "status: processed (received 2026-12-01T10:00:00Z, processed 2026-12-01T10:00:01Z)",
+        "outcome: suppressed: repository_not_covered, dispatched 1 (received "
+        "2026-12-01T10:00:00Z, processed 2026-12-01T10:00:01Z)",
         "outcomes:",
         "  pr-review (trigger review): dispatched, session hs-1",
-        "  fix (trigger 0): suppressed repository_not_covered: acme/widgets is not covered",
+        "  fix (trigger 0): suppressed: repository_not_covered (acme/widgets is not covered)",
     ]
     quiet = {**DELIVERY, "outcomes": []}
-    assert delivery_text(quiet).splitlines()[-1] == "outcomes: none (no trigger of any agent fired)"
+    assert delivery_text(quiet).splitlines()[1].startswith("outcome: no match (received")
     failed = {**DELIVERY, "status": "failed", "error": "attempts_exhausted", "outcomes": []}
-    assert delivery_text(failed).splitlines()[-1] == "error: attempts_exhausted"
+    assert delivery_text(failed).splitlines()[1:] == [
+        "outcome: failed: attempts_exhausted (received 2026-12-01T10:00:00Z, processed "
+        "2026-12-01T10:00:01Z)",
+        "error: attempts_exhausted",
+    ]
 
 
 SESSION = {
@@ -118,7 +151,7 @@ def test_connections_list_and_sync() -> None:
     assert connections_text({"items": []}).startswith("no connections")
     report = {"installations": 1, "repositories": 2, "summary": ["installation 7 (acme) added"]}
     assert sync_text(report).splitlines() == [
-        "synced 1 installations covering 2 repositories",
+        "synced 1 installation covering 2 repositories",
         "installation 7 (acme) added",
     ]
 

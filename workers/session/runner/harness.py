@@ -27,6 +27,7 @@ from workers.settings import Settings
 
 __all__ = [
     "HARNESS_DIR",
+    "SESSION_PATH",
     "HarnessOutput",
     "HarnessProgram",
     "Redacting",
@@ -41,6 +42,9 @@ __all__ = [
 
 #: the harness's own configuration and state in the session root, beside the MCP config and
 #: outside the home (never in a setup snapshot); removed when the run ends
+#: the PATH session commands get (the host's environment is not passed on), where their
+#: harness programs are looked up
+SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HARNESS_DIR = ".hookspawn/harness"
 #: what stands in a log or transcript for a secret the harness printed
 REDACTED = b"[redacted]"

@@ -46,6 +46,7 @@ from workers.session.runner.command import (
     runner_account,
 )
 from workers.session.runner.harness import (
+    SESSION_PATH,
     HarnessOutput,
     HarnessProgram,
     Redacting,
@@ -106,8 +107,6 @@ __all__ = ["SessionRunner"]
 
 log = logging.getLogger(__name__)
 
-#: the PATH session commands get (the host's environment is not passed on)
-SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: seconds one staging git command may take (a fetch of a large repository included)
 GIT_TIMEOUT = 600
 #: programs a confined command starts through (srt and what it runs, the harnesses): a bind

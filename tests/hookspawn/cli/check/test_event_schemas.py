@@ -295,15 +295,21 @@ def test_a_thousand_agents_are_checked_with_a_cache(thousand: Path) -> None:
 
 
 @pytest.mark.slow
-def test_models_are_imported_per_event_in_use() -> None:
+def test_check_imports_no_model_nor_client_and_live_shapes_import_only_the_events_used() -> None:
+    examples = Path(__file__).parents[4] / "examples" / ".auto"
     code = (
-        "import sys\n"
-        "import hookspawn.cli.check.event_checks, hookspawn.cli.check.event_schemas as m\n"
+        "import contextlib, io, sys\n"
+        "from hookspawn.cli import main\n"
+        "from hookspawn.cli.check.event_schemas import EventSchemas\n"
+        "from hookspawn.cli.check.event_shapes import LiveShapes\n"
         "loaded = lambda: sorted(k for k in sys.modules if k.startswith('githubkit_schemas') "
         "and '.webhooks.' in k and not k.endswith(('._namespace', '._types')))\n"
-        "before = loaded()\n"
-        "m.EventSchemas.shared().actions('push')\n"
-        "print(before, loaded())\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['check', '--strict', {str(examples)!r}]) == 0\n"
+        "clients = sorted({'httpx', 'redis', 'githubkit'} & set(sys.modules))\n"
+        "shipped = loaded()\n"
+        "EventSchemas(LiveShapes()).verdict('push', None, ('headCommit', 'id'))\n"
+        "print(clients, shipped, loaded())\n"
     )
     done = subprocess.run(
         [sys.executable, "-W", "error", "-c", code],
@@ -312,6 +318,42 @@ def test_models_are_imported_per_event_in_use() -> None:
         check=True,
         timeout=120,
     )
-    before, _, after = done.stdout.strip().partition("] [")
-    assert before == "["
-    assert after.rstrip("]").split(", ") == ["'githubkit_schemas.v2026_03_10.webhooks.push'"]
+    clients, shipped, live = done.stdout.strip().split("] [")
+    assert (clients, shipped) == ("[", "")
+    assert live.rstrip("]").split(", ") == ["'githubkit_schemas.v2026_03_10.webhooks.push'"]
+
+
+def test_a_file_with_errors_has_its_paths_checked_in_the_same_run(tree: Tree) -> None:
+    tree.write(
+        "agents/a.yaml",
+        BASE
+        + textwrap.dedent(
+            """\
+            mounts:
+              - kind: git
+                repository: o/r
+                mountPath: /w
+                ref: main
+                auth: {kind: githubApp, capabilities: {contents: admin}}
+            tools:
+              - kind: github
+            triggers:
+              - event: pull_request
+                actions: [opened]
+                displayTitle: "{{ github.pullRequest.titel }}"
+            """
+        ),
+    )
+    out = io.StringIO()
+    code = run_check(
+        tree.root, as_json=False, secret_names=(), out=out, extra_checks=(check_event_paths,)
+    )
+    assert code == 1
+    assert out.getvalue().splitlines() == [
+        ".auto/agents/a.yaml:11: mounts.0.auth.capabilities.contents: must be one of none | read "
+        "| write, got 'admin'",
+        ".auto/agents/a.yaml:17: triggers.0.displayTitle: displayTitle token "
+        "{{ github.pullRequest.titel }} cannot exist in pull_request action opened: "
+        "github.pullRequest has no field 'titel'",
+        "2 errors",
+    ]

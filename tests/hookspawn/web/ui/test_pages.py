@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -61,6 +62,14 @@ def test_deliveries_list_shows_outcomes_and_filters(hs: Hookspawn) -> None:
     assert "unresolvable_ref" in text  # merged-by: the opened PR has no mergedBy
     assert "dispatched" in text
     assert view["repository"] in text
+    # the words `deliveries list` prints, one per kind of outcome
+    words = re.findall(r'<span class="badge ([\w-]+)">([^<]*)</span>', text)
+    assert words == [
+        ("dispatched", "dispatched 2"),  # the comment
+        ("refused", "refused: unresolvable_ref"),  # the pull request: what failed first
+        ("dispatched", "dispatched 2"),
+        ("no-match", "no match"),  # the installation event that connected the repository
+    ]
 
     only_comments = page(hs.client, "/ui/deliveries", event="issue_comment")
     assert comment_id in only_comments
@@ -80,6 +89,9 @@ def test_delivery_page_has_decisions_outcomes_and_session_links(hs: Hookspawn) -
     text = page(hs.client, f"/ui/deliveries/{pr}")
     assert pr in text
     assert "Decision log" in text
+    # what it came to, in the list's words
+    shown = '<dt>Outcome</dt><dd><span class="badge refused">refused: unresolvable_ref</span> '
+    assert shown in text
     # every decision is listed, with the failing condition of those that did not fire
     for decision in view["decisions"]:
         if "agent" in decision:

@@ -32,15 +32,32 @@ def test_labels_are_escaped_text() -> None:
     assert root.find(f"{SVG}title") is not None
     assert root.findtext(f"{SVG}title") == HOSTILE
     texts = [t.text for t in root.iter(f"{SVG}text")]
-    assert HOSTILE[:24] in texts
+    assert HOSTILE in texts
     (rect,) = _rects(markup)
     assert rect.get("data-label") == HOSTILE
 
 
-def test_a_long_label_is_cut_before_escaping() -> None:
-    label = "a" * 23 + "&b"
+def test_labels_too_wide_for_columns_are_rows_read_whole() -> None:
+    items = [(f"suppressed: repository_not_covered{n}", n) for n in range(8)]
+    markup = bar_chart(items, title="t")
+    root = ET.fromstring(markup)
+    assert "rows" in (root.get("class") or "")
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert all(label in texts for label, _ in items)
+    assert [r.get("data-label") for r in _rects(markup)] == [label for label, _ in items]
+    # the bars still measure their values
+    widths = [float(r.get("width") or "nan") for r in _rects(markup)]
+    assert widths[0] == 0 < widths[1] and abs(widths[7] - 7 * widths[1]) < 1
+    # short labels stay columns
+    assert "rows" not in (ET.fromstring(bar_chart([("failed", 1)], title="t")).get("class") or "")
+
+
+def test_a_label_longer_than_half_the_chart_is_cut_before_escaping() -> None:
+    label = "a" * 40 + "&b" + "c" * 60
     root = ET.fromstring(bar_chart([(label, 1)], title="t"))
-    assert label[:24] in [t.text for t in root.iter(f"{SVG}text")]
+    (shown,) = [t.text for t in root.iter(f"{SVG}text") if t.text and t.text.startswith("a")]
+    assert shown.endswith("…") and label.startswith(shown[:-1]) and "&b" in shown
+    assert [r.get("data-label") for r in root.iter(f"{SVG}rect")] == [label]
 
 
 def test_time_series_columns_and_ends() -> None:

@@ -117,6 +117,21 @@ def test_when_one_session_of_a_delivery_exists_the_others_are_created_and_timed(
     assert sessions_timed(hs) - before == 1
 
 
+def test_a_replay_creates_what_is_gone_without_timing_it(connected: Hookspawn) -> None:
+    """The webhook → session latency counts first runs only: a session a replay creates
+    waited on whoever replayed it, not on hookspawn."""
+    hs = connected
+    view = hs.processed(hs.send("pull_request", hs.pr(), delivery="pr-replayed"))
+    gone = hs.outcome(view, "head-branch")["sessionId"]
+    hs.rt.client.delete(keys.session(gone))
+    before = sessions_timed(hs)
+
+    assert hs.client.post("/deliveries/pr-replayed/replay").status_code == 202
+    again = hs.processed("pr-replayed", runs=2)
+    assert hs.outcome(again, "head-branch")["message"] == f"session {gone} created"
+    assert sessions_timed(hs) == before
+
+
 def test_missing_or_null_ref_token_refuses_only_that_agent(connected: Hookspawn) -> None:
     hs = connected
     view = hs.processed(hs.send("pull_request", hs.pr()))

@@ -95,14 +95,9 @@ class ProgramGroup:
         self.children.append((name, child))
 
     def wait(self) -> int:
-        while not self.stopping:
-            for name, child in self.children:
-                code = child.poll()
-                if code is not None:
-                    print(f"hookspawn: {name} exited with {code}; stopping", file=sys.stderr)
-                    return code or 1
-            time.sleep(0.2)
-        return 0
+        """Until a child exits (its code, 1 for 0) or we are signalled (0)."""
+        code = self.wait_until(lambda: False)
+        return 0 if code is None else code
 
     def wait_until(self, done: Callable[[], bool]) -> int | None:
         """Poll `done` until it holds (None), or until a child exits or we are signalled

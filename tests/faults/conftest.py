@@ -372,6 +372,12 @@ class Cluster:
         self.redis.start()
         self.start_web()
         self.start_worker()
+        self.loaded()
+        return self
+
+    def loaded(self) -> None:
+        """The web's agents loaded without errors, their two pull_request spawns noted; the
+        test's connection made."""
         agents = self.http.get("/agents").json()
         assert not agents["errors"], agents["errors"]
         self.spawn_keys = sorted(
@@ -382,7 +388,6 @@ class Cluster:
         )
         assert len(self.spawn_keys) == 2, agents
         self.connect()
-        return self
 
     def start_web(self) -> Proc:
         proc = self._spawn(

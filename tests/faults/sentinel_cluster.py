@@ -135,16 +135,7 @@ class SentinelCluster(Cluster):
         self.group.start()
         self.start_web()
         self.workers = [self.start_worker(), self.start_worker()]
-        agents = self.http.get("/agents").json()
-        assert not agents["errors"], agents["errors"]
-        self.spawn_keys = sorted(
-            (agent["name"], trigger["key"])
-            for agent in agents["items"]
-            for trigger in agent["triggers"]
-            if trigger["event"] == "pull_request"
-        )
-        assert len(self.spawn_keys) == 2, agents
-        self.connect()
+        self.loaded()
         return self
 
     def stop(self) -> None:

@@ -40,6 +40,7 @@ from tests.workers.session.runner.test_lifecycle import (
     PR_REVIEW_TRIGGER,
     widgets_payload,
 )
+from tests.workers.session.runner.test_mcp_config import MCP_CALL
 from workers import keys
 
 INSTALLATION = 7
@@ -51,24 +52,21 @@ SLOTS = 1
 #: how long any process may take to start, or a session to reach a state, on a busy machine
 WAIT = 90.0
 
+#: where a session's home is under its root on its runner's host
+HOME = "home/user"
+
 #: the sessions' harness, inside srt, standard library only: it notes that it ran (in its
-#: session root, `runs`), lists its tools at its MCP endpoint (the broker, through the
-#: balancer), then waits until the test drops `release` in its session root
-HARNESS = r"""
+#: session's home, `runs`), lists its tools at its MCP endpoint (the broker, through the
+#: balancer), then waits until the test drops `release` in that home
+HARNESS = (
+    r"""
 import json, os, time, urllib.request
-root = "../.."
+root = os.environ["HOME"]  # /home/user, the session's home on its runner's host
 with open(root + "/runs", "a") as runs:
     runs.write(os.environ["HOOKSPAWN_SESSION_ID"] + "\n")
-config = json.load(open(os.environ["HOOKSPAWN_MCP_CONFIG"]))["mcpServers"]["github"]
-def call(id, method, params):
-    request = urllib.request.Request(
-        config["url"],
-        data=json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).encode(),
-        headers={**config["headers"], "Content-Type": "application/json",
-                 "Accept": "application/json, text/event-stream"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read())
+"""
+    + MCP_CALL
+    + r"""
 call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "fleet", "version": "1"}})
 listed = call(2, "tools/list", {})
@@ -81,6 +79,7 @@ for _ in range(3000):
     time.sleep(0.1)
 raise SystemExit(3)
 """
+)
 
 
 @dataclass
@@ -239,7 +238,8 @@ class Fleet:
         def waiting() -> bool:
             seen.update({s: self.session(s) for s in session_ids})
             return all(
-                view["status"] == "running" and Path(view["workspace"], "mcp-result").is_file()
+                view["status"] == "running"
+                and Path(view["workspace"], HOME, "mcp-result").is_file()
                 for view in seen.values()
             )
 
@@ -329,7 +329,7 @@ def test_a_fleet_spreads_sessions_survives_a_killed_runner_and_takes_a_new_one(
     fleet.wait_harnesses(later)
     later_owners = fleet.owners(later)
     for session_id in kept + later:
-        (fleet.root_of(session_id) / "release").write_text("")
+        (fleet.root_of(session_id) / HOME / "release").write_text("")
     ended.update(fleet.wait_ended(kept + later))
 
     outcome = {s: (e["status"], (e["failure"] or {}).get("code")) for s, e in ended.items()}
@@ -349,9 +349,9 @@ def test_a_fleet_spreads_sessions_survives_a_killed_runner_and_takes_a_new_one(
         ]
         assert holding == [owner], (session_id, holding)
         # the harness ran once, in all the fleet
-        assert (root / "runs").read_text() == f"{session_id}\n"
+        assert (root / HOME / "runs").read_text() == f"{session_id}\n"
         # it reached its MCP endpoint through the broker's public address
-        result = json.loads((root / "mcp-result").read_text())
+        result = json.loads((root / HOME / "mcp-result").read_text())
         assert result["url"] == f"{fleet.broker.url}/sessions/{session_id}/mcp"
         tools = {tool["name"] for tool in result["listed"]["result"]["tools"]}
         assert "get_file_contents" in tools, result

@@ -103,11 +103,10 @@ def test_the_harness_gets_the_mcp_url_and_a_working_config(
     assert found == []
 
 
-#: a harness calling its MCP endpoint itself, from inside srt, with nothing but the standard
-#: library: initialize, then `tools/call` (a read, a write, a refusal), with the header the
-#: config file holds; what GitHub answered goes to a file in the session's home for the test
-SANDBOXED_CLIENT = r"""
-import json, os, urllib.request
+#: a sandboxed script's MCP client, standard library only (it imports json, os and
+#: urllib.request): `call(id, method, params)` posts one JSON-RPC request to the endpoint and with
+#: the header the session's MCP config file names, and answers the reply
+MCP_CALL = r"""
 config = json.load(open(os.environ["HOOKSPAWN_MCP_CONFIG"]))["mcpServers"]["github"]
 def call(id, method, params):
     request = urllib.request.Request(
@@ -118,6 +117,15 @@ def call(id, method, params):
     )
     with urllib.request.urlopen(request, timeout=30) as answer:
         return json.loads(answer.read())
+"""
+
+#: a harness calling its MCP endpoint itself, from inside srt, with nothing but the standard
+#: library: initialize, then `tools/call` (a read, a write, a refusal), with the header the
+#: config file holds; what GitHub answered goes to a file in the session's home for the test
+SANDBOXED_CLIENT = (
+    "import json, os, urllib.request\n"
+    + MCP_CALL
+    + r"""
 call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "harness", "version": "1"}})
 repo = {"owner": "acme", "repo": "widgets"}
@@ -130,6 +138,7 @@ refused = call(4, "tools/call", {"name": "merge_pull_request",
 result = {"read": read, "wrote": wrote, "refused": refused}
 open(os.environ["HOME"] + "/mcp-result", "w").write(json.dumps(result))
 """
+)
 
 
 def test_a_harness_inside_srt_calls_its_tools_with_the_standard_library(

@@ -14,10 +14,10 @@ import redis
 from tests.conftest import wait_for
 from tests.redis_sentinels import MASTER, SentinelGroup
 from tests.suite_marks import marks_tests
+from tests.workers.delivery.test_record_pipe import new
 from workers import keys
 from workers.celery_app import make_celery
 from workers.delivery.deliveries import DeliveryStore
-from workers.delivery.record import NewDelivery
 from workers.delivery.record_pipe import RecordPipe
 from workers.delivery.scripts import RECORD
 from workers.errors import StoreNotReplicated
@@ -45,18 +45,6 @@ def primary(group: SentinelGroup) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
-
-
-def new(delivery_id: str) -> NewDelivery:
-    return NewDelivery(
-        delivery_id=delivery_id,
-        event="pull_request",
-        action="opened",
-        repository="octo/widgets",
-        installation_id=7,
-        hook_id="42",
-        body=b'{"action":"opened"}',
-    )
 
 
 def replica_holds(group: SentinelGroup, key: str) -> bool:

@@ -65,21 +65,26 @@ def test_what_works_is_said_so(tmp_path: Path, redis_url: str) -> None:
     assert found["webhook secret"][1] == "set (2 secrets)"
 
 
-@pytest.mark.slow
-def test_the_command_exits_1_on_a_problem(tmp_path: Path) -> None:
-    done = subprocess.run(
+def _doctor(data_dir: Path, **settings: str) -> subprocess.CompletedProcess[str]:
+    """`hookspawn doctor` in a process of its own, with these settings and nothing else."""
+    return subprocess.run(
         [sys.executable, "-m", "hookspawn.cli", "doctor"],
         env={
             "PATH": "/usr/bin:/bin",
-            "HOOKSPAWN_REDIS_URL": "redis://127.0.0.1:1/0",
-            "HOOKSPAWN_DATA_DIR": str(tmp_path),
+            "HOOKSPAWN_DATA_DIR": str(data_dir),
             "PYTHONPATH": str(Path(__file__).parents[3]),
+            **settings,
         },
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
+
+
+@pytest.mark.slow
+def test_the_command_exits_1_on_a_problem(tmp_path: Path) -> None:
+    done = _doctor(tmp_path, HOOKSPAWN_REDIS_URL="redis://127.0.0.1:1/0")
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("configuration:\n  redis ")
     assert done.stdout.rstrip().endswith("1 problem above would stop sessions here")
@@ -89,19 +94,7 @@ def test_the_command_exits_1_on_a_problem(tmp_path: Path) -> None:
 def test_settings_that_do_not_load_are_the_problem_and_the_programs_are_still_listed(
     tmp_path: Path,
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "hookspawn.cli", "doctor"],
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HOOKSPAWN_RETENTION": "forever",
-            "HOOKSPAWN_DATA_DIR": str(tmp_path),
-            "PYTHONPATH": str(Path(__file__).parents[3]),
-        },
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _doctor(tmp_path, HOOKSPAWN_RETENTION="forever")
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "configuration:"

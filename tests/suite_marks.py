@@ -19,9 +19,11 @@ xdist's workers each take one unit of work at a time (a test, or a group kept to
 - a module defining a module-scoped fixture is one group: its tests share what that fixture
   built (a stack, a schemathesis run), built once by the worker that runs them;
 - every other test is a unit of its own.
-The units holding `slow` tests go out first (the most slow tests first), then the rest, the
-biggest groups first: the suite's length is all its tests shared out over the workers, and a
-long test taken last would leave the others idle while it runs. Which tests are slow is known
+The units holding `slow` tests go out spread over the first three quarters of the quick ones:
+the suite's length is all its tests shared out over the workers, and a long test taken last
+would leave the others idle while it runs; spread, rather than all first, so that the slow
+tests, which start processes and fill the cores, run beside quick ones (taken together on a
+busy machine they ran past their timeouts). Which tests are slow is known
 on the workers only (marks come from fixtures): each worker writes the slow node ids it
 collected to a file the controller named (`schedule_file`), read when the controller orders
 the units.
@@ -29,6 +31,7 @@ the units.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Collection, Iterable
@@ -203,18 +206,43 @@ def read_slow(directory: Path) -> set[str]:
 
 U = TypeVar("U", bound=Collection[str])
 
+#: the slow units are spread over this first part of the quick ones: the quick units left
+#: after them fill the workers while the last slow ones finish
+SPREAD = 0.75
+
+
+def _mixed(scope: str) -> str:
+    """A fixed order unrelated to the path: tests of one folder (the fault scenarios, the
+    runner's) start at different times rather than all at once."""
+    return hashlib.sha256(scope.encode()).hexdigest()
+
 
 def ordered(units: Iterable[tuple[str, U]], slow: set[str]) -> list[tuple[str, U]]:
-    """The units (scope, node ids) in the order they go out: the `serial` group, then the
-    units with the most slow tests, then the units with the most tests (a stable sort)."""
-    return sorted(
-        units,
-        key=lambda scope_tests: (
-            scope_tests[0] != "serial",
-            -sum(1 for nodeid in scope_tests[1] if nodeid in slow),
-            -len(scope_tests[1]),
-        ),
-    )
+    """The units (scope, node ids) in the order they go out: the `serial` group; then the quick
+    units (the biggest groups first) with the units holding slow tests spread among their
+    first SPREAD (the groups with the most slow tests first, then one by one in a mixed
+    order), so that slow tests run beside quick ones rather than all together, and none is
+    left for the end."""
+    serial, heavy, light = [], [], []
+    for scope, tests in units:
+        slow_tests = sum(1 for nodeid in tests if nodeid in slow)
+        if scope == "serial":
+            serial.append((scope, tests))
+        elif slow_tests:
+            heavy.append((slow_tests, scope, tests))
+        else:
+            light.append((scope, tests))
+    heavy.sort(key=lambda unit: (-unit[0] if unit[0] > 1 else 0, _mixed(unit[1])))
+    light.sort(key=lambda unit: -len(unit[1]))
+    out = list(serial)
+    taken = 0
+    for n, unit in enumerate(light):
+        while taken < len(heavy) and taken / len(heavy) <= n / (SPREAD * len(light)):
+            out.append(heavy[taken][1:])
+            taken += 1
+        out.append(unit)
+    out += [unit[1:] for unit in heavy[taken:]]
+    return out
 
 
 class SuiteScheduling(LoadScopeScheduling):  # type: ignore[misc]

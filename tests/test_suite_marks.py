@@ -33,24 +33,30 @@ def test_units_of_work(monkeypatch: pytest.MonkeyPatch) -> None:
     assert unit("tests/faults/test_worker_kill.py::test_y") == "serial"
 
 
-def test_units_go_out_serial_first_then_the_most_slow_tests_then_the_biggest() -> None:
+def test_units_go_out_serial_first_and_the_slow_ones_spread_among_the_first_quick_ones() -> None:
+    quick = [(f"q{n}.py::t", [f"q{n}.py::t"]) for n in range(8)]
     units = [
-        ("a.py::quick", ["a.py::quick"]),
+        *quick[:4],
         ("b.py", ["b.py::1", "b.py::2", "b.py::3"]),
         ("c.py::slow", ["c.py::slow"]),
         ("d.py", ["d.py::slow1", "d.py::slow2", "d.py::quick"]),
         ("serial", ["f.py::x"]),
         ("e.py::slow", ["e.py::slow"]),
+        *quick[4:],
     ]
     slow = {"c.py::slow", "d.py::slow1", "d.py::slow2", "e.py::slow"}
-    assert [scope for scope, _ in ordered(units, slow)] == [
-        "serial",
-        "d.py",
-        "c.py::slow",
-        "e.py::slow",
-        "b.py",
-        "a.py::quick",
-    ]
+    order = [scope for scope, _ in ordered(units, slow)]
+    assert sorted(order) == sorted(scope for scope, _ in units)  # each unit once
+    assert order[0] == "serial"
+    # the group with the most slow tests first, then the quick ones, the biggest group first
+    assert order[1:3] == ["d.py", "b.py"]
+    # the other slow units apart, among the first three quarters of the quick ones: a quarter
+    # of the quick ones come after the last of them
+    first, last = sorted((order.index("c.py::slow"), order.index("e.py::slow")))
+    assert last - first > 1
+    quick_ones = [scope for scope in order if scope.startswith(("q", "b"))]
+    assert len(order[last + 1 :]) >= len(quick_ones) // 4
+    assert set(order[last + 1 :]) <= set(quick_ones)
 
 
 def test_the_workers_tell_the_controller_their_slow_tests(tmp_path: Path) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -80,15 +82,20 @@ def _rewrite_test_modules(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     type_gate.stop(config)
+    slow_dir = config.stash.get(_SLOW_DIR, None)
+    if slow_dir is not None:
+        shutil.rmtree(slow_dir, ignore_errors=True)
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`stack`, `slow` and `serial` by the fixtures a test uses and the folder it is in
-    (tests/suite_marks.py), before `-m` selects; `needs(TOOL)` likewise (tests/tool_marks.py)."""
+    (tests/suite_marks.py), before `-m` selects; `needs(TOOL)` likewise (tests/tool_marks.py).
+    On an xdist worker, the slow ones are written down for the controller's schedule."""
     for item in items:
         suite_marks.mark(item)
         tool_marks.mark(item)
+    suite_marks.record_slow(config, items)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -100,11 +107,27 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     tool_marks.summary(terminalreporter)
 
 
+#: on xdist's controller, the directory its workers write their slow node ids to
+_SLOW_DIR = pytest.StashKey[Path]()
+
+
+def _slow_dir(config: pytest.Config) -> Path:
+    if _SLOW_DIR not in config.stash:
+        config.stash[_SLOW_DIR] = Path(tempfile.mkdtemp(prefix="hookspawn-schedule-"))
+    return config.stash[_SLOW_DIR]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Each xdist worker is told where to write the slow tests it collects."""
+    node.workerinput[suite_marks.SCHEDULE_INPUT] = str(_slow_dir(node.config))
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """The `serial` tests on one worker, one after another; the tests sharing a module's
-    fixture together; every other test wherever there is room (tests/suite_marks.py)."""
-    return suite_marks.scheduler(config, log)
+    """The tests sharing a module's fixture together, the slow ones first, every other test
+    wherever there is room (tests/suite_marks.py)."""
+    return suite_marks.scheduler(config, log, _slow_dir(config))
 
 
 # Tests assert behaviour, never timings: on a loaded two-core machine Hypothesis's per-example

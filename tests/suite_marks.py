@@ -11,19 +11,30 @@ The kinds are given by rule, never by a list of test paths:
 - by the test itself: a test that starts such processes in its own body says so with
   `@pytest.mark.slow` (or the module's `pytestmark`), where it is written.
 
-xdist's workers each take one unit of work at a time (a test, or a group kept together), the
-biggest groups first:
-- the `serial` tests are one group: one worker runs them one after another while the others
-  run the rest (the fault scenarios kill and stop real processes, wait out leases);
+xdist's workers each take one unit of work at a time (a test, or a group kept together):
+- the `serial` tests (of a folder FOLDERS makes serial) are one group: one worker runs them one
+  after another while the others run the rest; no folder needs it now: each fault scenario
+  starts, kills and stops only processes of its own (its own redis-server, web and worker on
+  ports of their own), so they run beside each other like any test;
 - a module defining a module-scoped fixture is one group: its tests share what that fixture
   built (a stack, a schemathesis run), built once by the worker that runs them;
 - every other test is a unit of its own.
+The units holding `slow` tests go out spread over the first three quarters of the quick ones:
+the suite's length is all its tests shared out over the workers, and a long test taken last
+would leave the others idle while it runs; spread, rather than all first, so that the slow
+tests, which start processes and fill the cores, run beside quick ones (taken together on a
+busy machine they ran past their timeouts). Which tests are slow is known
+on the workers only (marks come from fixtures): each worker writes the slow node ids it
+collected to a file the controller named (`schedule_file`), read when the controller orders
+the units.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,8 +49,9 @@ KINDS = ("slow", "serial", "stack")
 
 #: folders every test of which is of these kinds
 FOLDERS: dict[str, tuple[str, ...]] = {
-    # fault scenarios: a whole cluster of processes, killed and restarted, leases waited out
-    "faults/": ("slow", "serial", "stack"),
+    # fault scenarios: a whole cluster of processes, killed and restarted, leases waited out;
+    # each its own cluster, so they need not wait for one another
+    "faults/": ("slow", "stack"),
     # attacks on the real intake and API: each on a real Redis
     "hostile/": ("stack",),
     # the local runner: sessions in srt sandboxes, real git, real harness processes
@@ -162,19 +174,102 @@ def unit(nodeid: str) -> str:
     return nodeid
 
 
+#: the xdist worker input naming the file a worker writes its collected slow node ids to
+SCHEDULE_INPUT = "hookspawn_slow_tests"
+
+
+def schedule_file(config: pytest.Config) -> Path | None:
+    """On a worker, where to write the slow node ids it collected (the controller named it)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None or SCHEDULE_INPUT not in workerinput:
+        return None
+    return Path(workerinput[SCHEDULE_INPUT]) / f"{workerinput['workerid']}.json"
+
+
+def record_slow(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a worker, after marking: the node ids of its slow tests, for the controller."""
+    path = schedule_file(config)
+    if path is not None:
+        slow = [item.nodeid for item in items if item.get_closest_marker("slow") is not None]
+        path.write_text(json.dumps(slow))
+
+
+def read_slow(directory: Path) -> set[str]:
+    """On the controller: the slow node ids its workers wrote (every worker collects alike)."""
+    for path in sorted(directory.glob("*.json")):
+        try:
+            return set(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return set()
+
+
+U = TypeVar("U", bound=Collection[str])
+
+#: the slow units are spread over this first part of the quick ones: the quick units left
+#: after them fill the workers while the last slow ones finish
+SPREAD = 0.75
+
+
+def _mixed(scope: str) -> str:
+    """A fixed order unrelated to the path: tests of one folder (the fault scenarios, the
+    runner's) start at different times rather than all at once."""
+    return hashlib.sha256(scope.encode()).hexdigest()
+
+
+def ordered(units: Iterable[tuple[str, U]], slow: set[str]) -> list[tuple[str, U]]:
+    """The units (scope, node ids) in the order they go out: the `serial` group; then the quick
+    units (the biggest groups first) with the units holding slow tests spread among their
+    first SPREAD (the groups with the most slow tests first, then one by one in a mixed
+    order), so that slow tests run beside quick ones rather than all together, and none is
+    left for the end."""
+    serial, heavy, light = [], [], []
+    for scope, tests in units:
+        slow_tests = sum(1 for nodeid in tests if nodeid in slow)
+        if scope == "serial":
+            serial.append((scope, tests))
+        elif slow_tests:
+            heavy.append((slow_tests, scope, tests))
+        else:
+            light.append((scope, tests))
+    heavy.sort(key=lambda unit: (-unit[0] if unit[0] > 1 else 0, _mixed(unit[1])))
+    light.sort(key=lambda unit: -len(unit[1]))
+    out = list(serial)
+    taken = 0
+    for n, unit in enumerate(light):
+        while taken < len(heavy) and taken / len(heavy) <= n / (SPREAD * len(light)):
+            out.append(heavy[taken][1:])
+            taken += 1
+        out.append(unit)
+    out += [unit[1:] for unit in heavy[taken:]]
+    return out
+
+
 class SuiteScheduling(LoadScopeScheduling):  # type: ignore[misc]
-    """xdist's scope scheduling (one unit at a time per worker, the units with the most
-    tests first) over the units above, the `serial` group handed out first: it is the longest
-    and runs on one worker only, so it starts while the others share everything else."""
+    """xdist's scope scheduling (one unit at a time per worker) over the units above: the
+    `serial` group first (it runs on one worker only), then the units with the most slow tests,
+    then the rest, the units with the most tests first."""
+
+    def __init__(self, config: pytest.Config, log: Any, slow_dir: Path | None = None) -> None:
+        super().__init__(config, log)
+        self.slow_dir = slow_dir
+        self._ordered = False
 
     def _split_scope(self, nodeid: str) -> str:
         return unit(nodeid)
 
+    def _order(self) -> None:
+        slow = read_slow(self.slow_dir) if self.slow_dir is not None else set()
+        units = ordered(self.workqueue.items(), slow)
+        self.workqueue.clear()
+        self.workqueue.update(units)
+        self._ordered = True
+
     def _assign_work_unit(self, node: Any) -> None:
-        if "serial" in self.workqueue:
-            self.workqueue.move_to_end("serial", last=False)
+        if not self._ordered:
+            self._order()
         super()._assign_work_unit(node)
 
 
-def scheduler(config: pytest.Config, log: Any) -> SuiteScheduling:
-    return SuiteScheduling(config, log)
+def scheduler(config: pytest.Config, log: Any, slow_dir: Path | None = None) -> SuiteScheduling:
+    return SuiteScheduling(config, log, slow_dir)

@@ -15,7 +15,7 @@ import redis
 from hookspawn.serve.redis_server import free_port, redis_server_binary
 from tests.conftest import wait_for
 from workers.lifeline import tied_to_this_process
-from workers.redis_connection import Sentinels
+from workers.redis_target import Sentinels
 
 MASTER = "hookspawn"
 

@@ -6,7 +6,8 @@ from typing import Any
 
 from celery import Celery
 
-from workers.redis_connection import RedisTarget, broker_options, broker_url
+from workers.redis_connection import broker_options, broker_url
+from workers.redis_target import RedisTarget
 
 #: hard limit of one task run; every countdown stays far below the visibility timeout
 TASK_TIME_LIMIT = 300

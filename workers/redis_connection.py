@@ -14,7 +14,6 @@ replica answers a write READONLY, which drops the connection the same way).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -22,15 +21,11 @@ import redis
 import redis.asyncio as aioredis
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.commands.core import Script
-from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
+from redis.sentinel import SentinelConnectionPool, SentinelManagedConnection
 
-from workers.errors import StoreNotReplicated
+from workers.redis_target import RedisTarget, ReplicaAck, Sentinels
 
 __all__ = [
-    "NO_ACK",
-    "RedisTarget",
-    "ReplicaAck",
-    "Sentinels",
     "async_redis_client",
     "broker_options",
     "broker_url",
@@ -38,47 +33,6 @@ __all__ = [
     "run_replicated",
     "sentinel_client",
 ]
-
-#: how long a question to one sentinel may take (they answer from memory, on loopback or
-#: a LAN: a sentinel slower than this is treated as down and the next one is asked)
-SENTINEL_TIMEOUT = 1.0
-
-
-@dataclass(frozen=True)
-class Sentinels:
-    """A primary found through Redis Sentinel: the sentinels' addresses, the name they
-    know it by, the sentinels' own password and the primary's (and its replicas')."""
-
-    addresses: tuple[tuple[str, int], ...]
-    master: str
-    sentinel_password: str | None = None
-    password: str | None = None
-
-    def __repr__(self) -> str:  # never the passwords
-        where = ",".join(f"{host}:{port}" for host, port in self.addresses)
-        return f"Sentinels({self.master!r} via {where})"
-
-    def describe(self) -> str:
-        """`mymaster via 10.0.0.1:26379,10.0.0.2:26379`: for messages, without passwords."""
-        return f"{self.master} via " + ",".join(f"{h}:{p}" for h, p in self.addresses)
-
-    def sentinel_options(self) -> dict[str, Any]:
-        """How each sentinel is asked: its password, each question bounded in time."""
-        return {
-            "password": self.sentinel_password,
-            "socket_timeout": SENTINEL_TIMEOUT,
-            "socket_connect_timeout": SENTINEL_TIMEOUT,
-        }
-
-    def sentinel(self) -> Sentinel:
-        """A Sentinel client over these addresses."""
-        return Sentinel(  # type: ignore[no-untyped-call]
-            list(self.addresses), sentinel_kwargs=self.sentinel_options()
-        )
-
-
-#: where a process finds its store: a Redis URL, or a primary through its sentinels
-RedisTarget = str | Sentinels
 
 
 def describe(target: RedisTarget) -> str:
@@ -167,29 +121,6 @@ def broker_options(target: RedisTarget) -> dict[str, Any]:
     if not target.sentinel_password:
         del sentinel["password"]
     return {"master_name": target.master, "sentinel_kwargs": sentinel}
-
-
-@dataclass(frozen=True)
-class ReplicaAck:
-    """How many replicas must acknowledge a write (`WAIT`), and how long to wait for them."""
-
-    replicas: int = 0
-    timeout_ms: int = 50
-
-    def check(self, acknowledged: int, what: str) -> None:
-        """Raise StoreNotReplicated when fewer than `replicas` replicas acknowledged."""
-        if acknowledged < self.replicas:
-            raise StoreNotReplicated(
-                f"{what} is on the Redis primary but only {acknowledged} of the "
-                f"{self.replicas} replicas HOOKSPAWN_REDIS_MIN_REPLICAS_ACK asks for "
-                f"acknowledged it within {self.timeout_ms} ms",
-                acknowledged=acknowledged,
-                wanted=self.replicas,
-            )
-
-
-#: no replica asked for: a write counts once the primary answered it
-NO_ACK = ReplicaAck(0)
 
 
 def run_replicated(

@@ -25,7 +25,8 @@ from workers.delivery.task_message import TaskMessages
 from workers.github.client import GitHubApp
 from workers.github.connections import ConnectionStore
 from workers.github.token_cache import TokenCache
-from workers.redis_connection import RedisTarget, ReplicaAck, redis_client
+from workers.redis_connection import redis_client
+from workers.redis_target import RedisTarget, ReplicaAck
 from workers.session.audit import SessionAudit
 from workers.session.broker import Broker
 from workers.session.credentials import SessionCredentials

@@ -18,7 +18,7 @@ from pydantic_settings import (
 )
 
 from agents.sandbox.domains import domain_problem
-from workers.redis_connection import RedisTarget, ReplicaAck, Sentinels
+from workers.redis_target import RedisTarget, ReplicaAck, Sentinels
 from workers.secret_files import SecretFileSource
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")

@@ -43,7 +43,7 @@ from hookspawn.serve.session_sandbox import (
 )
 from workers.github.app_registration import SECRET_FILE, data_dir_secret
 from workers.lifeline import tied_to_this_process
-from workers.redis_connection import Sentinels
+from workers.redis_target import Sentinels
 from workers.session.runner.command import Account, account_of
 from workers.session.runner.roots import WorkspacesUnavailable, open_workspaces, runner_readable_dir
 from workers.settings import Settings

@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from workers.celery_app import celery_config
-from workers.redis_connection import Sentinels
+from workers.redis_target import Sentinels
 from workers.settings import Settings
 
 SENTINEL_VARIABLES = (

@@ -21,7 +21,8 @@ from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.record_pipe import RecordPipe
 from workers.delivery.scripts import RECORD
 from workers.errors import StoreNotReplicated
-from workers.redis_connection import ReplicaAck, redis_client
+from workers.redis_connection import redis_client
+from workers.redis_target import ReplicaAck
 
 QUEUE = "sentinel-test-queue"
 

@@ -30,7 +30,8 @@ from workers.delivery.scripts import (
     Arg,
     finish_call,
 )
-from workers.redis_connection import NO_ACK, ReplicaAck, run_replicated
+from workers.redis_connection import run_replicated
+from workers.redis_target import NO_ACK, ReplicaAck
 from workers.session.records import SESSION_RETENTION, retention_seconds
 
 

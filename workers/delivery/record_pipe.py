@@ -41,7 +41,7 @@ from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.connection import SSLConnection, parse_url
 
 from workers.errors import StoreNotReplicated
-from workers.redis_connection import NO_ACK, RedisTarget, ReplicaAck, Sentinels
+from workers.redis_target import NO_ACK, RedisTarget, ReplicaAck, Sentinels
 
 __all__ = ["RecordPipe", "RecordPipeError", "encode_command", "supports"]
 

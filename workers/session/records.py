@@ -22,7 +22,8 @@ from triggers.json_codec import dump_json, load_body
 from triggers.session.spec import SessionSpec
 from workers import keys
 from workers.errors import SessionRecordInvalid
-from workers.redis_connection import NO_ACK, ReplicaAck, run_replicated
+from workers.redis_connection import run_replicated
+from workers.redis_target import NO_ACK, ReplicaAck
 from workers.session.run_record import SessionRun, parse_run
 from workers.session.status import SessionStatus
 from workers.timestamps import parse_iso

@@ -332,8 +332,23 @@ def documented_settings() -> set[str]:
     }
 
 
+#: the settings of a Redis watched by Sentinel: compose runs its own single Redis instead
+#: (docs/configuration.md says so under the table)
+SENTINEL_SETTINGS = {
+    "HOOKSPAWN_REDIS_SENTINELS",
+    "HOOKSPAWN_REDIS_SENTINEL_MASTER",
+    "HOOKSPAWN_REDIS_PASSWORD",
+    "HOOKSPAWN_REDIS_SENTINEL_PASSWORD",
+    "HOOKSPAWN_REDIS_PASSWORD_FILE",
+    "HOOKSPAWN_REDIS_SENTINEL_PASSWORD_FILE",
+    "HOOKSPAWN_REDIS_MIN_REPLICAS_ACK",
+    "HOOKSPAWN_REDIS_ACK_TIMEOUT",
+}
+
+
 def test_every_documented_setting_is_passed(compose: dict[str, Any]) -> None:
-    documented = documented_settings()
+    documented = documented_settings() - SENTINEL_SETTINGS
+    assert SENTINEL_SETTINGS <= documented_settings()  # each named in the table
     assert {"HOOKSPAWN_TRUSTED_PROXIES", "HOOKSPAWN_SESSION_DISK_LIMIT"} <= documented
     for service in HOOKSPAWN_SERVICES:
         env = compose["services"][service]["environment"]

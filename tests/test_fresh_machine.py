@@ -439,7 +439,10 @@ def test_doctor_reports_each_program_and_fails_without_the_runners(
     monkeypatch.setenv("PATH", path_without(tmp_path, ABSENT))
     assert cli.main(["doctor"]) == 1
     lines = capsys.readouterr().out.splitlines()
-    by_tool = {line.split()[0]: line for line in lines[: len(TOOLS)]}
+    # the configuration it sees first (a heading, then indented lines), then a line a program
+    programs = [line for line in lines[1:] if not line.startswith(" ")][: len(TOOLS)]
+    assert lines[0] == "configuration:"
+    by_tool = {line.split()[0]: line for line in programs}
     assert set(by_tool) == {tool.name for tool in TOOLS}
     for tool in TOOLS:
         line = by_tool[tool.name]

@@ -87,8 +87,9 @@ def test_a_failed_session_shows_as_failed_wherever_its_delivery_is_read(
     assert show.returncode == 0
     assert f"session {session_id} (failed)" in show.stdout
     assert "SESSIONS" in table.stdout and "1 failed" in table.stdout
-    # not a green `dispatched`: the session's badge, red
-    assert 'class="badge dispatched"' not in ui_list
+    # the delivery's word (dispatched, handed on: blue, never the green of success) and the
+    # session's own badge, red
+    assert 'class="badge dispatched">dispatched 1<' in ui_list
     assert 'class="badge session-failed">session failed: setup_failed<' in ui_list
     assert 'class="badge session-failed">failed: setup_failed<' in ui_page
     assert session_id in failed.stdout and "STATUS" in failed.stdout

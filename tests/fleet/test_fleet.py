@@ -300,7 +300,8 @@ def fleet(redis_url: str, shared_dir: Path, origin: Origin) -> Iterator[Fleet]:
             wait_answering(proc, f"http://127.0.0.1:{port}", WAIT)
         for proc in workers + runners:
             wait_ready(proc, WAIT)
-        synced = fleet.http.post("/connections/sync")
+        # the first request of a just-started web on a busy machine: its own, longer wait
+        synced = fleet.http.post("/connections/sync", timeout=WAIT)
         assert synced.status_code == 200, synced.text
         yield fleet
 

@@ -90,7 +90,7 @@ def test_a_failed_session_shows_as_failed_wherever_its_delivery_is_read(
     # the delivery's word (dispatched, handed on: blue, never the green of success) and the
     # session's own badge, red
     assert 'class="badge dispatched">dispatched 1<' in ui_list
-    assert 'class="badge session-failed">session failed: setup_failed<' in ui_list
+    assert 'class="badge session-failed">failed: setup_failed<' in ui_list
     assert 'class="badge session-failed">failed: setup_failed<' in ui_page
     assert session_id in failed.stdout and "STATUS" in failed.stdout
     assert "failed setup_failed" in failed.stdout

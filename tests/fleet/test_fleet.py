@@ -301,7 +301,11 @@ def fleet(redis_url: str, shared_dir: Path, origin: Origin) -> Iterator[Fleet]:
         for proc in workers + runners:
             wait_ready(proc, WAIT)
         # the first request of a just-started web on a busy machine: its own, longer wait
-        synced = fleet.http.post("/connections/sync", timeout=WAIT)
+        try:
+            synced = fleet.http.post("/connections/sync", timeout=WAIT)
+        except httpx.HTTPError as exc:
+            logs = "\n".join(f"--- {proc.name}:\n{proc.tail(1500)}" for proc in fleet.procs)
+            pytest.fail(f"the first sync got no answer ({exc!r}); the processes' logs:\n{logs}")
         assert synced.status_code == 200, synced.text
         yield fleet
 

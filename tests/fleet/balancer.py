@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import socket
 import threading
+import time
 from collections import Counter
 from types import TracebackType
 
@@ -23,6 +24,9 @@ class Balancer:
         self._turn = itertools.count()
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
+        self._closed = False
+        #: what accept() raised while the balancer was open (it went on after each)
+        self.accept_errors: list[str] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = int(self._listener.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
@@ -38,6 +42,7 @@ class Balancer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._closed = True
         with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not)
         self._listener.close()
@@ -48,6 +53,10 @@ class Balancer:
                 sock.close()
         self._thread.join(5)
 
+    @property
+    def accepting(self) -> bool:
+        return self._thread.is_alive()
+
     def counts(self) -> dict[int, int]:
         with self._lock:
             return {port: self.connections[port] for port in self.backends}
@@ -56,8 +65,14 @@ class Balancer:
         while True:
             try:
                 client, _ = self._listener.accept()
-            except OSError:
-                return  # closed
+            except OSError as exc:
+                if self._closed:
+                    return
+                # a connection that went away before it was accepted, or a passing shortage of
+                # descriptors: the balancer goes on, as a real one would, and says so
+                self.accept_errors.append(repr(exc))
+                time.sleep(0.05)
+                continue
             port = self.backends[next(self._turn) % len(self.backends)]
             threading.Thread(target=self._join, args=(client, port), daemon=True).start()
 

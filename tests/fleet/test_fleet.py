@@ -305,7 +305,13 @@ def fleet(redis_url: str, shared_dir: Path, origin: Origin) -> Iterator[Fleet]:
             synced = fleet.http.post("/connections/sync", timeout=WAIT)
         except httpx.HTTPError as exc:
             logs = "\n".join(f"--- {proc.name}:\n{proc.tail(1500)}" for proc in fleet.procs)
-            pytest.fail(f"the first sync got no answer ({exc!r}); the processes' logs:\n{logs}")
+            state = (
+                f"balancer accepting: {fleet.admin.accepting}, accept errors "
+                f"{fleet.admin.accept_errors}, connections {fleet.admin.counts()}"
+            )
+            pytest.fail(
+                f"the first sync got no answer ({exc!r}); {state}; the processes' logs:\n{logs}"
+            )
         assert synced.status_code == 200, synced.text
         yield fleet
 

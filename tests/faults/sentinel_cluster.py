@@ -268,6 +268,36 @@ def run_drill(
     return drill
 
 
+def unsettled_report(cluster: SentinelCluster, drill: Drill) -> str:
+    """What the store holds of the first unsettled deliveries (lease left, sweeps, attempts)
+    and the workers' warnings and errors: where the stream stopped."""
+    client = cluster.store()
+    now = time.time()
+    lines = [f"unsettled ({len(drill.unsettled)}): {drill.unsettled[:10]}"]
+    try:
+        for entry in drill.unsettled[:5]:
+            delivery = entry.split("=", 1)[0]
+            score = client.zscore(keys.PENDING, delivery)
+            swept = client.hget(keys.SWEPT, delivery)
+            fields = client.hmget(keys.delivery(delivery), "attempts", "claims", "error")
+            left = "not pending" if score is None else f"lease {score - now:+.1f}s"
+            lines.append(f"  {delivery}: {left}, swept {swept!r}, attempts/claims/error {fields}")
+        lines.append(f"  queue lengths: { {k: client.llen(k) for k in ('celery', 'hookspawn')} }")
+    finally:
+        client.close()
+    for proc in cluster.procs:
+        if proc.name != "worker":
+            continue
+        said = [
+            line
+            for line in proc.log_text().splitlines()
+            if "WARNING" in line or "ERROR" in line or "Traceback" in line
+        ]
+        lines.append(f"  {proc.log.name}: {len(said)} warning/error lines, last ones:")
+        lines.extend(f"    {line[:300]}" for line in said[-15:])
+    return "\n".join(lines)
+
+
 def audit(cluster: SentinelCluster, drill: Drill, timeout: float) -> None:
     """Every 202 recorded, processed, its spawns created once; nothing created twice."""
     accepted = [a.delivery for a in drill.accepted]
@@ -283,7 +313,7 @@ def audit(cluster: SentinelCluster, drill: Drill, timeout: float) -> None:
         return not drill.unsettled
 
     try:
-        wait_for(settled, timeout, 0.5, what=lambda: f"unsettled: {drill.unsettled[:10]}")
+        wait_for(settled, timeout, 0.5, what=lambda: unsettled_report(cluster, drill))
     except BaseException:
         if not drill.lost:
             raise  # with losses (MIN_REPLICAS_ACK=0) the report says what was not settled

@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hookspawn.serve.redis_server import RedisServer, free_port  # noqa: E402
+from tests import loopback  # noqa: E402
 from tests.conftest import webhook_headers  # noqa: E402
 from workers import keys  # noqa: E402
 
@@ -137,7 +138,7 @@ class Runner:
             self._start(base, "worker", "worker", "--concurrency", "2"),
             self._start(base, "runner", "runner"),
         ]
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+        self.http = loopback.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
         deadline = time.monotonic() + 30
         while True:
             try:

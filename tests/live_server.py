@@ -15,6 +15,7 @@ import uvicorn
 from hookspawn.serve.redis_server import free_port
 from hookspawn.web.server.http_server import listen, web_config
 from hookspawn.web.server.listeners import listening_app
+from tests import loopback
 from tests.conftest import wait_for
 from workers.runtime import Runtime
 
@@ -40,7 +41,7 @@ def live_server(app: Any, port: int | None = None) -> Iterator[str]:
 
 @contextmanager
 def live_client(app: Any, port: int | None = None) -> Iterator[httpx.Client]:
-    with live_server(app, port) as url, httpx.Client(base_url=url, timeout=30) as client:
+    with live_server(app, port) as url, loopback.Client(base_url=url, timeout=30) as client:
         yield client
 
 

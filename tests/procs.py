@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 
 from hookspawn.serve.redis_server import free_port
+from tests import loopback
 from tests.conftest import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,7 +166,7 @@ def wait_answering(proc: Proc, url: str, timeout: float) -> None:
         if not proc.alive():
             raise RuntimeError(f"{proc.name} exited with {proc.popen.returncode}:\n{proc.tail()}")
         try:
-            return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+            return loopback.get(f"{url}/healthz", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -210,7 +211,7 @@ def wait_serving(served: Served, timeout: float = SERVE_READY_TIMEOUT) -> None:
                 f"serve exited with {served.proc.popen.returncode}:\n{served.proc.log_text()}"
             )
         try:
-            if httpx.get(f"{served.url}/readyz", timeout=1).status_code != 200:
+            if loopback.get(f"{served.url}/readyz", timeout=1).status_code != 200:
                 return False
         except httpx.HTTPError:
             return False

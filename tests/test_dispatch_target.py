@@ -6,8 +6,7 @@ import json
 import socket
 from urllib.parse import urlsplit
 
-import httpx
-
+from tests import loopback
 from tests.conftest import wait_for
 from tests.dispatch_target import dispatch_target
 
@@ -30,10 +29,10 @@ def test_a_body_cut_short_is_refused_and_creates_no_session() -> None:
 
         # the same key sent whole afterwards is created, once
         spec = {"id": "hs-1", "agent": "a"}
-        created = httpx.post(
+        created = loopback.post(
             target.url, content=json.dumps(spec), headers={"Idempotency-Key": "hs-1"}
         )
-        again = httpx.post(
+        again = loopback.post(
             target.url, content=json.dumps(spec), headers={"Idempotency-Key": "hs-1"}
         )
         assert (created.status_code, again.status_code) == (201, 409)

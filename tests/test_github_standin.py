@@ -10,6 +10,7 @@ import httpx
 import jwt
 import pytest
 
+from tests import loopback
 from tests.github_standin import GitHubStandin, key_pair, other_private_key_pem
 
 APP_ID = "4242"
@@ -34,7 +35,7 @@ def app_jwt(
 
 
 def mint(gh: GitHubStandin, installation_id: int, body: object) -> httpx.Response:
-    return httpx.post(
+    return loopback.post(
         f"{gh.url}/app/installations/{installation_id}/access_tokens",
         json=body,
         headers=app_jwt(gh.private_key_pem),
@@ -43,7 +44,7 @@ def mint(gh: GitHubStandin, installation_id: int, body: object) -> httpx.Respons
 
 class TestAppJwt:
     def test_a_valid_jwt_is_accepted(self, gh: GitHubStandin) -> None:
-        answer = httpx.get(f"{gh.url}/app", headers=app_jwt(gh.private_key_pem))
+        answer = loopback.get(f"{gh.url}/app", headers=app_jwt(gh.private_key_pem))
         assert answer.status_code == 200
         assert answer.json()["id"] == int(APP_ID)
 
@@ -59,12 +60,12 @@ class TestAppJwt:
         ],
     )
     def test_a_bad_jwt_is_refused(self, gh: GitHubStandin, headers: dict[str, str]) -> None:
-        answer = httpx.get(f"{gh.url}/app/installations", headers=headers)
+        answer = loopback.get(f"{gh.url}/app/installations", headers=headers)
         assert answer.status_code == 401
         assert "message" in answer.json()
 
     def test_installation_routes_want_an_issued_token_not_a_jwt(self, gh: GitHubStandin) -> None:
-        answer = httpx.get(
+        answer = loopback.get(
             f"{gh.url}/installation/repositories", headers=app_jwt(gh.private_key_pem)
         )
         assert answer.status_code == 401
@@ -86,7 +87,7 @@ class TestAccessTokens:
 
     def test_the_token_lists_only_its_repositories(self, gh: GitHubStandin) -> None:
         token = mint(gh, 7, {"repository_ids": [103, 101], "permissions": {"metadata": "read"}})
-        answer = httpx.get(
+        answer = loopback.get(
             f"{gh.url}/installation/repositories",
             headers={"Authorization": f"token {token.json()['token']}"},
         )
@@ -120,7 +121,7 @@ class TestAccessTokens:
     def test_a_deleted_installation_revokes_its_tokens(self, gh: GitHubStandin) -> None:
         token = mint(gh, 7, {"permissions": {"metadata": "read"}}).json()["token"]
         gh.delete_installation(7)
-        answer = httpx.get(
+        answer = loopback.get(
             f"{gh.url}/installation/repositories", headers={"Authorization": f"token {token}"}
         )
         assert answer.status_code == 401
@@ -129,7 +130,7 @@ class TestAccessTokens:
         with GitHubStandin(app_id=APP_ID, token_ttl=0) as gh:
             gh.add_installation(7, "acme", repositories=[(101, "acme/api")])
             token = mint(gh, 7, {"permissions": {"metadata": "read"}}).json()["token"]
-            answer = httpx.get(
+            answer = loopback.get(
                 f"{gh.url}/installation/repositories",
                 headers={"Authorization": f"token {token}"},
             )
@@ -139,11 +140,11 @@ class TestAccessTokens:
 class TestPaginationAndRecording:
     def test_installations_page_with_link_headers(self, gh: GitHubStandin) -> None:
         gh.add_installation(9, "gamma")
-        first = httpx.get(f"{gh.url}/app/installations", headers=app_jwt(gh.private_key_pem))
+        first = loopback.get(f"{gh.url}/app/installations", headers=app_jwt(gh.private_key_pem))
         assert [i["id"] for i in first.json()] == [7, 8]
         assert first.links["next"]["url"].endswith("per_page=2&page=2")
         assert first.links["last"]["url"].endswith("page=2")
-        second = httpx.get(first.links["next"]["url"], headers=app_jwt(gh.private_key_pem))
+        second = loopback.get(first.links["next"]["url"], headers=app_jwt(gh.private_key_pem))
         assert [i["id"] for i in second.json()] == [9]
         assert "next" not in second.links
         assert second.links["prev"]["url"].endswith("page=1")
@@ -151,7 +152,7 @@ class TestPaginationAndRecording:
     def test_every_request_is_recorded(self, gh: GitHubStandin) -> None:
         assert gh.count() == 0
         mint(gh, 7, {"repository_ids": [101], "permissions": {"metadata": "read"}})
-        httpx.get(f"{gh.url}/nowhere")
+        loopback.get(f"{gh.url}/nowhere")
         assert gh.count() == 2
         assert gh.count("access_tokens") == 1
         recorded = gh.requests[0]
@@ -191,7 +192,7 @@ class TestInjectedFailures:
     def test_a_delay_outlasts_the_client_timeout(self, gh: GitHubStandin) -> None:
         gh.fail_next("installations", "timeout", delay=2.0)
         with pytest.raises(httpx.ReadTimeout):
-            httpx.get(
+            loopback.get(
                 f"{gh.url}/app/installations", headers=app_jwt(gh.private_key_pem), timeout=0.2
             )
 
@@ -203,7 +204,7 @@ class TestInjectedFailures:
     def test_failures_are_per_route(self, gh: GitHubStandin) -> None:
         gh.fail_next("installations", "server_error")
         assert mint(gh, 7, {"permissions": {"metadata": "read"}}).status_code == 201
-        listed = httpx.get(f"{gh.url}/app/installations", headers=app_jwt(gh.private_key_pem))
+        listed = loopback.get(f"{gh.url}/app/installations", headers=app_jwt(gh.private_key_pem))
         assert listed.status_code == 500
 
     def test_unknown_route_or_kind_is_a_test_bug(self, gh: GitHubStandin) -> None:
@@ -217,19 +218,19 @@ class TestHookDeliveries:
     def test_deliveries_newest_first_with_cursor(self, gh: GitHubStandin) -> None:
         for n in (1, 2, 3):
             gh.add_hook_delivery(n, guid=f"guid-{n}", event="push", installation_id=7)
-        first = httpx.get(f"{gh.url}/app/hook/deliveries", headers=app_jwt(gh.private_key_pem))
+        first = loopback.get(f"{gh.url}/app/hook/deliveries", headers=app_jwt(gh.private_key_pem))
         assert [d["guid"] for d in first.json()] == ["guid-3", "guid-2"]
-        second = httpx.get(first.links["next"]["url"], headers=app_jwt(gh.private_key_pem))
+        second = loopback.get(first.links["next"]["url"], headers=app_jwt(gh.private_key_pem))
         assert [d["id"] for d in second.json()] == [1]
         assert "next" not in second.links
 
     def test_redelivery_attempts(self, gh: GitHubStandin) -> None:
         gh.add_hook_delivery(5, guid="g5", event="issues", action="opened")
         auth = app_jwt(gh.private_key_pem)
-        assert httpx.post(f"{gh.url}/app/hook/deliveries/5/attempts", headers=auth).status_code == (
-            202
-        )
-        assert httpx.post(f"{gh.url}/app/hook/deliveries/6/attempts", headers=auth).status_code == (
-            404
-        )
+        assert loopback.post(
+            f"{gh.url}/app/hook/deliveries/5/attempts", headers=auth
+        ).status_code == (202)
+        assert loopback.post(
+            f"{gh.url}/app/hook/deliveries/6/attempts", headers=auth
+        ).status_code == (404)
         assert gh.redelivered == [5]

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import loopback
 from tests.model_standins import (
     SCRIPT_ENDED,
     Answer,
@@ -39,7 +40,7 @@ def events(response: httpx.Response) -> list[tuple[str, dict[str, Any]]]:
 def messages(
     standin: AnthropicStandin, body: dict[str, Any], key: str = KEY, **headers: str
 ) -> httpx.Response:
-    return httpx.post(
+    return loopback.post(
         f"{standin.url}/v1/messages",
         json=body,
         headers={"x-api-key": key, "anthropic-version": "2023-06-01", **headers},
@@ -113,15 +114,15 @@ def test_anthropic_side_calls_take_no_turn_and_a_finished_script_says_so() -> No
         assert side.status_code == 200
         assert side.json()["content"][0]["type"] == "text"
         assert side.json()["stop_reason"] == "end_turn"
-        counted = httpx.post(
+        counted = loopback.post(
             f"{model.url}/v1/messages/count_tokens", json=turn_body(), headers={"x-api-key": KEY}
         )
         assert counted.status_code == 200 and counted.json()["input_tokens"] >= 1
-        listed = httpx.get(f"{model.url}/v1/models", headers={"x-api-key": KEY})
+        listed = loopback.get(f"{model.url}/v1/models", headers={"x-api-key": KEY})
         assert [m["id"] for m in listed.json()["data"]] == ["standin-model"]
         hello = httpx.head(f"{model.url}/api/hello", headers={"x-api-key": KEY})
         assert hello.status_code == 200
-        unknown = httpx.get(f"{model.url}/v1/files", headers={"x-api-key": KEY})
+        unknown = loopback.get(f"{model.url}/v1/files", headers={"x-api-key": KEY})
         assert unknown.status_code == 404
         assert unknown.json()["error"]["message"] == "the Anthropic stand-in has no GET /v1/files"
         assert model.turns_taken == 0
@@ -165,7 +166,7 @@ def test_anthropic_refuses_a_wrong_key_as_the_api_does() -> None:
 def responses(
     standin: OpenAIStandin, body: dict[str, Any], key: str = OPENAI_KEY
 ) -> httpx.Response:
-    return httpx.post(
+    return loopback.post(
         f"{standin.url}/responses", json=body, headers={"Authorization": f"Bearer {key}"}
     )
 
@@ -243,7 +244,9 @@ def test_openai_turns_stream_function_calls_namespaced_or_not_then_the_answer() 
         assert model.instructions(turns[0]) == "Base instructions.\nYou are the widget agent."
         assert model.user_texts(turns[0]) == ["Go"]
         assert model.tool_results(turns[1]) == ["# hi"]
-        models = httpx.get(f"{model.url}/models", headers={"Authorization": f"Bearer {OPENAI_KEY}"})
+        models = loopback.get(
+            f"{model.url}/models", headers={"Authorization": f"Bearer {OPENAI_KEY}"}
+        )
         assert models.json()["data"][0]["id"] == "standin-model"
 
 

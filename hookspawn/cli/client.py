@@ -48,6 +48,8 @@ class Server:
         """One request; an unreachable server is a CommandError naming it."""
         import httpx  # here: a command that asks no server (`check`) loads no HTTP client
 
+        from workers.tls import tls_context
+
         auth = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         target = self.base + path
         try:
@@ -59,6 +61,7 @@ class Server:
                 params={k: v for k, v in (params or {}).items() if v is not None},
                 headers={**auth, **(headers or {})},
                 timeout=self.timeout,
+                verify=tls_context(),
             )
         except httpx.InvalidURL as exc:
             raise CommandError(f"{target}: not a valid URL: {exc}", exit_code=2) from None

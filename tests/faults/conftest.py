@@ -31,6 +31,7 @@ import pytest
 import redis
 
 from hookspawn.serve.redis_server import RedisServer, free_port
+from tests import loopback
 from tests.conftest import WEBHOOKS, wait_for, webhook_headers
 from tests.dispatch_target import DispatchTarget
 from tests.github_standin import ROUTES, GitHubStandin, _Answer
@@ -109,7 +110,7 @@ AGENTS = {
 
 def web_client(url: str) -> httpx.Client:
     """A client that never reuses a keep-alive connection uvicorn (5s idle) may be closing."""
-    return httpx.Client(base_url=url, timeout=30, limits=httpx.Limits(keepalive_expiry=2.0))
+    return loopback.Client(base_url=url, timeout=30, limits=httpx.Limits(keepalive_expiry=2.0))
 
 
 #: how long anything may take on a busy 2-core machine before a wait fails

@@ -28,6 +28,7 @@ import pytest
 import redis
 
 from hookspawn.serve.redis_server import free_port
+from tests import loopback
 from tests.conftest import SECRET, wait_for, webhook_headers
 from tests.fleet.balancer import Balancer
 from tests.git_server import GitServer
@@ -117,7 +118,7 @@ class Fleet:
         self.procs: list[Proc] = []
         self.runners: dict[str, Proc] = {}
         self.hosts: dict[str, Host] = {}
-        self.http = httpx.Client(base_url=admin.url, timeout=30)
+        self.http = loopback.Client(base_url=admin.url, timeout=30)
 
     def host(self, name: str) -> Host:
         host = Host(name, self.shared_dir / name)

@@ -14,6 +14,7 @@ import httpx
 import redis
 
 from hookspawn.serve.redis_server import free_port
+from tests import loopback
 from tests.conftest import SECRET, webhook_headers
 from tests.hookspawn.web.intake.test_receiver import snapshot
 from tests.procs import HOOKSPAWN, Proc, environment, launch, wait_answering
@@ -110,6 +111,6 @@ def signed_delivery(url: str, body: bytes) -> tuple[int, float]:
     """POST a signed delivery on a fresh connection: its status and how long the answer took."""
     headers = webhook_headers(body, "issues", f"d-{uuid.uuid4().hex[:16]}")
     started = time.monotonic()
-    with httpx.Client(timeout=30) as client:
+    with loopback.Client(timeout=30) as client:
         status = client.post(f"{url}/webhooks/github", content=body, headers=headers).status_code
     return status, time.monotonic() - started

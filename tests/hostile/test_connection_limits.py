@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
 import orjson
 import pytest
 from pydantic import ValidationError
 
 from hookspawn.serve.redis_server import RedisServer
+from tests import loopback
 from tests.conftest import WEBHOOKS, wait_for, webhook_headers
 from tests.hookspawn.serve.test_serve import (
     served as served,  # `hookspawn serve`: embedded Redis, web, worker
@@ -185,7 +185,7 @@ def test_500_slow_connections_are_cut_at_the_header_deadline(web: Web) -> None:
 def assert_clean_log(web: Web) -> None:
     """A refused attack is routine: nothing in the web's log reads as an error."""
     # a round trip through the event loop: what the refusals woke up has run by its answer
-    assert httpx.get(f"{web.url}/healthz", timeout=10).status_code == 200
+    assert loopback.get(f"{web.url}/healthz", timeout=10).status_code == 200
     text = web.proc.log_text()
     for sign in ("Traceback", "Exception in ASGI application", "ERROR"):
         assert sign not in text, text[-3000:]
@@ -340,7 +340,7 @@ def test_idle_declared_bodies_take_no_budget_from_a_signed_delivery(web: Web) ->
         reader.poll(0.5)
         assert not any(reader.answered(i) for i in range(len(socks)))  # all still held open
         delivery = f"beside-idle-{uuid.uuid4().hex[:12]}"
-        with httpx.Client(base_url=web.url, timeout=30) as client:
+        with loopback.Client(base_url=web.url, timeout=30) as client:
             answer = client.post(
                 "/webhooks/github",
                 content=DELIVERY,

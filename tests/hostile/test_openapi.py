@@ -25,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import pytest
 import redis
 import schemathesis
@@ -36,6 +35,7 @@ from schemathesis.core.result import Ok
 
 from hookspawn.serve.redis_server import RedisServer
 from hookspawn.web.api import create_app
+from tests import loopback
 from tests.conftest import make_settings
 from tests.live_server import live_server
 from tests.suite_marks import marks_tests
@@ -184,7 +184,7 @@ def findings(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
     )
     found = Findings()
     app = create_app(rt)
-    with live_server(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+    with live_server(app) as url, loopback.Client(base_url=url, timeout=30) as http:
         found.document = http.get("/openapi.json", headers=AUTH).json()
         exercise(url, found)
         for path in DOCUMENT_PAGES:

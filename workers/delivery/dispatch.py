@@ -13,6 +13,7 @@ from triggers.signature import sign
 from workers import metrics
 from workers.errors import DispatchUnavailable
 from workers.session.records import SessionStore
+from workers.tls import tls_context
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class HttpDispatcher:
         self.secret = secret or None
         self.tries = tries
         self.pause = pause
-        self._client = httpx.Client(timeout=timeout)
+        self._client = httpx.Client(timeout=timeout, verify=tls_context())
 
     def dispatch(self, spec: SessionSpec) -> bool:
         body = spec.to_bytes()

@@ -27,6 +27,7 @@ from triggers.spawn_plan import (
     spawn_id,
 )
 from triggers.spawn_rules import Refusal
+from triggers.timestamps import now_iso
 from workers import metrics
 from workers.agents_source import AgentsSource
 from workers.delivery.dispatch import Dispatcher
@@ -39,7 +40,6 @@ from workers.github.lifecycle import LIFECYCLE_EVENTS
 from workers.github.minting import mint_or_refuse
 from workers.github.token_cache import TokenCache
 from workers.session.records import SpawnRecords
-from workers.timestamps import now_iso
 
 log = logging.getLogger(__name__)
 

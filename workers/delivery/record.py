@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triggers.intake import DeliveryIdentity, ParsedDelivery, identity_of
-from workers.timestamps import iso_z
+from triggers.timestamps import iso_z
 
 __all__ = ["FAILED", "PROCESSED", "QUEUED", "Delivery", "NewDelivery", "iso", "parse_record"]
 

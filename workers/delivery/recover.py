@@ -20,10 +20,10 @@ from typing import TextIO, cast
 
 import redis
 
+from triggers.timestamps import iso_z
 from workers import keys
 from workers.errors import WorkerError
 from workers.github.client import GitHubApp, HookDelivery
-from workers.timestamps import iso_z
 
 __all__ = ["Missed", "RecoverReport", "find_missed", "format_report", "recover"]
 

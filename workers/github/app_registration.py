@@ -114,12 +114,15 @@ def convert_code(api_url: str, code: str | None, *, timeout: float = 15.0) -> di
         )
     import httpx  # here: every command reads the App kept here (`with_registered_app`), few convert
 
+    from workers.tls import tls_context
+
     url = f"{api_url.rstrip('/')}/app-manifests/{code}/conversions"
     try:
         answer = httpx.post(
             url,
             headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"},
             timeout=timeout,
+            verify=tls_context(),
         )
     except httpx.HTTPError as exc:
         raise GitHubUnavailable(f"GitHub could not be reached for the conversion: {exc}") from None

@@ -6,9 +6,7 @@ by `workers.github.errors`. Installation tokens never appear in an exception, a 
 
 from __future__ import annotations
 
-import functools
 import logging
-import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,9 +19,10 @@ from githubkit import AppAuthStrategy, GitHub, TokenAuthStrategy
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException
 
+from triggers.timestamps import parse_iso
 from workers.errors import ConfigurationError, GitHubUnavailable
 from workers.github.errors import GitHubCall, classify, counted, unreadable
-from workers.timestamps import parse_iso
+from workers.tls import tls_context
 
 if TYPE_CHECKING:
     from githubkit.response import Response
@@ -88,15 +87,6 @@ class HookDelivery:
     @property
     def succeeded(self) -> bool:
         return 200 <= self.status_code < 300
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """The TLS context every GitHub client of the process verifies with, built once: httpx
-    builds one for each new client otherwise (loading the CA bundle each time), and githubkit
-    makes a client for each request outside a `with` block (a mint, a revocation, a tool
-    call's token)."""
-    return httpx.create_ssl_context()
 
 
 class GitHubApp:

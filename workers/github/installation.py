@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from workers.timestamps import iso_z, parse_iso
+from triggers.timestamps import iso_z, parse_iso
 
 __all__ = [
     "Change",

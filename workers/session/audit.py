@@ -16,9 +16,9 @@ from typing import Any, cast
 
 import redis
 
+from triggers.timestamps import now_iso
 from workers import keys, metrics
 from workers.session.records import SESSION_RETENTION, retention_seconds
-from workers.timestamps import now_iso
 
 __all__ = ["AUDIT_LIMIT", "FAILURE_LIMIT", "FAILURE_WINDOW", "SessionAudit"]
 

@@ -31,6 +31,7 @@ from triggers.session.access import (
 from triggers.session.spec import SessionSpec
 from triggers.session.url_rewrite import parse_rewrites
 from triggers.spawn_rules import Grant, Refusal
+from triggers.timestamps import iso_z
 from workers import keys
 from workers.errors import (
     BrokerDenied,
@@ -48,7 +49,6 @@ from workers.session.audit import SessionAudit
 from workers.session.credentials import SessionCredentials
 from workers.session.records import SessionStore
 from workers.session.tokens import Revoked, SessionTokens
-from workers.timestamps import iso_z
 
 __all__ = ["Broker", "GitRequest"]
 

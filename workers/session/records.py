@@ -20,13 +20,13 @@ from triggers.body_codec import pack, unpack
 from triggers.envelope import build_envelope, session_input
 from triggers.json_codec import dump_json, load_body
 from triggers.session.spec import SessionSpec
+from triggers.timestamps import parse_iso
 from workers import keys
 from workers.errors import SessionRecordInvalid
 from workers.redis_connection import run_replicated
 from workers.redis_target import NO_ACK, ReplicaAck
 from workers.session.run_record import SessionRun, parse_run
 from workers.session.status import SessionStatus
-from workers.timestamps import parse_iso
 
 # Lua, shared by every script that writes sessions: store one session record (a hash whose
 # first field is `spec`, the JSON spec without its input, then the given field/value pairs)

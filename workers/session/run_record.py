@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from triggers.timestamps import iso_z, parse_iso
 from workers.errors import SessionRecordInvalid
 from workers.session.status import SessionStatus
-from workers.timestamps import iso_z, parse_iso
 
 __all__ = ["TIME_ORDER", "Failure", "HarnessUsage", "HarnessView", "SessionRun", "parse_run"]
 

@@ -13,6 +13,7 @@ import redis
 from pydantic import Field
 
 from triggers.session.spec import SessionSpec
+from triggers.timestamps import now_iso
 from workers import keys
 from workers.session.credentials import (
     CREDENTIAL_TTL,
@@ -28,7 +29,6 @@ from workers.session.run_record import (
     parse_run,
 )
 from workers.session.status import ACTIVE, TERMINAL, SessionStatus, lua_is, lua_literal
-from workers.timestamps import now_iso
 
 __all__ = ["ACTIVE", "TERMINAL", "RunnerCounts", "SessionRuns", "SessionWithRun"]
 

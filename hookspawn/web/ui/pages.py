@@ -22,13 +22,13 @@ from hookspawn.web.routes.runner import cancel_session, log_tail, settled
 from hookspawn.web.routes.session_outcomes import latest_outcomes
 from hookspawn.web.ui import logins, overview
 from triggers.session.harness_events import Step, timeline
+from triggers.timestamps import parse_iso
 from workers.delivery.outcome_words import delivery_words
 from workers.delivery.pipeline import SpawnPipeline
 from workers.runtime import Runtime
 from workers.session.run_record import SessionRun
 from workers.session.runner.logs import read_transcript
 from workers.session.status import ACTIVE, SessionStatus
-from workers.timestamps import parse_iso
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 

@@ -16,9 +16,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests import loopback
 from tests.conftest import wait_for
 from tests.procs import Served, environment, serving
 from tests.workers.session.runner.conftest import git
@@ -118,7 +118,7 @@ def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served
     assert follow == f"{served.url}/ui/deliveries/{delivery}"
 
     def processed() -> dict[str, object] | None:
-        body = httpx.get(f"{served.url}/deliveries/{delivery}", timeout=5).json()
+        body = loopback.get(f"{served.url}/deliveries/{delivery}", timeout=5).json()
         return body if body.get("status") == "processed" else None
 
     wait_for(processed, timeout=60)
@@ -131,14 +131,14 @@ def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served
 
     # step 4: the /ui link of the banner opens the overview, whose deliveries list shows the
     # delivery, then its outcome and its session
-    overview = httpx.get(ui.group(1), timeout=5)
+    overview = loopback.get(ui.group(1), timeout=5)
     assert overview.status_code == 200 and 'href="/ui/deliveries"' in overview.text
-    listing = httpx.get(f"{ui.group(1)}/deliveries", timeout=5)
+    listing = loopback.get(f"{ui.group(1)}/deliveries", timeout=5)
     assert listing.status_code == 200 and delivery in listing.text
-    page = httpx.get(follow, timeout=5)
+    page = loopback.get(follow, timeout=5)
     assert page.status_code == 200
     assert "dispatched" in page.text and session in page.text
-    session_page = httpx.get(f"{served.url}/ui/sessions/{session}", timeout=5)
+    session_page = loopback.get(f"{served.url}/ui/sessions/{session}", timeout=5)
     assert session_page.status_code == 200
     assert "pr-review" in session_page.text and "Review #2" in session_page.text
 
@@ -161,7 +161,7 @@ def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served
     ended: dict[str, object] = {}
 
     def session_ended() -> bool:
-        ended.update(httpx.get(f"{served.url}/sessions/{session}", timeout=5).json())
+        ended.update(loopback.get(f"{served.url}/sessions/{session}", timeout=5).json())
         return ended.get("status") in ("succeeded", "failed", "cancelled")
 
     wait_for(session_ended, timeout=120)

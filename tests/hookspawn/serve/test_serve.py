@@ -19,7 +19,7 @@ from hookspawn import cli
 from hookspawn.serve.demo import REPOSITORY
 from hookspawn.serve.demo_repository import demo_repository
 from hookspawn.serve.redis_server import RedisServer, free_port, servers_using
-from tests import tool_marks
+from tests import loopback, tool_marks
 from tests.conftest import wait_for
 from tests.procs import HOOKSPAWN_SCRIPT as HOOKSPAWN
 from tests.procs import Served, environment, launch, start_serve, wait_serving
@@ -187,7 +187,7 @@ def test_serve_accepts_a_sent_payload_refuses_a_second_serve_and_stops_everythin
     assert second.returncode == 1, second.stdout + second.stderr
     assert f"in use by another serve (pid {proc.pid}" in second.stderr
     assert ".hookspawn/serve.lock" in second.stderr
-    assert httpx.get(f"{url}/readyz", timeout=5).status_code == 200
+    assert loopback.get(f"{url}/readyz", timeout=5).status_code == 200
 
     tree = descendants(proc.pid)
     proc.send_signal(signal.SIGTERM)
@@ -217,7 +217,7 @@ def own_agents_session_runs_here(cwd: Path, url: str) -> None:
     outcomes: list[dict[str, str]] = []
 
     def dispatched() -> bool:
-        body = httpx.get(f"{url}/deliveries/{delivery}", timeout=5).json()
+        body = loopback.get(f"{url}/deliveries/{delivery}", timeout=5).json()
         outcomes[:] = body.get("outcomes") or []
         return bool(body.get("status") == "processed")
 
@@ -226,7 +226,7 @@ def own_agents_session_runs_here(cwd: Path, url: str) -> None:
     ended: dict[str, object] = {}
 
     def session_ended() -> bool:
-        ended.update(httpx.get(f"{url}/sessions/{outcomes[0]['sessionId']}", timeout=5).json())
+        ended.update(loopback.get(f"{url}/sessions/{outcomes[0]['sessionId']}", timeout=5).json())
         return ended.get("status") in ("succeeded", "failed", "cancelled")
 
     wait_for(session_ended, timeout=120)
@@ -355,7 +355,7 @@ def test_web_and_worker_start_from_a_directory_that_shadows_their_packages(
                 if proc.poll() is not None:
                     pytest.fail(f"{proc.args!r} exited with {proc.returncode}:\n{log.read_text()}")
             try:
-                answered = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1)
+                answered = loopback.get(f"http://127.0.0.1:{port}/readyz", timeout=1)
             except httpx.HTTPError:
                 return False
             return answered.status_code == 200 and " ready." in worker_log.read_text()

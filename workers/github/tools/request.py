@@ -19,7 +19,7 @@ from githubkit.exception import GitHubException, RequestFailed
 
 from agents.github_tool_arguments import encoded_path, repository_name
 from workers.errors import WorkerError
-from workers.github.client import tls_context
+from workers.tls import tls_context
 
 
 class GitHubToolFailed(WorkerError):

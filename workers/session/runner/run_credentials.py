@@ -18,6 +18,7 @@ import httpx
 from workers.errors import SessionEnded
 from workers.session.credentials import SessionCredentials
 from workers.session.records import SessionStore, StoredSession
+from workers.tls import tls_context
 
 __all__ = ["END_TIMEOUT", "RunCredentials"]
 
@@ -73,6 +74,7 @@ class RunCredentials:
                 f"{url.rstrip('/')}/end",
                 headers={"Authorization": f"Bearer {credential}"},
                 timeout=self.timeout,
+                verify=tls_context(),
             )
         except httpx.HTTPError as exc:
             log.warning(

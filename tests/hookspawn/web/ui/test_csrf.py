@@ -19,6 +19,7 @@ import redis
 from hookspawn.serve.redis_server import RedisServer, free_port
 from hookspawn.web.api import create_app
 from hookspawn.web.ui import logins
+from tests import loopback
 from tests.conftest import make_settings, wait_for
 from tests.hookspawn.web.ui.test_browser import Chromium, chromium_path
 from tests.hostile.conftest import ADMIN_TOKEN, web_process
@@ -61,7 +62,7 @@ class Site:
 
     def signed_in(self) -> httpx.Client:
         """A client of its own, signed in through /ui/login (it keeps the cookie); close it."""
-        client = httpx.Client(base_url=self.url, timeout=30)
+        client = loopback.Client(base_url=self.url, timeout=30)
         assert client.post("/ui/login", data={"token": TOKEN}).status_code == 303
         return client
 
@@ -90,7 +91,7 @@ def site(tmp_path: Path, redis_url: str) -> Iterator[Site]:
 
         await app(scope, receive, spy)
 
-    with live_server(recording) as url, httpx.Client(base_url=url, timeout=30) as client:
+    with live_server(recording) as url, loopback.Client(base_url=url, timeout=30) as client:
         yield Site(rt, url, client, seen)
     rt.close()
 
@@ -110,11 +111,11 @@ def test_each_sign_in_is_its_own_login_in_redis(site: Site, redis_client: redis.
     assert out.status_code == 303
     assert len(list(redis_client.scan_iter("hookspawn:ui-session:*"))) == 1
     # the revoked id is refused even when a client keeps sending it
-    stale = httpx.Client(base_url=site.url, timeout=30)
+    stale = loopback.Client(base_url=site.url, timeout=30)
     stale.cookies.set("hookspawn_session", next(iter(ids - {second.cookies["hookspawn_session"]})))
     assert stale.get("/deliveries").status_code == 401
     assert second.get("/deliveries").status_code == 200  # the other sign-in goes on
-    made_up = httpx.Client(base_url=site.url, timeout=30)
+    made_up = loopback.Client(base_url=site.url, timeout=30)
     made_up.cookies.set("hookspawn_session", "x" * 43)
     assert made_up.get("/deliveries").status_code == 401
     for client in (first, second, stale, made_up):
@@ -258,14 +259,14 @@ def test_secure_cookie_behind_a_trusted_proxy_only(
     forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"}
     form = {"token": ADMIN_TOKEN, "next": "/ui"}
     trusted = web_process(tmp_path / "trusted", redis_server.url, TRUSTED_PROXIES="127.0.0.1")
-    with trusted as (_, url), httpx.Client(base_url=url, timeout=30) as client:
+    with trusted as (_, url), loopback.Client(base_url=url, timeout=30) as client:
         behind = client.post("/ui/login", data=form, headers=forwarded)
         assert behind.status_code == 303
         assert "Secure" in behind.headers["set-cookie"]
         direct = client.post("/ui/login", data=form)
         assert "Secure" not in direct.headers["set-cookie"]
     untrusted = web_process(tmp_path / "untrusted", redis_server.url)
-    with untrusted as (_, url), httpx.Client(base_url=url, timeout=30) as client:
+    with untrusted as (_, url), loopback.Client(base_url=url, timeout=30) as client:
         # 127.0.0.1 is not listed here: its X-Forwarded-Proto is not believed
         spoofed = client.post("/ui/login", data=form, headers=forwarded)
         assert spoofed.status_code == 303

@@ -22,11 +22,11 @@ from triggers.session.spec import (
     session_json_schema,
 )
 from triggers.spawn_rules import Grant, build_spec, named_requester, requester_of
+from triggers.timestamps import parse_iso
 from workers import keys
 from workers.delivery.deliveries import DeliveryStore
 from workers.delivery.record import NewDelivery
 from workers.session.records import SessionStore
-from workers.timestamps import parse_iso
 
 #: an environment with only what every one has
 RUNTIME = EnvironmentResource.model_validate(

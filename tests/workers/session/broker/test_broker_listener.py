@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 from mcp.client.session import ClientSession
 
 from agents.sandbox.config import SandboxConfig
-from tests import tool_marks
+from tests import loopback, tool_marks
 from tests.conftest import webhook_headers
 from tests.live_server import Listening, live_listeners
 from tests.workers.session.broker.conftest import BrokerEnv
@@ -69,7 +68,7 @@ def listening(env: BrokerEnv, *, admin_token: str | None = None) -> Iterator[Lis
 
 
 def _probe(base: str, headers: dict[str, str]) -> dict[str, int]:
-    with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+    with loopback.Client(base_url=base, headers=headers, timeout=30) as http:
         return {
             f"{method} {path}": http.request(method, path, **kwargs).status_code
             for method, path, kwargs in ADMIN_PROBES
@@ -88,7 +87,7 @@ def test_the_broker_listener_answers_no_admin_route(
         with_token = _probe(where.broker, token)
         as_session = _probe(where.broker, writer.auth)
         # the same paths on the admin API's own port are its routes
-        with httpx.Client(base_url=where.admin, headers=token, timeout=30) as http:
+        with loopback.Client(base_url=where.admin, headers=token, timeout=30) as http:
             admin = [http.get(path).status_code for path in ("/sessions", "/deliveries", "/ui")]
     for answers in (bare, with_token, as_session):
         assert {k: v for k, v in answers.items() if v not in REFUSED} == {}, answers
@@ -106,7 +105,7 @@ def test_the_broker_listener_serves_the_session_routes_with_its_credential(
     broker_env.github.repos.add("acme/widgets", {"README.md": "widgets\n"})
     reader, writer = broker_env.start("reader"), broker_env.start("writer")
     with listening(broker_env, admin_token=ADMIN_TOKEN) as where:
-        http = httpx.Client(base_url=where.broker, timeout=30)
+        http = loopback.Client(base_url=where.broker, timeout=30)
         own = f"/sessions/{reader.id}"
         tools = http.get(f"{own}/github-tools", headers=reader.auth)
         credential = http.post(

@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 import anyio
-import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from tests import loopback
 from tests.live_server import live_client
 from tests.workers.session.broker.conftest import BrokerEnv, Session
 
@@ -27,7 +27,7 @@ def _mcp(env: BrokerEnv, session: Session, work: Any, *, url: str | None = None)
 
     async def main() -> Any:
         async with (
-            httpx2.AsyncClient(headers=session.auth, timeout=30) as http,
+            loopback.McpHttp(headers=session.auth, timeout=30) as http,
             streamable_http_client(endpoint, http_client=http) as streams,
             ClientSession(streams[0], streams[1]) as client,
         ):

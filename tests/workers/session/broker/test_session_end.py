@@ -6,14 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 
-import httpx
-
+from tests import loopback
 from tests.git_server import _ISOLATED
 from tests.workers.session.broker.conftest import BrokerEnv
 
 
 def _standin_accepts(env: BrokerEnv, token: str) -> int:
-    answer = httpx.get(
+    answer = loopback.get(
         f"{env.github.url}/installation/repositories",
         headers={"Authorization": f"token {token}"},
         timeout=10,

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import httpx2
 import pytest
 import redis
@@ -25,6 +24,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from hookspawn.serve.redis_server import free_port
+from tests import loopback
 from tests.dispatch_target import DispatchTarget, dispatch_target
 from tests.github_standin import GitHubStandin
 from tests.procs import Proc
@@ -56,7 +56,7 @@ class Web2:
         return found
 
     def start(self, agent: str) -> Session:
-        answer = httpx.post(
+        answer = loopback.post(
             f"{self.url}/agents/{agent}/sessions",
             headers={"Idempotency-Key": uuid.uuid4().hex},
             timeout=30,
@@ -97,7 +97,7 @@ def web2(redis_url: str, tmp_path: Path) -> Iterator[Web2]:
         }
         proc = start_web(tmp_path / "web.log", port, settings, workers=2)
         try:
-            synced = httpx.post(f"http://127.0.0.1:{port}/connections/sync", timeout=30)
+            synced = loopback.post(f"http://127.0.0.1:{port}/connections/sync", timeout=30)
             assert synced.status_code == 200, synced.text
             yield Web2(proc, port, github, target, redis_url)
         finally:
@@ -105,7 +105,7 @@ def web2(redis_url: str, tmp_path: Path) -> Iterator[Web2]:
 
 
 def _standin_accepts(web: Web2, token: str) -> int:
-    answer = httpx.get(
+    answer = loopback.get(
         f"{web.github.url}/installation/repositories",
         headers={"Authorization": f"token {token}"},
         timeout=10,
@@ -211,7 +211,7 @@ def test_mcp_requests_of_one_client_are_served_by_either_process(web2: Web2) -> 
         texts = []
         for _ in range(3):
             async with (
-                httpx2.AsyncClient(
+                loopback.McpHttp(
                     headers=writer.auth,
                     timeout=30,
                     limits=httpx2.Limits(max_keepalive_connections=0),

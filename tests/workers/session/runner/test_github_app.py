@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from hookspawn.serve.redis_server import free_port
+from tests import loopback
 from tests.conftest import running_worker, wait_for
 from tests.git_server import GitServer
 from tests.github_standin import GitHubStandin
@@ -154,7 +155,7 @@ def github_app_stack(
             try:
                 with (
                     live_listeners(rt, port, broker_port) as listening,
-                    httpx.Client(base_url=listening.admin, timeout=30) as http,
+                    loopback.Client(base_url=listening.admin, timeout=30) as http,
                     running_worker(rt),
                 ):
                     synced = http.post("/connections/sync")

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from tests import loopback
 from tests.conftest import wait_for
 from tests.secret_scan import file_haystacks, leaks
 from tests.workers.session.runner.conftest import Origin
@@ -40,7 +40,7 @@ def _use(config: dict[str, Any]) -> tuple[set[str], Any, Any]:
 
     async def main() -> tuple[set[str], Any, Any]:
         async with (
-            httpx2.AsyncClient(headers=server["headers"], timeout=30) as http,
+            loopback.McpHttp(headers=server["headers"], timeout=30) as http,
             streamable_http_client(server["url"], http_client=http) as streams,
             ClientSession(streams[0], streams[1]) as client,
         ):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-import httpx
 import pytest
 import redis
 
+from tests import loopback
 from tests.conftest import wait_for
 from tests.procs import process_tree, start_serve, wait_serving
 from tests.workers.session.runner.conftest import (
@@ -43,13 +43,13 @@ def test_serve_runs_sessions_with_the_runner_on(
         wait_serving(served)
         commands = [_cmdline(pid) for pid in process_tree(serve.pid)]
         assert any("hookspawn.cli runner" in line for line in commands), commands
-        started = httpx.post(f"{base}/agents/served/sessions", json={}, timeout=10)
+        started = loopback.post(f"{base}/agents/served/sessions", json={}, timeout=10)
         assert started.status_code == 201, started.text
         session_id = started.json()["id"]
         seen: dict[str, object] = {}
 
         def ended() -> bool:
-            seen.update(httpx.get(f"{base}/sessions/{session_id}", timeout=5).json())
+            seen.update(loopback.get(f"{base}/sessions/{session_id}", timeout=5).json())
             return seen.get("status") in ("succeeded", "failed", "cancelled")
 
         wait_for(ended, timeout=30)
@@ -75,11 +75,11 @@ def test_sigterm_to_serve_stops_its_runners_sessions_runner_stopped(
     serve, base, log = served.proc.popen, served.url, served.log
     try:
         wait_serving(served)
-        started = httpx.post(f"{base}/agents/served/sessions", json={}, timeout=10)
+        started = loopback.post(f"{base}/agents/served/sessions", json={}, timeout=10)
         session_id = started.json()["id"]
 
         def running() -> bool:
-            found = httpx.get(f"{base}/sessions/{session_id}", timeout=5).json()
+            found = loopback.get(f"{base}/sessions/{session_id}", timeout=5).json()
             return bool(found.get("status") == "running")
 
         wait_for(running, timeout=60)

@@ -1,11 +1,11 @@
-"""Times are written out in one way, by workers.timestamps, and nowhere else."""
+"""Times are written out in one way, by triggers.timestamps, and nowhere else."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
-from workers.timestamps import iso_z, now_iso, parse_iso
+from triggers.timestamps import iso_z, now_iso, parse_iso
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ def test_a_written_time_reads_back() -> None:
 
 
 def test_no_other_module_writes_the_z_itself() -> None:
-    own = ROOT / "workers" / "timestamps.py"
+    own = ROOT / "triggers" / "timestamps.py"
     writers = [
         str(path.relative_to(ROOT))
         for package in ("hookspawn", "workers", "triggers", "agents", "templating")

@@ -285,7 +285,9 @@ class Hookspawn:
             seen.update(self.session(session_id))
             return seen.get("status") in statuses
 
-        wait_for(reached, timeout=timeout)
+        # a session takes seconds: polling five times a second is soon enough, and each poll
+        # is a request this process serves too
+        wait_for(reached, timeout=timeout, interval=0.2)
         return seen
 
 

@@ -169,6 +169,7 @@ def _wait(stack: Stack, service: RunnerService, session_id: str) -> None:
 
 SLEEPING = _copying("exec sleep 600")
 SETUP_COPYING = [{"name": "deps", "commands": [_copying("true"), "exit 3"]}]
+SETUP_THEN_SLEEPING = [{"name": "deps", "commands": [_copying("true")]}]
 
 
 @pytest.mark.parametrize(
@@ -177,9 +178,10 @@ SETUP_COPYING = [{"name": "deps", "commands": [_copying("true"), "exit 3"]}]
         ({"harness_command": SLEEPING}, None, _cancel, ("cancelled", None)),
         ({"harness_command": SLEEPING}, None, _stop_runner, ("failed", "runner_stopped")),
         (
-            # the budget covers srt's start and the copy first: room for a loaded machine
-            {"harness_command": SLEEPING, "harness_timeout": "8s"},
-            None,
+            # setup copies it (the harness's budget may run out before its own command starts,
+            # on a loaded machine); the harness then runs out of its 3 seconds
+            {"harness_command": "exec sleep 600", "harness_timeout": "3s"},
+            SETUP_THEN_SLEEPING,
             _wait,
             ("failed", "harness_timeout"),
         ),

@@ -226,6 +226,7 @@ class TestProbe:
     def _srt(self, tmp_path: Path) -> Path:
         return write(tmp_path / "sandbox.json", {"sandbox": {"backend": "srt", "mounts": []}})
 
+    @pytest.mark.needs("srt")
     def test_srt_starts_and_says_as_whom(self, tmp_path: Path) -> None:
         done = hookspawn("sandbox", "check", str(self._srt(tmp_path)), "--probe")
         assert (done.returncode, done.stdout) == (0, ""), done.stderr

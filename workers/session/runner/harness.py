@@ -62,7 +62,23 @@ def model_access(settings: Settings, harness: str) -> ModelAccess:
 
 def program_version(path: str) -> str | None:
     """What `path --version` prints first (`2.1.3 (Claude Code)`, `codex-cli 0.1`); None
-    when it cannot say."""
+    when it cannot say. Asked once per program file in a process (an upgrade, a new file,
+    is asked again)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    identity = (path, found.st_ino, found.st_size, found.st_mtime_ns)
+    if identity not in _VERSIONS:
+        _VERSIONS[identity] = _ask_version(path)
+    return _VERSIONS[identity]
+
+
+#: what each program file said, by (path, inode, size, mtime)
+_VERSIONS: dict[tuple[str, int, int, int], str | None] = {}
+
+
+def _ask_version(path: str) -> str | None:
     try:
         done = subprocess.run(
             [path, "--version"],

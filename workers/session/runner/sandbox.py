@@ -307,16 +307,43 @@ def sandbox_available(
     """Why the sandbox cannot start on this host (None: it can). For srt, its dependencies
     are looked up and a real confined command is run once, as `account` (the one session
     commands run as; None: this process's): it must write in its session root and fail to
-    write beside it."""
+    write beside it. A probe that passed is not run again by this process for the same
+    programs and account."""
     if config.backend == "none":
         log.warning(_UNCONFINED)
         return None
     if config.backend != "srt":
         return _backend_reason(config)
     try:
-        _tools(srt)
+        tools = _tools(srt)
     except SandboxUnavailable as exc:
         return str(exc)
+    passed = _probe_identity(tools, account)
+    if passed in _PASSED:
+        return None
+    reason = _probe_srt(srt, account)
+    if reason is None:
+        _PASSED.add(passed)
+    return reason
+
+
+#: the probes that passed in this process: (each program's file identity, the account); a
+#: runner started again in the same process with the same programs is not probed again
+_PASSED: set[tuple[object, ...]] = set()
+
+
+def _probe_identity(tools: Mapping[str, str], account: Account | None) -> tuple[object, ...]:
+    """What a passed probe holds for: the programs as files (replaced or upgraded: probed
+    again) and the account the commands run as."""
+    files = []
+    for path in sorted(tools.values()):
+        found = os.stat(path)
+        files.append((path, found.st_ino, found.st_size, found.st_mtime_ns))
+    return (tuple(files), (account.uid, account.gid) if account else None)
+
+
+def _probe_srt(srt: str, account: Account | None) -> str | None:
+    """One real confined command as `account`: None if it wrote in its root and not beside."""
     with tempfile.TemporaryDirectory(prefix="hookspawn-probe-") as tmp:
         workspace = Path(tmp) / "session"
         workspace.mkdir()

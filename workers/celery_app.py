@@ -6,8 +6,8 @@ from typing import Any
 
 from celery import Celery
 
-from workers.redis_connection import broker_options, broker_url
-from workers.redis_target import RedisTarget
+from workers.redis_connection import broker_options, broker_url, follow_failovers_in_kombu
+from workers.redis_target import RedisTarget, Sentinels
 
 #: hard limit of one task run; every countdown stays far below the visibility timeout
 TASK_TIME_LIMIT = 300
@@ -54,6 +54,8 @@ def celery_config(target: RedisTarget) -> dict[str, Any]:
 
 
 def make_celery(target: RedisTarget) -> Celery:
+    if isinstance(target, Sentinels):
+        follow_failovers_in_kombu()
     app = Celery("hookspawn", set_as_current=False)
     app.conf.update(celery_config(target))
     return app

@@ -29,6 +29,7 @@ __all__ = [
     "async_redis_client",
     "broker_options",
     "broker_url",
+    "follow_failovers_in_kombu",
     "redis_client",
     "run_replicated",
     "sentinel_client",
@@ -74,6 +75,22 @@ class _PrimaryConnection(SentinelManagedConnection):
         if self._sock is None:
             self.connect()  # type: ignore[no-untyped-call]
         super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
+
+
+def follow_failovers_in_kombu() -> None:
+    """Make kombu's Sentinel transport (Celery's broker connections) connect through
+    `_PrimaryConnection` too.
+
+    kombu opens them with redis-py's SentinelManagedConnection, which after a drop connects
+    again at the address it had: a consumer whose connection dropped after a failover went
+    back to the demoted primary, was answered READONLY, dropped it and went back again, for
+    as long as the worker ran, taking no task while deliveries waited. This sets kombu's
+    `SentinelChannel.connection_class`, an internal of kombu's: the one place hookspawn does,
+    with kombu pinned to the minor version tested (tests/workers/test_kombu_sentinel.py).
+    """
+    from kombu.transport import redis as kombu_redis
+
+    kombu_redis.SentinelChannel.connection_class = _PrimaryConnection
 
 
 def sentinel_client(target: Sentinels, *, single_connection: bool = False) -> redis.Redis:

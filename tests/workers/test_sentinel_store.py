@@ -185,3 +185,39 @@ def test_clients_follow_a_failover_and_load_their_scripts_on_the_new_primary(
         loop.run_until_complete(asyncio.sleep(0))  # the closed transport lets go of its socket
         loop.close()
         single.close()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_broker_connection_dropped_after_a_failover_connects_to_the_new_primary(
+    group: SentinelGroup, primary: redis.Redis
+) -> None:
+    """Celery's broker connections (kombu's Sentinel transport) ask the sentinels again when
+    they connect again: redis-py's own class went back to the demoted primary, every time."""
+    app = make_celery(group.target)
+    try:
+        with app.connection_for_write() as connection:
+            pool = connection.default_channel.client.connection_pool
+            conn = pool.get_connection()
+            conn.send_command("PING")
+            assert conn.read_response() == b"PONG"
+            old = conn.port
+            assert old == group.primary_port()
+            sentinel = group.sentinels[0].client()
+            try:
+                assert sentinel.sentinel_failover(MASTER)
+            finally:
+                sentinel.close()
+            new_port = group.wait_failover(old)
+            group.wait_replicas(1)  # the old primary, now the new one's replica, still answers
+            conn.disconnect()  # as a consumer's connection is dropped by the failover
+            answers = []
+            for _ in range(3):
+                try:
+                    conn.send_command("LPUSH", QUEUE, "after")
+                    answers.append((conn.port, conn.read_response()))
+                except redis.ConnectionError as exc:
+                    answers.append((conn.port, str(exc)))
+            pool.release(conn)
+    finally:
+        app.close()
+    assert answers == [(new_port, 1), (new_port, 2), (new_port, 3)], answers

@@ -173,6 +173,10 @@ def worker(args: argparse.Namespace) -> int:
             pool=args.pool,
             loglevel="INFO",
             without_heartbeat=not args.events,  # heartbeats tell Flower the worker is up
+            # neither is used: no task is revoked, and deduplication is hookspawn's own;
+            # mingle held each start a second waiting for the other workers' answers
+            without_gossip=True,
+            without_mingle=True,
         )
         w.start()
         return int(w.exitcode or 0)

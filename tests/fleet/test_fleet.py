@@ -43,6 +43,7 @@ from tests.workers.session.runner.test_lifecycle import (
 )
 from tests.workers.session.runner.test_mcp_config import MCP_CALL
 from workers import keys
+from workers.session.runner.logs import log_path
 
 INSTALLATION = 7
 WIDGETS_ID = 101
@@ -231,6 +232,15 @@ class Fleet:
         assert workspace, session_id
         return Path(workspace)
 
+    def log_tail(self, session_id: str) -> str:
+        """The end of the session's log, read on whichever runner's host holds it (the web
+        reads only its own host's)."""
+        for host in self.hosts.values():
+            path = log_path(host.data, session_id)
+            if path.is_file():
+                return f"{host.name}: {path.read_text(errors='replace')[-1500:]}"
+        return "(no log on any host)"
+
     def wait_harnesses(self, session_ids: list[str]) -> None:
         """Until each session runs and its harness has listed its tools (it then waits for its
         release)."""
@@ -246,7 +256,7 @@ class Fleet:
 
         def found() -> str:
             return "harnesses waiting: " + str(
-                {s: (v["status"], v["failure"], v["logTail"][-500:]) for s, v in seen.items()}
+                {s: (v["status"], v["failure"], self.log_tail(s)) for s, v in seen.items()}
             )
 
         wait_for(waiting, WAIT, 0.2, what=found)

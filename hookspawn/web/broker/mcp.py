@@ -6,44 +6,92 @@ API's 401 `invalid_credential` in the shared error shape before any MCP processi
 sits inside the app, so the Host check and the connection limits apply to it as to every route.
 `tools/list` answers the tools the session may call that hookspawn executes; `tools/call` runs
 the broker's gate and calls GitHub itself (workers.session.tool_calls).
-
-The SDK is loaded on a process's first MCP request (`mcp_server`), in a thread, so the event
-loop goes on serving meanwhile; its transport then runs in the app's lifespan until the app
-stops. A web process that never serves a session's tools never pays the second of CPU the
-SDK's import costs.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any
 
-import anyio
+import mcp.types as types
 import redis
-from anyio.abc import TaskGroup, TaskStatus
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from agents.github_tool_schemas import TOOL_SCHEMAS
 from hookspawn.web import http_errors
 from hookspawn.web.broker.routes import broker, tool_session
 from templating.errors import Error
+from triggers.session.spec import SessionSpec
 from workers.session.tool_calls import ToolCalls
-
-if TYPE_CHECKING:
-    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 __all__ = ["PATH", "install"]
 
 PATH = "/sessions/{session_id}/mcp"
+_CALLER = "hookspawn_mcp_caller"
 
 
-def _new_manager() -> StreamableHTTPSessionManager:
-    from hookspawn.web.broker.mcp_server import session_manager
+@dataclass(frozen=True)
+class _Caller:
+    """The authenticated session a request is for, and the executor of its calls."""
 
-    return session_manager()
+    session_id: str
+    spec: SessionSpec
+    calls: ToolCalls
+
+
+def _caller(ctx: Any) -> _Caller:
+    request = ctx.request
+    caller = request.scope.get("state", {}).get(_CALLER) if request is not None else None
+    if not isinstance(caller, _Caller):  # never: the endpoint authenticates every request
+        raise RuntimeError("an MCP request reached the tools without an authenticated session")
+    return caller
+
+
+async def _list_tools(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    caller = _caller(ctx)
+    tools = []
+    for name in caller.calls.listed(caller.spec):
+        schema = TOOL_SCHEMAS[name]
+        tools.append(
+            types.Tool(
+                name=name,
+                description=schema.description,
+                input_schema=schema.input_schema,
+                annotations=types.ToolAnnotations(read_only_hint=schema.read_only),
+            )
+        )
+    return types.ListToolsResult(tools=tools)
+
+
+async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    caller = _caller(ctx)
+    outcome = await run_in_threadpool(
+        caller.calls.call, caller.session_id, caller.spec, params.name, params.arguments or {}
+    )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=outcome.text)], is_error=outcome.is_error
+    )
+
+
+def _server() -> Server[Any]:
+    return Server(
+        "hookspawn-github",
+        version="1",
+        instructions="The session's GitHub tools, executed by hookspawn with the session's "
+        "own grants; arguments as the GitHub MCP server takes them.",
+        on_list_tools=_list_tools,
+        on_call_tool=_call_tool,
+    )
 
 
 class McpEndpoint:
@@ -51,11 +99,8 @@ class McpEndpoint:
 
     def __init__(self) -> None:
         #: the SDK's transports while the app runs: one per run of the app's lifespan (the SDK
-        #: runs each only once), the newest serving; started on the first request of a run
+        #: runs each only once), the newest serving
         self.managers: list[StreamableHTTPSessionManager] = []
-        #: the task groups of the lifespans running (the newest last), where transports run
-        self._groups: list[TaskGroup] = []
-        self._starting = anyio.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -65,46 +110,24 @@ class McpEndpoint:
         except (Error, redis.RedisError) as exc:
             await http_errors.to_response(exc)(scope, receive, send)
             return
-        manager = await self._manager()
-        from hookspawn.web.broker.mcp_server import CALLER, Caller  # loaded by _manager
-
+        if not self.managers:  # never while the app serves: its lifespan runs one
+            raise RuntimeError("the MCP endpoint is not running (the app's lifespan has not run)")
         api_url = request.app.state.runtime.settings.github_api_url
         calls = ToolCalls(broker(request), api_url)
-        scope.setdefault("state", {})[CALLER] = Caller(session_id, spec, calls)
-        await manager.handle_request(scope, receive, send)
-
-    async def _manager(self) -> StreamableHTTPSessionManager:
-        """The running transport, started (the SDK loaded) by the first request that needs it."""
-        async with self._starting:
-            if not self.managers:
-                if not self._groups:  # never while the app serves: its lifespan runs one
-                    raise RuntimeError(
-                        "the MCP endpoint is not running (the app's lifespan has not run)"
-                    )
-                await self._groups[-1].start(self._run_transport)
-        return self.managers[-1]
-
-    async def _run_transport(
-        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        manager = await anyio.to_thread.run_sync(_new_manager)
-        async with manager.run():
-            self.managers.append(manager)
-            try:
-                task_status.started()
-                await anyio.sleep_forever()
-            finally:
-                self.managers.remove(manager)
+        scope.setdefault("state", {})[_CALLER] = _Caller(session_id, spec, calls)
+        await self.managers[-1].handle_request(scope, receive, send)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        async with anyio.create_task_group() as group:
-            self._groups.append(group)
+        # stateless: every POST stands alone (the session is the credential, not an MCP
+        # session id), and answers JSON rather than an event stream
+        manager = StreamableHTTPSessionManager(_server(), stateless=True, json_response=True)
+        async with manager.run():
+            self.managers.append(manager)
             try:
                 yield
             finally:
-                self._groups.remove(group)
-                group.cancel_scope.cancel()
+                self.managers.remove(manager)
 
 
 def install(app: Starlette) -> Callable[[], AbstractAsyncContextManager[None]]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import anyio
@@ -207,22 +205,3 @@ def test_an_app_served_again_serves_mcp_again(broker_env: BrokerEnv) -> None:
             url = f"{second.base_url}/sessions/{writer.id}"
             assert "create_issue" in _mcp(broker_env, writer, names, url=url)
     assert "create_issue" in _mcp(broker_env, writer, names)
-
-
-def test_the_sdk_is_loaded_by_the_first_mcp_request_not_by_the_app() -> None:
-    """Building both apps (a web process's start) loads no part of the MCP SDK; the endpoint
-    tests above show the first request loads it and is answered."""
-    probe = (
-        "import sys\n"
-        "from hookspawn.web.api import create_app\n"
-        "from hookspawn.web.server.listeners import broker_app\n"
-        "from workers.runtime import build_runtime\n"
-        "from workers.settings import Settings\n"
-        "rt = build_runtime(Settings(redis_url='redis://127.0.0.1:9/0'))\n"
-        "create_app(rt), broker_app(rt)\n"
-        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mcp_'))))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.strip() == "[]", done.stdout

@@ -58,6 +58,21 @@ def replica_holds(group: SentinelGroup, key: str) -> bool:
         client.close()
 
 
+def forced_failover(group: SentinelGroup) -> int:
+    """SENTINEL FAILOVER, and the new primary's port once the old one is its replica: until
+    then the old one, left running by a forced failover, takes writes of its own, so none are
+    sent before that."""
+    old = group.primary_port()
+    sentinel = group.sentinels[0].client()
+    try:
+        assert sentinel.sentinel_failover(MASTER)
+    finally:
+        sentinel.close()
+    new_port = group.wait_failover(old)
+    group.wait_replicas(1)
+    return new_port
+
+
 def test_the_store_reaches_the_primary_the_sentinel_names(
     group: SentinelGroup, primary: redis.Redis
 ) -> None:
@@ -142,16 +157,7 @@ def test_clients_follow_a_failover_and_load_their_scripts_on_the_new_primary(
         assert store.record(new("f-before"), queue=QUEUE, message=b"m")
         call = store.record_call(new("f-pipe-before"), queue=QUEUE, message=b"m")
         assert loop.run_until_complete(pipe.call(*call)) == 1
-        old = group.primary_port()
-        sentinel = group.sentinels[0].client()
-        try:
-            assert sentinel.sentinel_failover(MASTER)
-        finally:
-            sentinel.close()
-        new_port = group.wait_failover(old)
-        # until the old primary is the new one's replica, it takes writes of its own
-        # (a forced failover leaves it running): none are sent before that
-        group.wait_replicas(1)
+        new_port = forced_failover(group)
         fresh = group.node_at(new_port).client()
         try:
             fresh.script_flush()  # a primary that never ran the scripts: NOSCRIPT first
@@ -200,15 +206,8 @@ def test_a_broker_connection_dropped_after_a_failover_connects_to_the_new_primar
             conn = pool.get_connection()
             conn.send_command("PING")
             assert conn.read_response() == b"PONG"
-            old = conn.port
-            assert old == group.primary_port()
-            sentinel = group.sentinels[0].client()
-            try:
-                assert sentinel.sentinel_failover(MASTER)
-            finally:
-                sentinel.close()
-            new_port = group.wait_failover(old)
-            group.wait_replicas(1)  # the old primary, now the new one's replica, still answers
+            assert conn.port == group.primary_port()
+            new_port = forced_failover(group)  # the old primary, now a replica, still answers
             conn.disconnect()  # as a consumer's connection is dropped by the failover
             answers = []
             for _ in range(3):

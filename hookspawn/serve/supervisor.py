@@ -283,8 +283,10 @@ def _prepare_sessions(
 
 
 def _banner(lines: list[str]) -> None:
-    for line in lines:
-        print(f"hookspawn: {line}", flush=True)
+    """The banner in one write: whoever reads the log (a user's tail, a test) sees all of it or
+    none of it, never its first line alone."""
+    sys.stdout.write("".join(f"hookspawn: {line}\n" for line in lines))
+    sys.stdout.flush()
 
 
 def serve(

@@ -455,7 +455,15 @@ class Cluster:
         try:
             return proc.popen.wait(timeout)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"the worker did not finish its warm shutdown in {timeout}s")
+            members = group_members(proc.pid)
+            # Celery's own handler: the main process logs where each of its threads is
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGUSR1)
+            time.sleep(2)
+            pytest.fail(
+                f"the worker did not finish its warm shutdown in {timeout}s (processes left in "
+                f"its group: {members}); its log:\n{proc.tail(6000)}"
+            )
 
     def stop(self) -> None:
         for proc in self.procs:

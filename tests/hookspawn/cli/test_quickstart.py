@@ -1,7 +1,8 @@
-"""The README Quick start, run as written: real `hookspawn serve --demo` on a free port, the
-sample sent from a second process, the delivery dispatched and its session shown in /ui. On
-a machine where only the Quick start's install ran (no srt), the same run passes: the demo
-then runs its session unconfined (tests/test_fresh_machine.py runs it so)."""
+"""The README Quick start, run as written on a machine where only its install ran: real
+`hookspawn serve --demo` on a free port, on a PATH without srt, bubblewrap, the harnesses or a
+machine redis-server (tests/bare_machine.py), the sample sent from a second process, the
+delivery dispatched and its session shown in /ui. The demo then runs its session unconfined,
+and says so; where srt works it confines it (tests/hookspawn/cli/test_demo_parts.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests import loopback
+from tests.bare_machine import QUICK_START_ONLY, path_without
 from tests.conftest import wait_for
 from tests.procs import Served, environment, serving
 from tests.workers.session.runner.conftest import git
@@ -65,8 +67,9 @@ def command(line: str, *extra: str) -> list[str]:
 
 
 @pytest.fixture
-def served() -> Iterator[Served]:
-    """Step 2 in a fresh directory (no .auto, no data dir): `hookspawn serve --demo`. The
+def served(tmp_path: Path) -> Iterator[Served]:
+    """Step 2 in a fresh directory (no .auto, no data dir): `hookspawn serve --demo`, on a PATH
+    with only what the Quick start's install gives. The
     directory is private (0700), as root's home is: run as root, the session's commands run as
     another account, which cannot enter it, so the runner keeps session roots (and the demo
     its repository) in a directory of its own, removed after."""
@@ -74,7 +77,8 @@ def served() -> Iterator[Served]:
     cwd = Path(tempfile.mkdtemp(prefix="hookspawn-quickstart-"))
     assert cwd.stat().st_mode & 0o777 == 0o700
     try:
-        with serving(cwd, environment({}), argv=command(commands[1])) as served:
+        bare = environment({"PATH": path_without(tmp_path, QUICK_START_ONLY)})
+        with serving(cwd, bare, argv=command(commands[1])) as served:
             yield served
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
@@ -93,6 +97,9 @@ def test_the_quick_start_ends_in_a_dispatched_session_shown_in_ui(served: Served
     assert ui and ui.group(1) == f"{served.url}/ui", banner
     assert "loaded 3 agents from " in banner
     assert "demo: connection acme (installation 424242) covers acme/widgets" in banner
+    # without srt the demo runs its sessions unconfined, and says so loudly
+    assert "demo: WARNING: srt cannot start here (" in banner, banner
+    assert "sessions run UNCONFINED (sandbox backend none, " in banner, banner
     # without a model key the demo's sessions stop after setup, and it says so
     assert "demo: no model key (HOOKSPAWN_ANTHROPIC_API_KEY): sessions stop after setup" in banner
     # printed once the server answers, with no Celery banner or superuser warning around it

@@ -241,78 +241,75 @@ def own_agents_session_runs_here(cwd: Path, url: str) -> None:
         assert "scripts/setup" in str(failure["message"])
 
 
-def test_a_crashed_part_stops_everything(
-    served: tuple[subprocess.Popen[bytes], str, str, str],
+def embedded_redis(log: Path) -> str:
+    """The address of serve's own Redis, from its banner."""
+    found = re.search(r"embedded Redis redis://(127\.0\.0\.1:\d+)/0", log.read_text())
+    assert found, log.read_text()
+    return found.group(1)
+
+
+def test_a_killed_serve_leaves_nothing_and_the_next_takes_its_data_then_a_crashed_part_stops_it(
+    tmp_path: Path,
 ) -> None:
-    proc, url, _, redis_at = served
-    port = url.rsplit(":", 1)[1]
-    web = [p for p in processes_mentioning(f"web --host 127.0.0.1 --port {port}") if p != proc.pid]
-    assert web, "web child not found"
-    tree = descendants(proc.pid)
-    assert len(tree) >= 3  # redis-server, web, worker (and its pool once started)
-    os.kill(web[0], signal.SIGKILL)
-    assert proc.wait(60) != 0
-    wait_for(lambda: not alive(tree), timeout=30)
-    assert redis_processes(redis_at) == [], "redis-server outlived serve"
-    assert processes_mentioning(f"--port {port}") == [], "a part outlived serve"
-
-
-def test_sigkill_of_serve_leaves_no_process_and_frees_the_data_dir(
-    served: tuple[subprocess.Popen[bytes], str, str, str], tmp_path: Path
-) -> None:
-    proc, _, _, redis_at = served
-    client = redis.Redis.from_url(f"redis://{redis_at}/0")
+    """One data directory through three endings: serve killed with SIGKILL takes every process
+    with it and frees the directory; the next serve stops a redis-server left running on the
+    AOF (as a crash can leave one) and starts its own on the same data; a part of it that
+    crashes (its web) stops everything."""
+    log = tmp_path / "serve.log"
+    first = serve(tmp_path, log)
+    proc = first.proc.popen
     try:
-        client.set("canary", "kept")
-    finally:
-        client.close()
-    # redis-server, web, worker and the worker's two pool processes
-    wait_for(lambda: len(descendants(proc.pid)) >= 5, timeout=30)
-    tree = descendants(proc.pid)
-
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
-    wait_for(lambda: not alive(tree), timeout=5)
-    assert redis_processes(redis_at) == []
-
-    # the lock died with it: a new serve takes the same data dir and the same AOF
-    log = tmp_path / "serve-again.log"
-    started = serve(tmp_path, log)
-    again = started.proc.popen
-    try:
-        wait_serving(started)
-        found = re.search(r"embedded Redis (redis://127\.0\.0\.1:\d+/0)", log.read_text())
-        assert found, log.read_text()
-        client = redis.Redis.from_url(found.group(1))
+        wait_serving(first)
+        redis_at = embedded_redis(log)
+        client = redis.Redis.from_url(f"redis://{redis_at}/0")
         try:
-            assert client.get("canary") == b"kept"
+            client.set("canary", "kept")
         finally:
             client.close()
-        assert "left running" not in log.read_text()
+        # redis-server, web, worker and the worker's two pool processes
+        wait_for(lambda: len(descendants(proc.pid)) >= 5, timeout=30)
+        tree = descendants(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        wait_for(lambda: not alive(tree), timeout=5)
+        assert redis_processes(redis_at) == []
     finally:
-        stop(again)
+        stop(proc)
 
-
-def test_a_redis_left_on_the_aof_is_stopped_before_serve_starts_its_own(tmp_path: Path) -> None:
-    left = RedisServer(tmp_path / ".hookspawn" / "redis").start()  # as a crash would leave it
+    left = RedisServer(tmp_path / ".hookspawn" / "redis").start()
     assert left.process is not None
     left_pid = left.process.pid
+    log = tmp_path / "serve-again.log"
+    again = serve(tmp_path, log)
+    proc = again.proc.popen
     try:
-        log = tmp_path / "serve.log"
-        started = serve(tmp_path, log)
-        proc = started.proc.popen
+        wait_serving(again)
+        text = log.read_text()
+        assert f"stopped redis-server pid {left_pid}, left running on .hookspawn/redis" in text
+        assert left.process.poll() is not None
+        assert len(servers_using(tmp_path / ".hookspawn" / "redis")) == 1
+        redis_at = embedded_redis(log)
+        assert redis_at != f"127.0.0.1:{left.port}"
+        client = redis.Redis.from_url(f"redis://{redis_at}/0")
         try:
-            wait_serving(started)
-            text = log.read_text()
-            assert (
-                f"stopped redis-server pid {left_pid}, left running on .hookspawn/redis" in text
-            ), text
-            assert left.process.poll() is not None
-            assert servers_using(tmp_path / ".hookspawn" / "redis") != [left_pid]
-            assert len(servers_using(tmp_path / ".hookspawn" / "redis")) == 1
+            assert client.get("canary") == b"kept"  # the lock died with the first serve
         finally:
-            stop(proc)
+            client.close()
+
+        port = again.url.rsplit(":", 1)[1]
+        web = [
+            p for p in processes_mentioning(f"web --host 127.0.0.1 --port {port}") if p != proc.pid
+        ]
+        assert web, "web child not found"
+        tree = descendants(proc.pid)
+        assert len(tree) >= 3  # redis-server, web, worker (and its pool once started)
+        os.kill(web[0], signal.SIGKILL)
+        assert proc.wait(60) != 0
+        wait_for(lambda: not alive(tree), timeout=30)
+        assert redis_processes(redis_at) == [], "redis-server outlived serve"
+        assert processes_mentioning(f"--port {port}") == [], "a part outlived serve"
     finally:
+        stop(proc)
         left.stop()
 
 

@@ -13,7 +13,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -23,7 +22,7 @@ import redis
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from hookspawn.serve.redis_server import free_port
+from hookspawn.serve.redis_server import RedisServer, free_port
 from tests import loopback
 from tests.dispatch_target import DispatchTarget, dispatch_target
 from tests.github_standin import GitHubStandin
@@ -76,17 +75,24 @@ class Web2:
         return status, json.loads(raw or b"null")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 @marks_tests("slow")
-def web2(redis_url: str, tmp_path: Path) -> Iterator[Web2]:
+def web2(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web2]:
+    """One `hookspawn web --workers 2` for the module: each test starts sessions of its own
+    and counts the stand-in's requests from where it began."""
+    flushed = redis.Redis.from_url(redis_server.url)
+    flushed.flushall()
+    flushed.close()
+    tmp_path = tmp_path_factory.mktemp("web2")
     auto = write_agents(tmp_path, {k: textwrap.dedent(v) for k, v in AGENTS.items()})
     with GitHubStandin() as github, dispatch_target() as target:
         github.add_installation(INSTALLATION, "acme", repositories=REPOS)
+        github.repos.add("acme/widgets", WIDGETS)
         key = tmp_path / "app.pem"
         key.write_text(github.private_key_pem)
         port = free_port()
         settings = {
-            "HOOKSPAWN_REDIS_URL": redis_url,
+            "HOOKSPAWN_REDIS_URL": redis_server.url,
             "HOOKSPAWN_DATA_DIR": str(tmp_path / "data"),
             "HOOKSPAWN_AGENTS_DIR": str(auto),
             "HOOKSPAWN_GITHUB_APP_ID": github.app_id,
@@ -99,7 +105,7 @@ def web2(redis_url: str, tmp_path: Path) -> Iterator[Web2]:
         try:
             synced = loopback.post(f"http://127.0.0.1:{port}/connections/sync", timeout=30)
             assert synced.status_code == 200, synced.text
-            yield Web2(proc, port, github, target, redis_url)
+            yield Web2(proc, port, github, target, redis_server.url)
         finally:
             proc.stop()
 
@@ -117,6 +123,7 @@ def test_end_revokes_the_tokens_each_process_minted_and_none_is_readable(web2: W
     first, second = web2.children()
     twice = web2.start("twice")  # two mounts of one repository, two scopes of token
     minted = len(web2.github.requests_to("access_tokens"))  # the spawn path's own so far
+    revoked_before = len(web2.github.requests_to("revoke_token"))
     credential = f"/sessions/{twice.id}/git-credential"
     status, ro = web2.via(first, "POST", credential, {"mountPath": "/w/ro"}, **twice.auth)
     assert status == 200, ro
@@ -141,7 +148,8 @@ def test_end_revokes_the_tokens_each_process_minted_and_none_is_readable(web2: W
     finally:
         client.close()
     revoked = [
-        r.headers["authorization"].split()[-1] for r in web2.github.requests_to("revoke_token")
+        r.headers["authorization"].split()[-1]
+        for r in web2.github.requests_to("revoke_token")[revoked_before:]
     ]
     assert sorted(revoked) == sorted(tokens.values())
     assert _standin_accepts(web2, ro["password"]) == 401
@@ -169,7 +177,6 @@ def _mcp_request(method: str, request_id: int, params: dict[str, Any]) -> dict[s
 
 
 def test_mcp_requests_of_one_client_are_served_by_either_process(web2: Web2) -> None:
-    web2.github.repos.add("acme/widgets", WIDGETS)
     first, second = web2.children()
     writer = web2.start("writer")
     endpoint = f"{web2.url}/sessions/{writer.id}/mcp"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hookspawn.serve.redis_server import free_port
+from hookspawn.serve.redis_server import RedisServer, free_port
 from tests.conftest import wait_for
 from tests.hookspawn.cli.test_cli_behaviour import in_process, one_line
 from tests.procs import Proc, alive
@@ -30,16 +30,34 @@ ADMIN_TOKEN = "processes-admin-token-4f1c"
 BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
+def _start(redis_url: str, root: Path) -> tuple[Proc, int]:
+    settings = {
+        "HOOKSPAWN_REDIS_URL": redis_url,
+        "HOOKSPAWN_DATA_DIR": str(root / "data"),
+        "HOOKSPAWN_ADMIN_TOKEN": ADMIN_TOKEN,
+    }
+    port = free_port()
+    return start_web(root / "web.log", port, settings, workers=2), port
+
+
 @pytest.fixture
 @marks_tests("slow")
 def web(redis_url: str, tmp_path: Path) -> Iterator[tuple[Proc, int]]:
-    port = free_port()
-    settings = {
-        "HOOKSPAWN_REDIS_URL": redis_url,
-        "HOOKSPAWN_DATA_DIR": str(tmp_path / "data"),
-        "HOOKSPAWN_ADMIN_TOKEN": ADMIN_TOKEN,
-    }
-    proc = start_web(tmp_path / "web.log", port, settings, workers=2)
+    """A web of two processes of the test's own: the test stops or kills it."""
+    proc, port = _start(redis_url, tmp_path)
+    try:
+        yield proc, port
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+@marks_tests("slow")
+def shared_web(
+    redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Proc, int]]:
+    """A web of two processes that the module's tests only ask things of."""
+    proc, port = _start(redis_server.url, tmp_path_factory.mktemp("shared-web"))
     try:
         yield proc, port
     finally:
@@ -47,10 +65,10 @@ def web(redis_url: str, tmp_path: Path) -> Iterator[tuple[Proc, int]]:
 
 
 def test_both_processes_serve_connections_on_the_one_port(
-    web: tuple[Proc, int], redis_url: str
+    shared_web: tuple[Proc, int], redis_server: RedisServer
 ) -> None:
-    proc, port = web
-    redis_port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    proc, port = shared_web
+    redis_port = redis_server.port
     children = web_children(proc)
     assert len(children) == 2 and proc.pid not in children
     assert f"serving http://127.0.0.1:{port} from 2 web processes" in proc.log_text()
@@ -159,7 +177,7 @@ def test_a_stop_signal_stops_every_process_and_the_parent_exits_0(
         assert probe.connect_ex(("127.0.0.1", port)) != 0  # nobody listens any more
 
 
-def test_a_killed_process_is_replaced_and_the_port_keeps_answering(
+def test_a_killed_process_is_replaced_and_once_the_parent_is_killed_every_process_stops(
     web: tuple[Proc, int],
 ) -> None:
     proc, port = web
@@ -180,20 +198,22 @@ def test_a_killed_process_is_replaced_and_the_port_keeps_answering(
     assert sorted(tally) == sorted([second, third]), tally
     assert proc.alive()
 
-
-def test_a_process_whose_parent_is_killed_stops(web: tuple[Proc, int]) -> None:
-    proc, _ = web
-    children = web_children(proc)
+    # the parent killed outright: its processes, the replacement too, stop by themselves
     os.kill(proc.pid, signal.SIGKILL)
     proc.popen.wait(10)
-    wait_for(lambda: not any(alive(pid) for pid in children), 60, 0.2, what="the orphans stopping")
+    wait_for(
+        lambda: not any(alive(pid) for pid in (second, third)),
+        60,
+        0.2,
+        what="the orphans stopping",
+    )
     assert "its supervising process is gone; stopping" in proc.log_text()
 
 
 def test_a_ui_login_made_through_one_process_is_honoured_and_ended_by_the_other(
-    web: tuple[Proc, int],
+    shared_web: tuple[Proc, int],
 ) -> None:
-    proc, port = web
+    proc, port = shared_web
     first, second = children = web_children(proc)
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     status, headers, _ = ask(

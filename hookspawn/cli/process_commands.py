@@ -76,8 +76,6 @@ def serve(args: argparse.Namespace) -> int:
 
 def web(args: argparse.Namespace) -> int:
     from hookspawn.exposure import open_admin_refusal, open_admin_warning
-    from hookspawn.web.server.http_server import serve_web
-    from workers.runtime import build_runtime
 
     settings = load_settings()
     token = settings.admin_token
@@ -89,6 +87,10 @@ def web(args: argparse.Namespace) -> int:
     require_port(args.host, args.port)
     broker = broker_port(settings, args.port, args.broker_port)
     require_port(args.host, broker, "--broker-port")
+    # the server's modules (seconds of imports) only once nothing above refused the start
+    from hookspawn.web.server.http_server import serve_web
+    from workers.runtime import build_runtime
+
     _logging(settings)
     warning = open_admin_warning(args.host, args.port, token=token)
     if warning:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import selectors
 import socket
-import subprocess
 import threading
 import time
 import uuid
@@ -29,11 +28,8 @@ from pydantic import ValidationError
 from hookspawn.serve.redis_server import RedisServer
 from tests import loopback
 from tests.conftest import WEBHOOKS, wait_for, webhook_headers
-from tests.hookspawn.serve.test_serve import (
-    served as served,  # `hookspawn serve`: embedded Redis, web, worker
-)
 from tests.hostile.conftest import ADMIN_TOKEN, signed_delivery, web_process
-from tests.procs import Proc, status_kb
+from tests.procs import Proc, environment, serving, status_kb
 from workers.settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -446,10 +442,19 @@ def over_the_cap(port: int) -> bytes | None:
         return answer or None
 
 
-def test_serve_runs_its_web_with_the_same_limits(
-    served: tuple[subprocess.Popen[str], str, str, str],
-) -> None:
-    _, url, _, _ = served
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """`hookspawn serve` (embedded Redis, web, worker; sessions handed to a dispatch URL, so
+    no runner): its URL."""
+    env = environment(
+        {"HOOKSPAWN_DISPATCH_URL": "http://127.0.0.1:9/sessions", "HOOKSPAWN_LOG_LEVEL": "WARNING"}
+    )
+    with serving(tmp_path, env) as started:
+        yield started.url
+
+
+def test_serve_runs_its_web_with_the_same_limits(served: str) -> None:
+    url = served
     port = int(urlsplit(url).port or 0)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")

@@ -454,8 +454,7 @@ def served(tmp_path: Path) -> Iterator[str]:
 
 
 def test_serve_runs_its_web_with_the_same_limits(served: str) -> None:
-    url = served
-    port = int(urlsplit(url).port or 0)
+    port = int(urlsplit(served).port or 0)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")
         sock.setblocking(False)

@@ -112,6 +112,13 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(60)
 
 
+def embedded_redis(log: Path) -> str:
+    """The address of serve's own Redis, from its banner."""
+    found = re.search(r"embedded Redis redis://(127\.0\.0\.1:\d+)/0", log.read_text())
+    assert found, log.read_text()
+    return found.group(1)
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, str, str]]:
     """`hookspawn serve` started from a directory with folders that shadow its packages, after
@@ -130,10 +137,8 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, str, 
         wait_serving(served)
         text = log.read_text()
         secret = re.search(r"webhook secret (\S+)", text)
-        redis_at = re.search(r"embedded Redis redis://(127\.0\.0\.1:\d+)/", text)
         assert secret, text
-        assert redis_at, text
-        yield proc, url, secret.group(1), redis_at.group(1)
+        yield proc, url, secret.group(1), embedded_redis(log)
     finally:
         stop(proc)
         shutil.rmtree(repositories, ignore_errors=True)
@@ -239,13 +244,6 @@ def own_agents_session_runs_here(cwd: Path, url: str) -> None:
     else:
         assert failure["code"] == "sandbox_unavailable", ended
         assert "scripts/setup" in str(failure["message"])
-
-
-def embedded_redis(log: Path) -> str:
-    """The address of serve's own Redis, from its banner."""
-    found = re.search(r"embedded Redis redis://(127\.0\.0\.1:\d+)/0", log.read_text())
-    assert found, log.read_text()
-    return found.group(1)
 
 
 def test_a_killed_serve_leaves_nothing_and_the_next_takes_its_data_then_a_crashed_part_stops_it(

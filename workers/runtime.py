@@ -270,6 +270,14 @@ class Runtime:
         self.per_process.close()
         self.client.close()
 
+    def close_forked(self) -> None:
+        """What a forked pool process releases as it exits: only what it built itself
+        (`per_process`). `client` is the parent's: the parent's threads (the sweeper) use it,
+        and a lock one of them held at the fork stays held in the child for ever; redis-py
+        takes its pool's lock to reset a pool in a forked process, so closing `client` there
+        could wait for ever and the pool process would never exit."""
+        self.per_process.close()
+
 
 def build_runtime(
     settings: Settings,

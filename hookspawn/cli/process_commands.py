@@ -159,8 +159,9 @@ def worker(args: argparse.Namespace) -> int:
     if args.events:
         # what Flower shows: task events from this worker, "sent" for what it re-enqueues
         rt.celery.conf.update(worker_send_task_events=True, task_send_sent_event=True)
-    # each pool process closes what it built (dispatcher, Redis connection) as it exits
-    worker_process_shutdown.connect(lambda **_: rt.close(), weak=False)
+    # each pool process closes what it built (dispatcher, Redis connection) as it exits, and
+    # nothing it inherited from this process (Runtime.close_forked)
+    worker_process_shutdown.connect(lambda **_: rt.close_forked(), weak=False)
     upkeep = IndexUpkeep(
         rt.store.client,
         retention_seconds=rt.store.retention_seconds,

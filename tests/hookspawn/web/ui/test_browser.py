@@ -6,17 +6,14 @@ Screenshots go to test-artifacts/ui/ (gitignored) for a person to look at.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests import tool_marks
 from tests.github_standin import GitHubStandin
+from tests.hookspawn.web.ui.chromium import Browser, Chromium, chromium_path
 from tests.suite_marks import marks_tests
 from tests.workers.delivery.pipeline.conftest import Hookspawn, connect, example, start_hookspawn
 
@@ -25,67 +22,12 @@ HOSTILE_TITLE = '<script>document.title="pwned"</script>Fix <b>everything</b>'
 TOKEN = "browser-admin-token"
 
 
-def chromium_path() -> str:
-    found = shutil.which("chromium") or (
-        "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
-    )
-    if found is None:  # the module is marked needs("chromium"): skipped, or failed in .ci/run
-        tool_marks.require("chromium")
-        raise AssertionError("Chromium is not on PATH")
-    return found
-
-
-class Chromium:
-    """Runs one headless Chromium per call, with its own profile, never off 127.0.0.1."""
-
-    def __init__(self, binary: str, profile: Path) -> None:
-        self.binary, self.profile = binary, profile
-
-    def command(self, *args: str) -> list[str]:
-        """Chromium's argv: headless, this profile, every name but 127.0.0.1 unresolvable."""
-        return [
-            self.binary,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-            "--disable-extensions",
-            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-            f"--user-data-dir={self.profile}",
-            *args,
-        ]
-
-    def _run(self, *args: str) -> str:
-        done = subprocess.run(self.command(*args), capture_output=True, text=True, timeout=90)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout
-
-    def dom(self, url: str) -> str:
-        return self._run("--dump-dom", url)
-
-    def visit(self, url: str, *, milliseconds: int) -> str:
-        """Load `url` and let its scripts and the navigations they start run for that long
-        (virtual time: Chromium exits once nothing is pending); the DOM at the end."""
-        return self._run(f"--virtual-time-budget={milliseconds}", "--dump-dom", url)
-
-    def screenshot(self, url: str, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.unlink(missing_ok=True)
-        self._run(f"--screenshot={path}", "--window-size=1280,900", "--hide-scrollbars", url)
-        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
-        assert path.stat().st_size > 10_000, f"{path} looks empty"
-        return path
-
-
 @pytest.fixture
 @marks_tests("slow", needs=("chromium",))
-def chromium(tmp_path: Path) -> Chromium:
-    return Chromium(chromium_path(), tmp_path / "chromium-profile")
+def chromium(tmp_path: Path) -> Iterator[Browser]:
+    """One Chromium for every page the test reads (tests/hookspawn/web/ui/chromium.py)."""
+    with Browser(Chromium(chromium_path(), tmp_path / "profile"), tmp_path / "chromium.log") as b:
+        yield b
 
 
 @pytest.fixture
@@ -100,7 +42,7 @@ def text_of(dom: str) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", dom).split())
 
 
-def test_explorer_in_chromium(hs: Hookspawn, chromium: Chromium) -> None:
+def test_explorer_in_chromium(hs: Hookspawn, chromium: Browser) -> None:
     connect(hs)
     pr = hs.send("pull_request", hs.pr(title=HOSTILE_TITLE))
     view = hs.processed(pr)
@@ -155,7 +97,7 @@ def hs_token(
 
 
 def test_chromium_without_the_cookie_lands_on_sign_in(
-    hs_token: Hookspawn, chromium: Chromium
+    hs_token: Hookspawn, chromium: Browser
 ) -> None:
     base = str(hs_token.client.base_url).rstrip("/")
     dom = chromium.dom(f"{base}/ui/agents")

@@ -21,7 +21,7 @@ from hookspawn.web.api import create_app
 from hookspawn.web.ui import logins
 from tests import loopback
 from tests.conftest import make_settings, wait_for
-from tests.hookspawn.web.ui.test_browser import Chromium, chromium_path
+from tests.hookspawn.web.ui.chromium import Chromium, chromium_path
 from tests.hostile.conftest import ADMIN_TOKEN, web_process
 from tests.live_server import live_server
 from tests.workers.delivery.pipeline.conftest import write_agents

@@ -12,7 +12,8 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.github_standin import GitHubStandin
-from tests.hookspawn.web.ui.test_browser import ARTIFACTS, Chromium, chromium_path, text_of
+from tests.hookspawn.web.ui.chromium import Chromium, chromium_path
+from tests.hookspawn.web.ui.test_browser import ARTIFACTS, text_of
 from tests.workers.delivery.pipeline.conftest import Hookspawn, connect, example, start_hookspawn
 
 pytestmark = pytest.mark.slow

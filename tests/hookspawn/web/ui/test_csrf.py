@@ -16,14 +16,14 @@ import httpx
 import pytest
 import redis
 
-from hookspawn.serve.redis_server import RedisServer, free_port
+from hookspawn.serve.redis_server import free_port
 from hookspawn.web.api import create_app
 from hookspawn.web.ui import logins
 from tests import loopback
 from tests.conftest import make_settings, wait_for
 from tests.hookspawn.web.ui.chromium import Chromium, chromium_path
-from tests.hostile.conftest import ADMIN_TOKEN, web_process
-from tests.live_server import live_server
+from tests.hostile.conftest import ADMIN_TOKEN
+from tests.live_server import live_listeners, live_server
 from tests.workers.delivery.pipeline.conftest import write_agents
 from workers.runtime import Runtime, build_runtime
 
@@ -253,20 +253,34 @@ window.onload = () => {{
     assert site.sessions() == []
 
 
-def test_secure_cookie_behind_a_trusted_proxy_only(
-    redis_server: RedisServer, tmp_path: Path
-) -> None:
+def test_secure_cookie_behind_a_trusted_proxy_only(redis_url: str, tmp_path: Path) -> None:
+    """Served as `hookspawn web` serves (live_listeners: the command's own uvicorn config,
+    proxy headers believed from HOOKSPAWN_TRUSTED_PROXIES only)."""
     forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"}
     form = {"token": ADMIN_TOKEN, "next": "/ui"}
-    trusted = web_process(tmp_path / "trusted", redis_server.url, TRUSTED_PROXIES="127.0.0.1")
-    with trusted as (_, url), loopback.Client(base_url=url, timeout=30) as client:
+
+    def web(**settings: Any) -> Runtime:
+        return build_runtime(
+            make_settings(redis_url=redis_url, admin_token=ADMIN_TOKEN, **settings)
+        )
+
+    trusted = web(trusted_proxies=["127.0.0.1"], data_dir=tmp_path / "trusted")
+    with (
+        closing(trusted),
+        live_listeners(trusted) as served,
+        loopback.Client(base_url=served.admin) as client,
+    ):
         behind = client.post("/ui/login", data=form, headers=forwarded)
         assert behind.status_code == 303
         assert "Secure" in behind.headers["set-cookie"]
         direct = client.post("/ui/login", data=form)
         assert "Secure" not in direct.headers["set-cookie"]
-    untrusted = web_process(tmp_path / "untrusted", redis_server.url)
-    with untrusted as (_, url), loopback.Client(base_url=url, timeout=30) as client:
+    untrusted = web(data_dir=tmp_path / "untrusted")
+    with (
+        closing(untrusted),
+        live_listeners(untrusted) as served,
+        loopback.Client(base_url=served.admin) as client,
+    ):
         # 127.0.0.1 is not listed here: its X-Forwarded-Proto is not believed
         spoofed = client.post("/ui/login", data=form, headers=forwarded)
         assert spoofed.status_code == 303

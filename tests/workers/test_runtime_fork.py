@@ -19,8 +19,8 @@ STUCK_AFTER = 5
 
 def exit_status_of_forked(rt: Runtime, release: Callable[[Runtime], None]) -> int:
     """Fork while another thread holds the lock of `rt.client`'s pool (as a thread in the middle
-    of taking a connection does), call `release(rt)` in the child; the child's exit code, or
-    minus the signal that ended it (SIGALRM: stuck past STUCK_AFTER)."""
+    of taking a connection does), call `release(rt)` in the child; the child's exit code (1:
+    `release` raised), or minus the signal that ended it (SIGALRM: stuck past STUCK_AFTER)."""
     held, done = threading.Event(), threading.Event()
 
     def mid_command() -> None:
@@ -38,8 +38,9 @@ def exit_status_of_forked(rt: Runtime, release: Callable[[Runtime], None]) -> in
         signal.alarm(STUCK_AFTER)
         try:
             release(rt)
-        finally:
-            os._exit(0)
+        except BaseException:
+            os._exit(1)
+        os._exit(0)
     done.set()
     thread.join(10)
     _, status = os.waitpid(pid, 0)

@@ -15,6 +15,7 @@ import select
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,22 +94,22 @@ class Browser:
     Each page opens in a tab of its own, read once its load event fired, then closed."""
 
     def __init__(self, chromium: Chromium, log: Path) -> None:
-        commands, self._answers = os.pipe(), os.pipe()
+        commands, answers = os.pipe(), os.pipe()
         # Chromium takes the pipe on fds 3 and 4: bash puts the two ends there (dash cannot
         # name an fd past 9)
-        shell = f'exec "$0" "$@" 3<&{commands[0]} 4>&{self._answers[1]}'
+        shell = f'exec "$0" "$@" 3<&{commands[0]} 4>&{answers[1]}'
         argv = chromium.command("--remote-debugging-pipe", "about:blank")
         with log.open("wb") as handle:
             self.proc = subprocess.Popen(
                 ["bash", "-c", shell, *argv],
-                pass_fds=(commands[0], self._answers[1]),
+                pass_fds=(commands[0], answers[1]),
                 stdin=subprocess.DEVNULL,
                 stdout=handle,
                 stderr=subprocess.STDOUT,
             )
         os.close(commands[0])
-        os.close(self._answers[1])
-        self._send_fd, self.log = commands[1], log
+        os.close(answers[1])
+        self._send_fd, self._receive_fd, self.log = commands[1], answers[0], log
         self._buffer = b""
         self._next_id = 0
         self._events: list[dict[str, Any]] = []
@@ -127,7 +128,7 @@ class Browser:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
-        for fd in (self._send_fd, self._answers[0]):
+        for fd in (self._send_fd, self._receive_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
 
@@ -162,7 +163,7 @@ class Browser:
                 self._events.append(event)
 
     def _read(self, deadline: float, *, what: str) -> dict[str, Any]:
-        fd = self._answers[0]
+        fd = self._receive_fd
         while b"\0" not in self._buffer:
             left = deadline - time.monotonic()
             assert left > 0, f"Chromium did not answer {what}:\n{self._log_tail()}"
@@ -179,7 +180,8 @@ class Browser:
         return self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
 
     @contextlib.contextmanager
-    def _page(self, url: str, *, width: int = 1280, height: int = 900) -> Any:
+    def _page(self, url: str, *, width: int = 1280, height: int = 900) -> Iterator[str]:
+        """A tab of its own showing `url`, loaded: its DevTools session; closed after."""
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
             "sessionId"

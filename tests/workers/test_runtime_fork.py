@@ -53,8 +53,10 @@ def test_a_pool_process_exits_though_a_parent_thread_held_the_client_at_the_fork
     rt = build_runtime(settings)
     try:
         rt.client.ping()
-        assert exit_status_of_forked(rt, Runtime.close_forked) == 0, (
-            "a forked process's close_forked waited on a lock held at the fork"
+        status = exit_status_of_forked(rt, Runtime.close_forked)
+        assert status == 0, (
+            f"a forked process's close_forked ended {status} (1: it raised; "
+            f"-{int(signal.SIGALRM)}: stuck, on a lock held at the fork)"
         )
         # what the pool processes ran before: closing the parent's client waits for ever
         # (redis-py resets an inherited pool under that lock); if this starts to pass, redis-py

@@ -6,13 +6,9 @@ import contextlib
 import logging
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,53 +17,23 @@ import redis
 from agents.environment_spec import EnvironmentSpec
 from agents.sandbox.config import SandboxConfig
 from triggers.session.env import MissingSecret, resolve_env
-from triggers.session.harness import (
-    BASE_URL_SETTINGS,
-    KEY_SETTINGS,
-    PROGRAMS,
-    HarnessInputs,
-    HarnessRefused,
-    Invocation,
-    build_invocation,
-    session_prompt,
-)
-from triggers.session.harness_events import EventReader
+from triggers.session.harness import PROGRAMS
 from triggers.session.spec import SessionSpec
 from workers import metrics
 from workers.errors import SessionFailed, SessionRecordInvalid
 from workers.session.records import SessionStore
 from workers.session.runner import setup_steps
-from workers.session.runner.command import (
-    CommandCancelled,
-    CommandOutput,
-    CommandTimedOut,
-    account_of,
-    run_command,
-    runner_account,
-)
-from workers.session.runner.harness import (
-    SESSION_PATH,
-    HarnessOutput,
-    HarnessProgram,
-    Redacting,
-    Transcript,
-    harness_home,
-    model_access,
-    probe_harnesses,
-    remove_harness_home,
-    write_private,
-)
+from workers.session.runner.command import CommandCancelled, CommandTimedOut, account_of
+from workers.session.runner.harness_phase import HarnessPhase
 from workers.session.runner.lease import Heartbeat
 from workers.session.runner.limits import RunnerLimits
 from workers.session.runner.log_writer import SessionLog
-from workers.session.runner.logs import log_path, transcript_path
-from workers.session.runner.mcp_config import mcp_env, remove_mcp_config
+from workers.session.runner.logs import log_path
+from workers.session.runner.mcp_config import mcp_env
 from workers.session.runner.roots import scratch_parent, workspaces_root
 from workers.session.runner.sandbox import (
     SandboxUnavailable,
     confine,
-    session_tmp,
-    srt_scratch,
 )
 from workers.session.runner.sandbox_paths import (
     HOME,
@@ -87,6 +53,7 @@ from workers.session.runner.session_git import (
     session_reads,
     tools_on_path,
 )
+from workers.session.runner.session_run import GIT_TIMEOUT, SessionRun
 from workers.session.runner.setup_snapshot import SetupSnapshot
 from workers.session.runner.snapshots import SnapshotCache
 from workers.session.runner.staging import (
@@ -107,161 +74,12 @@ __all__ = ["SessionRunner"]
 
 log = logging.getLogger(__name__)
 
-#: seconds one staging git command may take (a fetch of a large repository included)
-GIT_TIMEOUT = 600
 #: programs a confined command starts through (srt and what it runs, the harnesses): a bind
 #: never hides them
 _SANDBOX_PROGRAMS = (
     *("srt", "node", "bwrap", "socat", "rg", "git", "sh", "env", "python3"),
     *PROGRAMS.values(),  # the harnesses'
 )
-
-
-def _either(first: Callable[[], bool], second: Callable[[], bool]) -> Callable[[], bool]:
-    return lambda: first() or second()
-
-
-class _Run:
-    """One session's run: its files, log and how its commands are started."""
-
-    def __init__(
-        self,
-        runner: SessionRunner,
-        session: SessionSpec,
-        log_file: SessionLog,
-        beat: Heartbeat,
-        *,
-        created_at: datetime,
-    ) -> None:
-        self.runner, self.session, self.log, self.beat = runner, session, log_file, beat
-        #: when the session was created (what its wait for a runner is measured from)
-        self.created_at = created_at
-        self.workspace = runner.workspaces / session.id
-        self.home = host_path(self.workspace, HOME)
-        self.limits = runner.limits.session(
-            session, self.workspace, stop=beat.stop_asked.is_set, note=self.note
-        )
-        #: staging's global git config (beside the session root, outside it)
-        self.git_config = runner.workspaces / f"{session.id}.gitconfig"
-        #: srt's temporary directory (its proxy's sockets): made on first use, removed at the end
-        self.scratch: Path | None = None
-        #: the session's own tools (its credential helper) beside its root, and what it alone
-        #: reaches from inside the sandbox (`confine`'s `destinations` and `read`)
-        self.tools = runner.workspaces / f"{session.id}.tools"
-        self.reach: dict[str, list[str]] = {}
-        self.helper_dir: Path | None = None
-        #: the session's directories at their sandbox paths (None: commands see host paths)
-        self.paths: SandboxPaths | None = None
-        self.base_env = {"PATH": SESSION_PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}
-        if runner.account:
-            self.base_env["USER"] = runner.account.name
-
-    def note(self, text: str) -> None:
-        self.log.note(text)
-
-    def command(
-        self,
-        argv: Sequence[str],
-        cwd: Path,
-        env: Mapping[str, str],
-        *,
-        timeout: float | None,
-        confined: bool,
-        stdin: bytes | None = None,
-        output: CommandOutput | None = None,
-        stdout: CommandOutput | None = None,
-        destinations: Sequence[str] = (),
-        stop: Callable[[], bool] | None = None,
-    ) -> int:
-        """Run one command of the session; `confined`: inside the sandbox (setup and harness;
-        staging's git runs outside, as the sandbox keeps `.git/config` and hooks unwritable).
-        The harness's own: `output` instead of the log, `stdout` read apart (its events),
-        `destinations` it alone reaches besides the session's (its model endpoint), `stop`
-        asked like a cancel (its key refused)."""
-        if self.beat.stop_asked.is_set():
-            raise CommandCancelled(argv[0])
-        full_env = {**self.base_env, **env}
-        parent_death = signal.SIGKILL
-        enter = None
-        if confined and self.paths is not None:
-            full_env["HOME"] = HOME
-            enter = self.paths.enter(self.paths.inside(cwd))
-        if confined:
-            if self.scratch is None:
-                self.scratch = srt_scratch(self.runner.account, within=self.runner.scratch)
-                make_dirs(self.workspace, session_tmp(self.workspace), self.runner.account)
-            reach: dict[str, Sequence[str]] = dict(self.reach)
-            if self.paths is not None:
-                reach["session_paths"] = self.paths.targets
-            if destinations:
-                reach["destinations"] = [*reach.get("destinations", []), *destinations]
-            wrapped, full_env = self.runner.confine(
-                argv, self.workspace, full_env, scratch=self.scratch, **reach
-            )
-            if wrapped != list(argv):
-                # srt passes SIGTERM on to its command; SIGKILL would leave that running
-                parent_death = signal.SIGTERM
-            argv = wrapped
-        try:
-            return run_command(
-                argv,
-                cwd=cwd,
-                env=full_env,
-                timeout=timeout,
-                log=self.log if output is None else output,
-                cancel=self.limits.cancel if stop is None else _either(self.limits.cancel, stop),
-                account=self.runner.account,
-                stdin=stdin,
-                parent_death=parent_death,
-                preexec=self.limits.preexec(confined),
-                stdout=stdout,
-                enter=enter,
-            )
-        except (PermissionError, FileNotFoundError) as exc:
-            raise SessionFailed(
-                f"{runner_account(self.runner.account)} cannot run {argv[0]!r} in {cwd}: "
-                f"{exc.strerror} (every directory above the data directory must be traversable "
-                "by HOOKSPAWN_RUNNER_USER, and the command must exist)",
-                code="internal_error",
-            ) from None
-        except subprocess.SubprocessError:
-            if enter is None:
-                raise
-            raise SessionFailed(
-                f"{argv[0]!r} could not start in the session's own mount namespace (the log "
-                "says why)",
-                code="internal_error",
-            ) from None
-        finally:
-            self.limits.ended()  # a session past its disk limit fails here
-
-    def close(self) -> None:
-        """Remove srt's temporary directory (srt leaves its sockets when it is killed) and the
-        commands' TMPDIR."""
-        self.limits.close()
-        remove_harness_home(self.workspace)
-        remove_mcp_config(self.workspace)
-        if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            shutil.rmtree(session_tmp(self.workspace), ignore_errors=True)
-
-    def git(self, args: Sequence[str], cwd: Path, env: Mapping[str, str]) -> int:
-        argv = ["git"]
-        for source, target in self.runner.rewrites:
-            argv += ["-c", f"url.{target}.insteadOf={source}"]
-        git_env = {
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": str(self.git_config),
-            **env,
-        }
-        try:
-            return self.command([*argv, *args], cwd, git_env, timeout=GIT_TIMEOUT, confined=False)
-        except CommandTimedOut:
-            raise SessionFailed(
-                f"`git {args[0]}` in {cwd} ran longer than {GIT_TIMEOUT}s and was stopped",
-                code="fetch_failed",
-            ) from None
 
 
 class SessionRunner:
@@ -308,8 +126,7 @@ class SessionRunner:
         #: beside its root (`place_helper`); None: that one
         self.helper: str | None = None
         self.stop = RunnerStop(settings.runner_stop_grace.total_seconds())  # on SIGTERM
-        self._harnesses: dict[str, HarnessProgram] | None = None
-        self._harness_lock = threading.Lock()
+        self.harnesses = HarnessPhase(settings, self.runs, owner, self.account)
 
     def run(self, session_id: str) -> str:
         """Run the session when it is queued; what became of it."""
@@ -332,7 +149,7 @@ class SessionRunner:
         ):
             if found is None:
                 return self._end(session_id, SessionStatus.FAILED, "internal_error", gone)
-            run = _Run(self, found.spec, log_file, beat, created_at=found.created_at)
+            run = SessionRun(self, found.spec, log_file, beat, created_at=found.created_at)
             # how the session ended; recorded once its files are cleaned up (the MCP config
             # holding its credential among them), so an ended session has none left
             ended: tuple[SessionStatus, str | None, str]
@@ -393,7 +210,7 @@ class SessionRunner:
         except SandboxUnavailable as exc:
             raise SessionFailed(exc.refusal(), code="sandbox_unavailable") from None
 
-    def _run(self, run: _Run) -> None:
+    def _run(self, run: SessionRun) -> None:
         if isinstance(self.sandbox, SandboxUnavailable):
             raise SessionFailed(self.sandbox.refusal(), code="sandbox_unavailable")
         session = run.session
@@ -442,9 +259,9 @@ class SessionRunner:
         else:
             run.note("no working directory: setup skipped")
         self._advance(run, SessionStatus.RUNNING)
-        self._harness(run, cwd, env)
+        self.harnesses.run(run, cwd, env)
 
-    def _sandbox_paths(self, run: _Run, helper_dir: Path) -> SandboxPaths | None:
+    def _sandbox_paths(self, run: SessionRun, helper_dir: Path) -> SandboxPaths | None:
         """The session's directories at their sandbox paths (its mountPaths, the home, its
         working directory), their mount points made on the host; None, said in its log, where
         its commands see host paths instead."""
@@ -490,7 +307,7 @@ class SessionRunner:
             return BrokerLink(url, credential, ended=credential is None)
         return BrokerLink(url, credential)
 
-    def _advance(self, run: _Run, status: SessionStatus) -> None:
+    def _advance(self, run: SessionRun, status: SessionStatus) -> None:
         if run.beat.stop_asked.is_set():
             raise CommandCancelled(status)
         run.note(status)
@@ -502,7 +319,7 @@ class SessionRunner:
             self._flush_metrics()
 
     def _setup(
-        self, run: _Run, environment: EnvironmentSpec, cwd: Path, env: dict[str, str]
+        self, run: SessionRun, environment: EnvironmentSpec, cwd: Path, env: dict[str, str]
     ) -> None:
         entries = environment.setup
         snapshot = SetupSnapshot(
@@ -545,180 +362,3 @@ class SessionRunner:
             # past the disk limit nothing is saved: the session fails disk_limit_exceeded
             run.limits.check_disk()
             snapshot.save()
-
-    def harness_programs(self) -> dict[str, HarnessProgram]:
-        """Each harness this runner can start (or why not), its program found on the session
-        PATH with its version: looked up once, when first asked (at the runner's start)."""
-        with self._harness_lock:
-            if self._harnesses is None:
-                self._harnesses = probe_harnesses(self.settings, SESSION_PATH)
-            return self._harnesses
-
-    def _harness(self, run: _Run, cwd: Path, env: dict[str, str]) -> None:
-        session = run.session
-        harness_env = {
-            **env,
-            "HOOKSPAWN_SESSION_ID": session.id,
-            "HOOKSPAWN_SESSION_TITLE": session.display_title or "",
-            "HOOKSPAWN_SESSION_PROMPT": session.initial_prompt or "",
-            "HOOKSPAWN_SESSION_MESSAGE": session.message or "",
-        }
-        if self.settings.harness_command:
-            self._custom_harness(run, cwd, harness_env, self.settings.harness_command)
-            return
-        name = session.harness
-        if name not in PROGRAMS:
-            raise SessionFailed(
-                f"harness {name!r} is not one hookspawn runs ({', '.join(PROGRAMS)}); set "
-                "HOOKSPAWN_HARNESS_COMMAND to run another",
-                code="harness_unavailable",
-            )
-        access = model_access(self.settings, name)
-        if not access.key and self.settings.harness_without_key == "skip":
-            why = f"{KEY_SETTINGS[name]} is unset, so the session ends after setup"
-            run.note(f"harness {name} skipped: {why}")
-            self.runs.note_harness(session.id, self.owner, harness={"name": name, "skipped": why})
-            return
-        path = env.get("PATH", SESSION_PATH)
-        program = shutil.which(PROGRAMS[name], path=path)
-        if program is None:
-            raise SessionFailed(
-                f"harness {name}: the program {PROGRAMS[name]!r} is not on the session PATH "
-                f"({path}); scripts/setup installs it",
-                code="harness_unavailable",
-            )
-        try:
-            home = harness_home(run.workspace, self.account)
-            invocation = build_invocation(
-                HarnessInputs(
-                    harness=name,
-                    program=program,
-                    prompt=session_prompt(session.initial_prompt, session.message),
-                    system_prompt=session.system_prompt,
-                    model=access,
-                    mcp_url=env.get("HOOKSPAWN_MCP_URL"),
-                    mcp_config=env.get("HOOKSPAWN_MCP_CONFIG"),
-                    approval=session.environment.spec.approval,
-                    config_home=str(home),
-                    as_root=self.account is None and os.geteuid() == 0,
-                )
-            )
-        except HarnessRefused as exc:
-            raise SessionFailed(exc.message, code="harness_unavailable") from None
-        for file, text in invocation.files.items():
-            write_private(Path(file), text, self.account)
-        self._start_harness(run, cwd, harness_env, name, program, invocation)
-
-    def _start_harness(
-        self,
-        run: _Run,
-        cwd: Path,
-        env: dict[str, str],
-        name: str,
-        program: str,
-        invocation: Invocation,
-    ) -> None:
-        """Run the harness built for the session; its events into the log, the transcript
-        and the record; a failure (its own words) or a refused key fails the session."""
-        session = run.session
-        known = self.harness_programs().get(name)
-        version = known.version if known is not None and known.program == program else None
-        record: dict[str, str] = {"name": name, **({"version": version} if version else {})}
-        self.runs.note_harness(session.id, self.owner, harness=record)
-        secrets = [*invocation.secrets, env.get("HOOKSPAWN_SESSION_CREDENTIAL", "")]
-        reader = EventReader(name)
-        transcript = Transcript(
-            transcript_path(self.settings.data_dir, session.id), self.settings.session_log_limit
-        )
-        stderr = Redacting(run.log, secrets)
-        events = HarnessOutput(reader, transcript, run.note, run.log, secrets)
-        run.note(
-            f"harness: {name} ({program}{f', {version}' if version else ''}), model endpoint "
-            f"{invocation.endpoint}"
-        )
-        for note in invocation.notes:
-            run.note(note)
-        started = time.monotonic()
-        limit = self.settings.harness_timeout.total_seconds()
-        try:
-            code = run.command(
-                invocation.argv,
-                cwd,
-                {**env, **invocation.env},
-                timeout=limit,
-                confined=True,
-                stdin=invocation.stdin,
-                output=stderr,
-                stdout=events,
-                destinations=[invocation.endpoint] if invocation.endpoint else [],
-                stop=events.fatal.is_set,
-            )
-        except CommandTimedOut:
-            raise SessionFailed(
-                f"the harness {name} ran longer than HOOKSPAWN_HARNESS_TIMEOUT ({limit:g}s) "
-                "and was stopped",
-                code="harness_timeout",
-            ) from None
-        except CommandCancelled:
-            if not events.fatal.is_set():
-                raise
-            raise SessionFailed(
-                f"harness {name}: {reader.auth_failure} (stopped at once rather than retried; "
-                f"check {KEY_SETTINGS[name]} and {BASE_URL_SETTINGS[name]})",
-                code="harness_failed",
-            ) from None
-        finally:
-            transcript.close()
-            if transcript.dropped:
-                run.note(
-                    f"transcript limit reached (HOOKSPAWN_SESSION_LOG_LIMIT): "
-                    f"{transcript.dropped} bytes of events dropped"
-                )
-            if reader.version:
-                record["version"] = reader.version
-            self.runs.note_harness(
-                session.id,
-                self.owner,
-                harness=record,
-                result=reader.result,
-                usage=reader.usage.to_json() if reader.events else None,
-            )
-        if code != 0 or reader.error is not None:
-            words = reader.error or reader.last_error or stderr.last_line
-            how = f"exited with status {code}" if code != 0 else "reported an error"
-            raise SessionFailed(
-                f"harness {name} {how} after {time.monotonic() - started:.0f}s"
-                + (f": {words}" if words else ""),
-                code="harness_failed",
-            )
-
-    def _custom_harness(self, run: _Run, cwd: Path, env: dict[str, str], command: str) -> None:
-        """HOOKSPAWN_HARNESS_COMMAND, for every agent: the prompt on its standard input."""
-        session = run.session
-        self.runs.note_harness(session.id, self.owner, harness={"name": "custom"})
-        # a shell command line, as written: `$(pwd)`, pipes, `$HOOKSPAWN_MCP_CONFIG` work
-        argv = ["/bin/sh", "-c", command]
-        run.note(f"harness: {command}")
-        started = time.monotonic()
-        limit = self.settings.harness_timeout.total_seconds()
-        try:
-            code = run.command(
-                argv,
-                cwd,
-                env,
-                timeout=limit,
-                confined=True,
-                stdin=(session.initial_prompt or "").encode(),
-            )
-        except CommandTimedOut:
-            raise SessionFailed(
-                f"the harness `{argv[0]}` ran longer than HOOKSPAWN_HARNESS_TIMEOUT "
-                f"({limit:g}s) and was stopped",
-                code="harness_timeout",
-            ) from None
-        if code != 0:
-            raise SessionFailed(
-                f"the harness `{argv[0]}` exited with status {code} after "
-                f"{time.monotonic() - started:.0f}s",
-                code="harness_failed",
-            )

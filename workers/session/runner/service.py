@@ -140,7 +140,7 @@ def log_harnesses(runner: SessionRunner) -> None:
     if settings.harness_command:
         log.info("harness: HOOKSPAWN_HARNESS_COMMAND for every agent")
         return
-    for found in runner.harness_programs().values():
+    for found in runner.harnesses.programs().values():
         if found.problem is None:
             log.info("harness %s", found.line())
         elif settings.harness_without_key == "skip" and found.program is not None:

@@ -58,7 +58,7 @@ HELPER_TIMEOUT = 30
 
 
 class SessionCommand(Protocol):
-    """How a run starts one of its commands (the runner's `_Run.command`)."""
+    """How a run starts one of its commands (`SessionRun.command`)."""
 
     def __call__(
         self,

@@ -68,6 +68,9 @@ class HarnessPhase:
             return self._programs
 
     def run(self, run: SessionRun, cwd: Path, env: dict[str, str]) -> None:
+        """Run the session's harness in `cwd` with `env` (what setup ran with): the one its
+        agent names, or HOOKSPAWN_HARNESS_COMMAND; skipped, said in the log and the record,
+        when the harness's key is unset and HOOKSPAWN_HARNESS_WITHOUT_KEY is `skip`."""
         session = run.session
         harness_env = {
             **env,

@@ -13,15 +13,12 @@ from workers.settings import Settings
 __all__ = ["app_secret_note", "forward_lines"]
 
 
-def forward_lines(
-    settings: Settings, env: Mapping[str, str], base_url: str, *, demo: bool
-) -> list[str]:
-    """Banner lines: each forward command (the secret the children verify with), and, without
-    an App, the command that registers one. Nothing when the agents do not compile (the
-    agents line already says why) or name no repository."""
-    # the secret intake verifies with: the App's own wins over the variable
-    given = ",".join(settings.webhook_secret) or env.get("HOOKSPAWN_WEBHOOK_SECRET", "")
-    secret = given.split(",")[0].strip()
+def forward_lines(settings: Settings, secret: str, base_url: str, *, demo: bool) -> list[str]:
+    """Banner lines: each forward command, with `secret` (the one intake verifies with, the
+    first when it is a comma-separated list), and, without an App, the command that registers
+    one. Nothing when the agents do not compile (the agents line already says why) or name no
+    repository."""
+    secret = secret.split(",")[0].strip()
     result = compile_dir(settings.agents_dir, secret_names=settings.secret_names)
     if not result.ok or not secret:
         return []

@@ -22,7 +22,7 @@ from hookspawn.serve.redis_server import RedisServer, free_port, servers_using
 from tests import loopback, tool_marks
 from tests.conftest import wait_for
 from tests.procs import HOOKSPAWN_SCRIPT as HOOKSPAWN
-from tests.procs import Served, environment, launch, start_serve, wait_serving
+from tests.procs import Served, environment, launch, process_tree, start_serve, wait_serving
 from workers.session.runner.command import account_of
 
 pytestmark = pytest.mark.slow
@@ -112,6 +112,13 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(60)
 
 
+def _environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:  # gone since it was listed
+        return b""
+
+
 def embedded_redis(log: Path) -> str:
     """The address of serve's own Redis, from its banner."""
     found = re.search(r"embedded Redis redis://(127\.0\.0\.1:\d+)/0", log.read_text())
@@ -150,6 +157,15 @@ def test_serve_accepts_a_sent_payload_refuses_a_second_serve_and_stops_everythin
     proc, url, secret, redis_at = served
     cwd = Path(f"/proc/{proc.pid}/cwd").resolve()
     assert (cwd / ".hookspawn" / "webhook-secret").read_text().strip() == secret
+    # the children read the generated secret from that file: it is in no process's environment
+    environs = {pid: _environ(pid) for pid in process_tree(proc.pid)[1:]}
+    assert environs
+    for pid, environ in environs.items():
+        assert secret.encode() not in environ, f"process {pid} has the secret in its environment"
+    webs = [pid for pid in environs if " web " in _cmdline(pid)]
+    assert len(webs) == 1, environs
+    kept = f"HOOKSPAWN_WEBHOOK_SECRET_FILE={(cwd / '.hookspawn' / 'webhook-secret').resolve()}"
+    assert kept.encode() in environs[webs[0]].split(b"\0")
     assert (cwd / ".hookspawn" / "redis" / "appendonlydir").exists() or list(
         (cwd / ".hookspawn" / "redis").glob("*.aof")
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import shutil
 import sys
 import tempfile
@@ -49,35 +48,6 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     type_gate.start(config)
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """On xdist's controller, before its workers start: every test module rewritten once,
-    cached for all of them (each would otherwise rewrite them all at once in a fresh clone)."""
-    config = session.config
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        _rewrite_test_modules(config)
-
-
-def _rewrite_test_modules(config: pytest.Config) -> None:
-    try:  # pytest's own cache of rewritten modules; without it each worker rewrites them
-        from _pytest.assertion import rewrite
-
-        state = config.stash[rewrite.assertstate_key]
-        patterns = [*config.getini("python_files"), "conftest.py"]
-        for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
-            if not any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns):
-                continue
-            cache = rewrite.get_cache_dir(path)
-            pyc = cache / (path.name[:-3] + rewrite.PYC_TAIL)
-            if rewrite._read_pyc(path, pyc, state.trace) is not None:
-                continue
-            if not rewrite.try_makedirs(cache):
-                return
-            source_hash, code = rewrite._rewrite_test(path, config)
-            rewrite._write_pyc(state, code, source_hash, pyc)
-    except (ImportError, AttributeError, KeyError, OSError):
-        return
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from tests import suite_marks
 from tests.suite_marks import marks_tests, ordered, read_slow, unit
@@ -57,6 +59,24 @@ def test_units_go_out_serial_first_and_the_slow_ones_spread_among_the_first_quic
     quick_ones = [scope for scope in order if scope.startswith(("q", "b"))]
     assert len(order[last + 1 :]) >= len(quick_ones) // 4
     assert set(order[last + 1 :]) <= set(quick_ones)
+
+
+def test_xdist_still_has_what_the_schedule_builds_on(
+    pytestconfig: pytest.Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SuiteScheduling reaches into pytest-xdist's LoadScopeScheduling (pinned to its minor in
+    pyproject.toml): the `workqueue` it reorders (scope → tests, in the order units go out)
+    and the two methods it overrides. A newer xdist that changed them fails here."""
+    overridden = {"_split_scope": ["self", "nodeid"], "_assign_work_unit": ["self", "node"]}
+    for method, parameters in overridden.items():
+        found = inspect.signature(getattr(LoadScopeScheduling, method)).parameters
+        assert list(found) == parameters, method
+    monkeypatch.setattr(pytestconfig.option, "tx", ["2*popen"])  # as `-n 2` sets it
+    schedule = suite_marks.scheduler(pytestconfig, None)
+    assert isinstance(schedule.workqueue, dict) and not schedule.workqueue
+    schedule.workqueue.update({"a.py::t": {"a.py::t": False}, "serial": {"f.py::x": False}})
+    schedule._order()
+    assert list(schedule.workqueue) == ["serial", "a.py::t"]
 
 
 def test_the_workers_tell_the_controller_their_slow_tests(tmp_path: Path) -> None:

@@ -42,6 +42,9 @@ def primary(group: SentinelGroup) -> Iterator[redis.Redis]:
     client = group.primary().client()
     client.flushall()
     group.wait_replicas(1)
+    # the replica has applied the flush too: a test's failover promotes it, and what an earlier
+    # test left there would otherwise come back (replication does not wait on its own)
+    assert client.wait(1, 10_000) >= 1
     try:
         yield client
     finally:

@@ -6,7 +6,12 @@ from typing import Any
 
 from celery import Celery
 
-from workers.redis_connection import broker_options, broker_url, follow_failovers_in_kombu
+from workers.redis_connection import (
+    broker_options,
+    broker_url,
+    close_channels_without_their_connection_in_kombu,
+    follow_failovers_in_kombu,
+)
 from workers.redis_target import RedisTarget, Sentinels
 
 #: hard limit of one task run; every countdown stays far below the visibility timeout
@@ -54,6 +59,7 @@ def celery_config(target: RedisTarget) -> dict[str, Any]:
 
 
 def make_celery(target: RedisTarget) -> Celery:
+    close_channels_without_their_connection_in_kombu()
     if isinstance(target, Sentinels):
         follow_failovers_in_kombu()
     app = Celery("hookspawn", set_as_current=False)

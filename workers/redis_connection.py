@@ -13,6 +13,7 @@ replica answers a write READONLY, which drops the connection the same way).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
@@ -29,6 +30,7 @@ __all__ = [
     "async_redis_client",
     "broker_options",
     "broker_url",
+    "close_channels_without_their_connection_in_kombu",
     "follow_failovers_in_kombu",
     "redis_client",
     "run_replicated",
@@ -85,12 +87,50 @@ def follow_failovers_in_kombu() -> None:
     again at the address it had: a consumer whose connection dropped after a failover went
     back to the demoted primary, was answered READONLY, dropped it and went back again, for
     as long as the worker ran, taking no task while deliveries waited. This sets kombu's
-    `SentinelChannel.connection_class`, an internal of kombu's: the one place hookspawn does,
-    with kombu pinned to the minor version tested (tests/workers/test_kombu_sentinel.py).
+    `SentinelChannel.connection_class`, an internal of kombu's (this module is the one place
+    hookspawn reaches into kombu, pinned to the minor version tested: the broker tests of
+    tests/workers/test_sentinel_store.py).
     """
     from kombu.transport import redis as kombu_redis
 
     kombu_redis.SentinelChannel.connection_class = _PrimaryConnection
+
+
+def close_channels_without_their_connection_in_kombu() -> None:
+    """Let a kombu Redis channel left open by an interrupted teardown close without crashing
+    the worker.
+
+    When Celery's consumer loses the broker it first collects its connection, which closes
+    the connection's channels and then drops the transport. With Redis gone, a channel can
+    stay open: its close first reads the BRPOP in flight, which fails, and the transport's
+    closing of its channels stops at the first that fails (the remote control's, deleting its
+    queue). Celery then closes the connection again, and that channel, holding a delivery
+    not yet acknowledged (acks late), tries to put it back through the dropped transport:
+    kombu 5.7 raises AttributeError there, which Celery takes as unrecoverable, and the worker
+    stops instead of connecting again (seen at a Sentinel failover under load).
+
+    This makes kombu's `Channel._connparams`, another internal of kombu's, raise a
+    ConnectionError when the channel's transport is gone: the close ends as a connection
+    error, Celery connects again, and the delivery stays in kombu's unacknowledged index,
+    restored after its visibility timeout (and hookspawn's sweep enqueues it again once its
+    lease runs out). Checked against the pinned kombu by tests/workers/test_kombu_teardown.py.
+    """
+    from kombu.transport import redis as kombu_redis
+
+    connparams: Any = kombu_redis.Channel._connparams
+    if getattr(connparams, "hookspawn_guard", False):
+        return
+
+    @functools.wraps(connparams)
+    def guarded(self: Any, asynchronous: bool = False) -> Any:
+        if getattr(self.connection, "client", None) is None:
+            raise redis.ConnectionError(
+                "the broker connection this channel was opened on is closed"
+            )
+        return connparams(self, asynchronous)
+
+    guarded.hookspawn_guard = True  # type: ignore[attr-defined]
+    kombu_redis.Channel._connparams = guarded  # type: ignore[method-assign]
 
 
 def sentinel_client(target: Sentinels, *, single_connection: bool = False) -> redis.Redis:

@@ -78,6 +78,23 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
     return fields[0], int(fields[1]), int(fields[2])
 
 
+def cmdline(pid: int) -> str:
+    """A process's command line, its arguments joined by spaces; "" when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def environ(pid: int) -> bytes:
+    """A process's environment as /proc has it (`NAME=value`, NUL-separated); b"" when it is
+    gone."""
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
 def alive(pid: int) -> bool:
     """Whether `pid` is a process that is neither a zombie nor dead."""
     stat = _stat(pid)

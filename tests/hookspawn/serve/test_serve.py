@@ -22,7 +22,16 @@ from hookspawn.serve.redis_server import RedisServer, free_port, servers_using
 from tests import loopback, tool_marks
 from tests.conftest import wait_for
 from tests.procs import HOOKSPAWN_SCRIPT as HOOKSPAWN
-from tests.procs import Served, environment, launch, process_tree, start_serve, wait_serving
+from tests.procs import (
+    Served,
+    cmdline,
+    environ,
+    environment,
+    launch,
+    process_tree,
+    start_serve,
+    wait_serving,
+)
 from workers.session.runner.command import account_of
 
 pytestmark = pytest.mark.slow
@@ -75,14 +84,7 @@ def _state(pid: int) -> str:
 
 
 def redis_processes(address: str) -> list[int]:
-    return [p for p in processes_mentioning(address) if "redis-server" in _cmdline(p)]
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
+    return [p for p in processes_mentioning(address) if "redis-server" in cmdline(p)]
 
 
 #: folders a user's own repository often has, named like hookspawn's packages
@@ -110,13 +112,6 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
-
-
-def _environ(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:  # gone since it was listed
-        return b""
 
 
 def embedded_redis(log: Path) -> str:
@@ -158,11 +153,11 @@ def test_serve_accepts_a_sent_payload_refuses_a_second_serve_and_stops_everythin
     cwd = Path(f"/proc/{proc.pid}/cwd").resolve()
     assert (cwd / ".hookspawn" / "webhook-secret").read_text().strip() == secret
     # the children read the generated secret from that file: it is in no process's environment
-    environs = {pid: _environ(pid) for pid in process_tree(proc.pid)[1:]}
+    environs = {pid: environ(pid) for pid in process_tree(proc.pid)[1:]}
     assert environs
-    for pid, environ in environs.items():
-        assert secret.encode() not in environ, f"process {pid} has the secret in its environment"
-    webs = [pid for pid in environs if " web " in _cmdline(pid)]
+    for pid, variables in environs.items():
+        assert secret.encode() not in variables, f"process {pid} has the secret in its environment"
+    webs = [pid for pid in environs if " web " in cmdline(pid)]
     assert len(webs) == 1, environs
     kept = f"HOOKSPAWN_WEBHOOK_SECRET_FILE={(cwd / '.hookspawn' / 'webhook-secret').resolve()}"
     assert kept.encode() in environs[webs[0]].split(b"\0")

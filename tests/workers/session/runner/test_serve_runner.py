@@ -11,7 +11,7 @@ import redis
 
 from tests import loopback
 from tests.conftest import wait_for
-from tests.procs import process_tree, start_serve, wait_serving
+from tests.procs import cmdline, process_tree, start_serve, wait_serving
 from tests.workers.session.runner.conftest import (
     Origin,
     git,
@@ -22,13 +22,6 @@ from tests.workers.session.runner.conftest import (
 from workers.session.runs import SessionRuns
 
 pytestmark = pytest.mark.slow
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
 
 
 #: the harness every session of the test runs: a prompt saying "hold" keeps it running
@@ -48,7 +41,7 @@ def test_serve_runs_sessions_with_the_runner_and_sigterm_stops_them_runner_stopp
     serve, base, log = served.proc.popen, served.url, served.log
     try:
         wait_serving(served)
-        commands = [_cmdline(pid) for pid in process_tree(serve.pid)]
+        commands = [cmdline(pid) for pid in process_tree(serve.pid)]
         assert any("hookspawn.cli runner" in line for line in commands), commands
 
         def start(prompt: str) -> str:

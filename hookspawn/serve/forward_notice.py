@@ -3,7 +3,7 @@ for the repositories the agents mount, and how to register the App when none is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from agents import compile_dir
 from agents.app_manifest import agents_forward_commands
@@ -13,12 +13,13 @@ from workers.settings import Settings
 __all__ = ["app_secret_note", "forward_lines"]
 
 
-def forward_lines(settings: Settings, secret: str, base_url: str, *, demo: bool) -> list[str]:
-    """Banner lines: each forward command, with `secret` (the one intake verifies with, the
-    first when it is a comma-separated list), and, without an App, the command that registers
-    one. Nothing when the agents do not compile (the agents line already says why) or name no
-    repository."""
-    secret = secret.split(",")[0].strip()
+def forward_lines(
+    settings: Settings, secrets: Sequence[str], base_url: str, *, demo: bool
+) -> list[str]:
+    """Banner lines: each forward command, with the first of `secrets` (those intake verifies
+    with), and, without an App, the command that registers one. Nothing when the agents do
+    not compile (the agents line already says why) or name no repository."""
+    secret = secrets[0] if secrets else ""
     result = compile_dir(settings.agents_dir, secret_names=settings.secret_names)
     if not result.ok or not secret:
         return []

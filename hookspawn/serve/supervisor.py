@@ -249,20 +249,20 @@ def _forget_demo(redis_url: str) -> str | None:
     )
 
 
-def _webhook_secret(settings: Settings, env: dict[str, str]) -> tuple[str, str]:
-    """The webhook secret intake verifies with, and the banner's line on it: the one set (the
+def _webhook_secret(settings: Settings, env: dict[str, str]) -> tuple[list[str], str]:
+    """The webhook secrets intake verifies with, and the banner's line on them: those set (the
     App's own wins over HOOKSPAWN_WEBHOOK_SECRET), or one generated and kept in the data
     directory, which the children are given as HOOKSPAWN_WEBHOOK_SECRET_FILE in `env` (so the
     secret is in no process's environment, and `web` says where it came from)."""
     if settings.webhook_secret:
         note = app_secret_note(settings, os.environ) or "(from HOOKSPAWN_WEBHOOK_SECRET)"
-        return ",".join(settings.webhook_secret), note
+        return settings.webhook_secret, note
     secret = data_dir_secret(settings.data_dir, create=True)
     assert secret is not None
     kept = settings.data_dir / SECRET_FILE
     env.pop("HOOKSPAWN_WEBHOOK_SECRET", None)  # set but empty: never beside its _FILE
     env["HOOKSPAWN_WEBHOOK_SECRET_FILE"] = str(kept.resolve())
-    return secret, f"{secret}  (kept in {kept})"
+    return [secret], f"{secret}  (kept in {kept})"
 
 
 def _prepare_sessions(
@@ -339,7 +339,7 @@ def serve(
                 print(f"hookspawn serve: {exc}", file=sys.stderr)
                 return 1
             env["HOOKSPAWN_REDIS_URL"] = redis_server.url
-        secret, secret_note = _webhook_secret(settings, env)
+        secrets, secret_note = _webhook_secret(settings, env)
         notes, probe = _prepare_sessions(settings, env, base_url, demo=demo)
         env["HOOKSPAWN_PUBLIC_URL"] = settings.public_url or base_url
         # sessions reach the broker at its own listener, never the admin API's
@@ -368,7 +368,7 @@ def serve(
         if redis_line:
             lines.append(redis_line)
         lines.append(agents_notice(settings.agents_dir, settings.secret_names)[1])
-        lines += forward_lines(settings, secret, base_url, demo=demo)
+        lines += forward_lines(settings, secrets, base_url, demo=demo)
         _banner([*lines, *([probe.note()] if probe else []), *notes])
         return programs.wait()
     finally:

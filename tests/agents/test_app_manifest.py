@@ -175,7 +175,7 @@ def test_the_serve_banner_prints_the_forward_command(tmp_path: Path) -> None:
     from workers.settings import Settings
 
     settings = Settings.model_validate({"agents_dir": EXAMPLES, "data_dir": tmp_path})
-    lines = forward_lines(settings, "s1,s0", "http://127.0.0.1:8000", demo=False)
+    lines = forward_lines(settings, ["s1", "s0"], "http://127.0.0.1:8000", demo=False)
     assert lines[0] == (
         "forward GitHub's webhooks here: gh webhook forward --repo=acme/widgets "
         "--events=issue_comment,pull_request,push,repository "
@@ -183,8 +183,8 @@ def test_the_serve_banner_prints_the_forward_command(tmp_path: Path) -> None:
         "--secret=s1"
     )
     assert "`hookspawn github-app create`" in lines[1]
-    assert len(forward_lines(settings, "s", "x", demo=True)) == 1
-    assert forward_lines(settings, "", "x", demo=True) == []  # no secret: no command to give
+    assert len(forward_lines(settings, ["s"], "x", demo=True)) == 1
+    assert forward_lines(settings, [], "x", demo=True) == []  # no secret: no command to give
 
 
 def test_the_coverage_events_are_the_lifecycle_events_github_does_not_send_unasked() -> None:
